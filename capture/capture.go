@@ -1,0 +1,181 @@
+// Package capture is klockstat's data model for one lock-contention capture: metadata, per-thread lock
+// records, per-type wait histograms, stats, and its versioned JSON form.
+package capture
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// FormatVersion is the JSON "version" this package writes and the only one Read accepts. Bump it for
+// any change that an older reader would misinterpret; purely additive fields do not need a bump.
+const FormatVersion = 1
+
+// Capture is everything klockstat recorded in one run.
+type Capture struct {
+	Version    int         `json:"version"` // FormatVersion; set by whoever builds the capture
+	Meta       Meta        `json:"meta"`
+	Records    []Record    `json:"records"`
+	Histograms []Histogram `json:"histograms"` // one per lock type that had waits, in spec order
+}
+
+// Meta describes how, where and with which settings a capture was taken, and how healthy it was.
+type Meta struct {
+	Tool               string            `json:"tool"` // "klockstat"
+	ToolVersion        string            `json:"tool_version"`
+	Kernel             string            `json:"kernel"`       // uname -r
+	KernelBuild        string            `json:"kernel_build"` // uname -v
+	Arch               string            `json:"arch"`
+	Hostname           string            `json:"hostname"`
+	CPUModel           string            `json:"cpu_model"`
+	CPUs               int               `json:"cpus"`
+	Start              time.Time         `json:"start"`
+	DurationNS         int64             `json:"duration_ns"`
+	CommandLine        []string          `json:"command_line"` // klockstat's own argv
+	Workload           []string          `json:"workload"`     // the `-- COMMAND ARGS` run during capture, or empty
+	WorkloadExit       *int              `json:"workload_exit,omitempty"`
+	Probe              string            `json:"probe"` // backend name: "rawtp", "tracepoint", ...
+	StackDepth         int               `json:"stack_depth"`
+	Types              []string          `json:"types"`     // lock types captured
+	PIDs               []uint32          `json:"pids"`      // --pid filter (empty: all)
+	Comm               string            `json:"comm"`      // --comm filter
+	MapSizes           map[string]uint32 `json:"map_sizes"` // BPF map name -> max entries
+	Events             Events            `json:"events"`
+	Lost               []Lost            `json:"lost"`                // events lost, by reason; empty when nothing lost
+	Programs           []ProgramStats    `json:"programs"`            // kernel BPF run stats of our programs
+	KallsymsRestricted bool              `json:"kallsyms_restricted"` // addresses could not be symbolized
+	Warnings           []string          `json:"warnings"`
+}
+
+// Events counts what the probes saw, so a reader can judge how complete the records are.
+type Events struct {
+	Begin          uint64 `json:"begin"` // contention_begin events seen (after filters)
+	End            uint64 `json:"end"`
+	Waits          uint64 `json:"waits"`           // paired begin/end = recorded waits
+	InProgress     uint64 `json:"in_progress"`     // waits still running at the end, charged up to end time
+	Nested         uint64 `json:"nested"`          // begin while another wait of the same thread/CPU was open
+	UnmatchedBegin uint64 `json:"unmatched_begin"` // begin whose end never came (overwritten/stale)
+	UnmatchedEnd   uint64 `json:"unmatched_end"`   // end with no begin
+}
+
+// Lost counts events that were dropped for one reason, e.g. "aggregation map full".
+type Lost struct {
+	Reason string `json:"reason"`
+	Count  uint64 `json:"count"`
+}
+
+// ProgramStats are the kernel's run statistics of one of klockstat's BPF programs. Run time is only
+// counted while the sysctl kernel.bpf_stats_enabled is 1.
+type ProgramStats struct {
+	Name            string `json:"name"`
+	RunCount        uint64 `json:"run_count"`
+	RunTimeNS       uint64 `json:"run_time_ns"`
+	RecursionMisses uint64 `json:"recursion_misses"`
+}
+
+// LostTotal is the number of events lost for any reason.
+func (m Meta) LostTotal() uint64 {
+	var total uint64
+	for _, l := range m.Lost {
+		total += l.Count
+	}
+	return total
+}
+
+// ProbeRunTimeNS is the total kernel run time of all our BPF programs; 0 when it was not measured.
+func (m Meta) ProbeRunTimeNS() uint64 {
+	var total uint64
+	for _, p := range m.Programs {
+		total += p.RunTimeNS
+	}
+	return total
+}
+
+// ProbeNSPerEvent is the total run time of all programs divided by the number of contention events
+// (Events.Begin), i.e. the cost of one begin+end pair; 0 when there were no events.
+func (m Meta) ProbeNSPerEvent() float64 {
+	if m.Events.Begin == 0 {
+		return 0
+	}
+	return float64(m.ProbeRunTimeNS()) / float64(m.Events.Begin)
+}
+
+// ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took: total probe run time
+// divided by duration × CPUs; 0 when the duration or the CPU count is unknown.
+func (m Meta) ProbeCPUShare() float64 {
+	if m.DurationNS <= 0 || m.CPUs <= 0 {
+		return 0
+	}
+	return float64(m.ProbeRunTimeNS()) / (float64(m.DurationNS) * float64(m.CPUs))
+}
+
+// Duration is the length of the capture.
+func (m Meta) Duration() time.Duration {
+	return time.Duration(m.DurationNS)
+}
+
+// Record aggregates the waits of one thread on one lock from one call site.
+type Record struct {
+	Type       string   `json:"type"`
+	Lock       Addr     `json:"lock"`
+	Name       string   `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", or "" when unknown
+	Comm       string   `json:"comm"` // thread name (untrusted)
+	PID        uint32   `json:"pid"`  // process (tgid)
+	TID        uint32   `json:"tid"`  // thread
+	Count      uint64   `json:"count"`
+	TotalNS    uint64   `json:"total_ns"`
+	MinNS      uint64   `json:"min_ns"`
+	MaxNS      uint64   `json:"max_ns"`
+	InProgress uint64   `json:"in_progress"` // waits included here that had not ended when capture stopped
+	Caller     string   `json:"caller"`      // "function+0xoff", the first frame outside lock functions
+	Stack      []string `json:"stack"`       // "function+0xoff" innermost first; unknown frames as "0xffffffff81234567"
+}
+
+// MeanNS is the average wait; 0 for an empty record.
+func (r Record) MeanNS() float64 {
+	if r.Count == 0 {
+		return 0
+	}
+	return float64(r.TotalNS) / float64(r.Count)
+}
+
+// The MarshalJSON methods below encode nil slices and maps as [] and {}, so the JavaScript of the HTML
+// report never meets null where it expects a list, however the capture is marshalled.
+
+// MarshalJSON implements json.Marshaler.
+func (c Capture) MarshalJSON() ([]byte, error) {
+	type plain Capture // drops the methods, so json.Marshal does not recurse into this one
+	c.Records = nonNil(c.Records)
+	c.Histograms = nonNil(c.Histograms)
+	return json.Marshal(plain(c))
+}
+
+// MarshalJSON implements json.Marshaler.
+func (m Meta) MarshalJSON() ([]byte, error) {
+	type plain Meta
+	m.CommandLine = nonNil(m.CommandLine)
+	m.Workload = nonNil(m.Workload)
+	m.Types = nonNil(m.Types)
+	m.PIDs = nonNil(m.PIDs)
+	if m.MapSizes == nil {
+		m.MapSizes = map[string]uint32{}
+	}
+	m.Lost = nonNil(m.Lost)
+	m.Programs = nonNil(m.Programs)
+	m.Warnings = nonNil(m.Warnings)
+	return json.Marshal(plain(m))
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record
+	r.Stack = nonNil(r.Stack)
+	return json.Marshal(plain(r))
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

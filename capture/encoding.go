@@ -1,0 +1,53 @@
+package capture
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrUnsupportedVersion is returned by Read for a capture written in another format version.
+var ErrUnsupportedVersion = errors.New("unsupported capture format version")
+
+// Write encodes c as indented JSON with a trailing newline. It does not validate c; nil slices are
+// written as [].
+func (c *Capture) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return fmt.Errorf("encoding capture: %w", err)
+	}
+	return nil
+}
+
+// Read decodes and validates a capture written by Write. It rejects other format versions (the error
+// wraps ErrUnsupportedVersion) and captures that fail Validate; fields it does not know are ignored.
+func Read(r io.Reader) (*Capture, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading capture: %w", err)
+	}
+	// The version decides how to read the rest, so look at it first: a future layout may not even
+	// decode into today's types.
+	var header struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &header); err != nil {
+		return nil, fmt.Errorf("decoding capture: %w", err)
+	}
+	if header.Version == nil {
+		return nil, errors.New(`decoding capture: no "version" field, not a klockstat capture`)
+	}
+	if *header.Version != FormatVersion {
+		return nil, fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, *header.Version, FormatVersion)
+	}
+	var c Capture
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("decoding capture: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid capture: %w", err)
+	}
+	return &c, nil
+}

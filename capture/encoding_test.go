@@ -1,0 +1,249 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testCapture is a capture with every field set and every list of the JSON non-empty.
+func testCapture(t testing.TB) *Capture {
+	t.Helper()
+	exit := 3
+	spin := Histogram{Type: "spinlock"}
+	for _, ns := range []uint64{120, 480, 2500, 90, 1_000_000} {
+		spin.Add(ns)
+	}
+	mutex := Histogram{Type: "mutex"}
+	mutex.Add(40_000)
+	c := &Capture{
+		Version: FormatVersion,
+		Meta: Meta{
+			Tool: "klockstat", ToolVersion: "v0.1.0", Kernel: "6.8.0-45-generic", KernelBuild: "#45-Ubuntu SMP PREEMPT_DYNAMIC",
+			Arch: "amd64", Hostname: "bench1", CPUModel: "AMD EPYC 7B13", CPUs: 8,
+			Start:       time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC),
+			DurationNS:  10_000_000_000,
+			CommandLine: []string{"klockstat", "-o", "out.json", "--", "make", "-j8"},
+			Workload:    []string{"make", "-j8"}, WorkloadExit: &exit,
+			Probe: "rawtp", StackDepth: 16, Types: []string{"spinlock", "mutex"}, PIDs: []uint32{42, 4242}, Comm: "make",
+			MapSizes:           map[string]uint32{"records": 16384, "stacks": 4096},
+			Events:             Events{Begin: 1000, End: 990, Waits: 985, InProgress: 1, Nested: 2, UnmatchedBegin: 3, UnmatchedEnd: 4},
+			Lost:               []Lost{{Reason: "aggregation map full", Count: 7}},
+			Programs:           []ProgramStats{{Name: "contention_begin", RunCount: 1000, RunTimeNS: 90_000, RecursionMisses: 1}},
+			KallsymsRestricted: true,
+			Warnings:           []string{"kernel.bpf_stats_enabled was 0"},
+		},
+		Records: []Record{
+			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Comm: "cc1\x1b[2J", PID: 42, TID: 43,
+				Count: 4, TotalNS: 1_002_690, MinNS: 90, MaxNS: 1_000_000, InProgress: 1, Caller: "tick_do_update_jiffies64+0x2f",
+				Stack: []string{"queued_spin_lock_slowpath+0x1c", "tick_do_update_jiffies64+0x2f", "0xffffffff81234567"}},
+			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Comm: "make", PID: 42, TID: 42,
+				Count: 1, TotalNS: 480, MinNS: 480, MaxNS: 480, Caller: "tick_do_update_jiffies64+0x2f", Stack: []string{}},
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Comm: "make", PID: 42, TID: 42,
+				Count: 1, TotalNS: 40_000, MinNS: 40_000, MaxNS: 40_000, Caller: "", Stack: []string{"0xffffffff81000000"}},
+		},
+		Histograms: []Histogram{spin, mutex},
+	}
+	c.Sort()
+	return c
+}
+
+func encode(t testing.TB, c *Capture) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	c := testCapture(t)
+	data := encode(t, c)
+	if !bytes.HasSuffix(data, []byte("}\n")) {
+		t.Errorf("encoding does not end in a newline: %q", data[len(data)-10:])
+	}
+	if !bytes.Contains(data, []byte(`"lock": "0xffff888100a3c2d8"`)) {
+		t.Errorf("lock address not encoded as a hex string:\n%s", data)
+	}
+	got, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip changed the capture:\n got %+v\nwant %+v", got, c)
+	}
+}
+
+func TestEmptyListsEncodeAsArrays(t *testing.T) {
+	c := &Capture{Version: FormatVersion, Records: []Record{{Type: "mutex", Count: 1}}, Histograms: []Histogram{{Type: "mutex", SubBucketBits: SubBucketBits}}}
+	data := encode(t, c)
+	if bytes.Contains(data, []byte("null")) {
+		t.Errorf("nil lists encoded as null:\n%s", data)
+	}
+	for _, want := range []string{`"command_line": []`, `"workload": []`, `"types": []`, `"pids": []`, `"map_sizes": {}`,
+		`"lost": []`, `"programs": []`, `"warnings": []`, `"stack": []`, `"buckets": []`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("encoding lacks %s:\n%s", want, data)
+		}
+	}
+	if bytes.Contains(data, []byte("workload_exit")) {
+		t.Error("workload_exit written without a workload exit status")
+	}
+	// The same holds when the capture is marshalled directly, as the HTML report does.
+	direct, err := json.Marshal(&Capture{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(direct, []byte("null")) {
+		t.Errorf("json.Marshal wrote null: %s", direct)
+	}
+	if _, err := Read(bytes.NewReader(data)); err != nil {
+		t.Errorf("reading a capture with empty lists: %v", err)
+	}
+}
+
+func TestAddr(t *testing.T) {
+	for _, a := range []Addr{0, 1, 0xffff888100a3c2d8, 1<<64 - 1} {
+		text, err := a.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Addr
+		if err := back.UnmarshalText(text); err != nil || back != a {
+			t.Errorf("%s: round trip gave %v, %v", text, back, err)
+		}
+	}
+	if got := Addr(0xffffffff81234567).String(); got != "0xffffffff81234567" {
+		t.Errorf("String() = %q", got)
+	}
+	for _, bad := range []string{"", "0x", "ffff", "0X10", "0xFFFF", "0x-1", "0x1_0", "0x10000000000000000", " 0x1", "0xg"} {
+		var a Addr
+		if err := a.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalText(%q) accepted, gave %v", bad, a)
+		}
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Capture) // applied to testCapture before encoding
+		edit   func(json string) string
+		want   string
+	}{
+		{name: "not json", edit: func(string) string { return "klockstat" }, want: "decoding capture"},
+		{name: "trailing data", edit: func(s string) string { return s + "{}" }, want: "decoding capture"},
+		{name: "no version", edit: func(string) string { return `{"records": []}` }, want: `no "version"`},
+		{name: "future version", change: func(c *Capture) { c.Version = 2 }, want: "version 2"},
+		{name: "layout", change: func(c *Capture) { c.Histograms[0].SubBucketBits = 5 }, want: "histogram 0 (\"spinlock\"): layout with 5 sub-bucket bits"},
+		{name: "foreign bucket", change: func(c *Capture) { c.Histograms[0].Buckets[0].HiNS++ }, want: "histogram 0 (\"spinlock\"): bucket 0: [88, 93) is not a bucket"},
+		{name: "bucket order", change: func(c *Capture) {
+			b := c.Histograms[0].Buckets
+			b[0], b[1] = b[1], b[0]
+		}, want: "bucket 1: lo_ns"},
+		{name: "empty bucket", change: func(c *Capture) { c.Histograms[1].Buckets[0].Count = 0; c.Histograms[1].Count = 0 }, want: "histogram 1 (\"mutex\"): bucket 0: count is 0"},
+		{name: "bucket sum", change: func(c *Capture) { c.Histograms[0].Count++ }, want: "count 6 != 5"},
+		{name: "duplicate histogram", change: func(c *Capture) { c.Histograms[1] = c.Histograms[0] }, want: `histogram 1: second histogram of lock type "spinlock"`},
+		{name: "zero count", change: func(c *Capture) { c.Records[2].Count = 0 }, want: "record 2: count is 0"},
+		{name: "min above max", change: func(c *Capture) { c.Records[1].MinNS, c.Records[1].MaxNS = 5, 3 }, want: "record 1: min_ns 5 > max_ns 3"},
+		{name: "total below max", change: func(c *Capture) { c.Records[0].TotalNS = 10 }, want: "record 0: total_ns 10 < max_ns 1000000"},
+		{name: "in progress above count", change: func(c *Capture) { c.Records[2].InProgress = 2 }, want: "record 2: in_progress 2 > count 1"},
+		{name: "type without histogram", change: func(c *Capture) { c.Records[1].Type = "rwsem" }, want: `record 1: lock type "rwsem" has no histogram`},
+		{name: "type with space", change: func(c *Capture) { c.Records[1].Type = "spin lock" }, want: "record 1: lock type"},
+		{name: "negative duration", change: func(c *Capture) { c.Meta.DurationNS = -1 }, want: "meta: duration_ns -1"},
+		{name: "numeric address", edit: func(s string) string {
+			return strings.Replace(s, `"0xffff888100a3c2d8"`, "18446612136440005336", 1)
+		}, want: "decoding capture"},
+		{name: "uppercase address", edit: func(s string) string {
+			return strings.Replace(s, `"0xffff888100a3c2d8"`, `"0xFFFF888100A3C2D8"`, 1)
+		}, want: "lowercase hex"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testCapture(t)
+			if tc.change != nil {
+				tc.change(c)
+			}
+			data := string(encode(t, c))
+			if tc.edit != nil {
+				data = tc.edit(data)
+			}
+			got, err := Read(strings.NewReader(data))
+			if err == nil {
+				t.Fatalf("Read accepted it: %+v", got)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadVersionError(t *testing.T) {
+	_, err := Read(strings.NewReader(`{"version": 2, "records": "a future layout"}`))
+	if !errors.Is(err, ErrUnsupportedVersion) {
+		t.Errorf("error %v is not ErrUnsupportedVersion", err)
+	}
+}
+
+func TestMetaDerived(t *testing.T) {
+	m := Meta{
+		CPUs: 4, DurationNS: 2_000_000_000,
+		Events:   Events{Begin: 100},
+		Lost:     []Lost{{"aggregation map full", 3}, {"stack map full", 4}},
+		Programs: []ProgramStats{{Name: "begin", RunTimeNS: 6000}, {Name: "end", RunTimeNS: 2000}},
+	}
+	if got := m.LostTotal(); got != 7 {
+		t.Errorf("LostTotal() = %d, want 7", got)
+	}
+	if got := m.ProbeNSPerEvent(); got != 80 {
+		t.Errorf("ProbeNSPerEvent() = %v, want 8000 ns / 100 events", got)
+	}
+	if got, want := m.ProbeCPUShare(), 8000.0/(2e9*4); got != want {
+		t.Errorf("ProbeCPUShare() = %v, want %v", got, want)
+	}
+	if got := m.Duration(); got != 2*time.Second {
+		t.Errorf("Duration() = %v", got)
+	}
+	var unknown Meta
+	if unknown.ProbeNSPerEvent() != 0 || unknown.ProbeCPUShare() != 0 || unknown.LostTotal() != 0 {
+		t.Error("derived values of an empty Meta are not 0")
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add(encode(f, testCapture(f)))
+	f.Add(encode(f, &Capture{Version: FormatVersion}))
+	for _, s := range []string{"", "null", "{}", `{"version":1}`, `{"version":1,"histograms":[{"type":"a","sub_bucket_bits":4,"count":1,"buckets":[{"lo_ns":0,"hi_ns":1,"count":1}]}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// Whatever Read accepts, the rest of klockstat must be able to use and write back.
+		for _, h := range c.Histograms {
+			s := h.Stats()
+			if s.Count > 0 && (s.P50 < s.MinNS || s.P50 > s.MaxNS) {
+				t.Errorf("histogram %q: p50 %d outside [%d, %d]", h.Type, s.P50, s.MinNS, s.MaxNS)
+			}
+		}
+		for _, key := range []func(Record) string{ByCaller, ByLock, ByThread} {
+			GroupBy(c.Records, key)
+		}
+		c.Sort()
+		first := encode(t, c)
+		again, err := Read(bytes.NewReader(first))
+		if err != nil {
+			t.Fatalf("reading back what Write wrote: %v\n%s", err, first)
+		}
+		if second := encode(t, again); !bytes.Equal(first, second) {
+			t.Errorf("second round trip changed the encoding:\n%s\n%s", first, second)
+		}
+	})
+}

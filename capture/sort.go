@@ -1,0 +1,33 @@
+package capture
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Sort orders the records by TotalNS descending, then by type, caller, lock, pid and tid, so that
+// equal captures encode to equal bytes whatever order the collector met the records in.
+func (c *Capture) Sort() {
+	slices.SortFunc(c.Records, compareRecords)
+}
+
+// compareRecords is the order of Sort. Records equal in every field Sort names (possible when they
+// differ only in the deeper stack) are ordered by the remaining fields, so the order is total.
+func compareRecords(a, b Record) int {
+	return cmp.Or(
+		cmp.Compare(b.TotalNS, a.TotalNS),
+		strings.Compare(a.Type, b.Type),
+		strings.Compare(a.Caller, b.Caller),
+		cmp.Compare(a.Lock, b.Lock),
+		cmp.Compare(a.PID, b.PID),
+		cmp.Compare(a.TID, b.TID),
+		slices.Compare(a.Stack, b.Stack),
+		cmp.Compare(b.Count, a.Count),
+		cmp.Compare(a.MaxNS, b.MaxNS),
+		cmp.Compare(a.MinNS, b.MinNS),
+		cmp.Compare(a.InProgress, b.InProgress),
+		strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Comm, b.Comm),
+	)
+}

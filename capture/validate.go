@@ -1,0 +1,117 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Validate checks what the rest of klockstat relies on: the format version, a histogram of the current
+// layout whose bucket counts add up for every lock type, and records whose numbers are consistent
+// (count > 0, min <= max <= total, in_progress <= count) and whose type has a histogram. The error names
+// the offending element, e.g. "record 12: min_ns 5 > max_ns 3".
+func (c *Capture) Validate() error {
+	if c.Version != FormatVersion {
+		return fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, c.Version, FormatVersion)
+	}
+	if err := c.Meta.validate(); err != nil {
+		return fmt.Errorf("meta: %w", err)
+	}
+	types := make(map[string]bool, len(c.Histograms))
+	for i, h := range c.Histograms {
+		if err := h.validate(); err != nil {
+			return fmt.Errorf("histogram %d (%q): %w", i, h.Type, err)
+		}
+		if types[h.Type] {
+			return fmt.Errorf("histogram %d: second histogram of lock type %q", i, h.Type)
+		}
+		types[h.Type] = true
+	}
+	for i, r := range c.Records {
+		if err := r.validate(); err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+		if !types[r.Type] {
+			return fmt.Errorf("record %d: lock type %q has no histogram", i, r.Type)
+		}
+	}
+	return nil
+}
+
+func (m Meta) validate() error {
+	if m.CPUs < 0 {
+		return fmt.Errorf("cpus %d < 0", m.CPUs)
+	}
+	if m.DurationNS < 0 {
+		return fmt.Errorf("duration_ns %d < 0", m.DurationNS)
+	}
+	if m.StackDepth < 0 {
+		return fmt.Errorf("stack_depth %d < 0", m.StackDepth)
+	}
+	return nil
+}
+
+// validateType keeps lock types usable as the first word of a group key.
+func validateType(typ string) error {
+	if typ == "" || strings.ContainsAny(typ, " \t\n") {
+		return fmt.Errorf("lock type %q: want a non-empty word without spaces", typ)
+	}
+	return nil
+}
+
+func (r Record) validate() error {
+	if err := validateType(r.Type); err != nil {
+		return err
+	}
+	switch {
+	case r.Count == 0:
+		return errors.New("count is 0")
+	case r.MinNS > r.MaxNS:
+		return fmt.Errorf("min_ns %d > max_ns %d", r.MinNS, r.MaxNS)
+	case r.TotalNS < r.MaxNS:
+		return fmt.Errorf("total_ns %d < max_ns %d", r.TotalNS, r.MaxNS)
+	case r.InProgress > r.Count:
+		return fmt.Errorf("in_progress %d > count %d", r.InProgress, r.Count)
+	}
+	return nil
+}
+
+func (h Histogram) validate() error {
+	if err := validateType(h.Type); err != nil {
+		return err
+	}
+	if h.SubBucketBits != SubBucketBits {
+		return fmt.Errorf("layout with %d sub-bucket bits, this klockstat reads %d", h.SubBucketBits, SubBucketBits)
+	}
+	var sum uint64
+	for i, b := range h.Buckets {
+		lo, hi := BucketBounds(BucketIndex(b.LoNS))
+		if b.LoNS != lo || b.HiNS != hi {
+			return fmt.Errorf("bucket %d: [%d, %d) is not a bucket of the layout", i, b.LoNS, b.HiNS)
+		}
+		if i > 0 && b.LoNS <= h.Buckets[i-1].LoNS {
+			return fmt.Errorf("bucket %d: lo_ns %d not above the previous bucket's %d", i, b.LoNS, h.Buckets[i-1].LoNS)
+		}
+		if b.Count == 0 {
+			return fmt.Errorf("bucket %d: count is 0", i)
+		}
+		if b.Count > math.MaxUint64-sum {
+			return fmt.Errorf("bucket %d: bucket counts overflow", i)
+		}
+		sum += b.Count
+	}
+	if sum != h.Count {
+		return fmt.Errorf("count %d != %d, the sum of bucket counts", h.Count, sum)
+	}
+	if h.Count == 0 {
+		if h.TotalNS != 0 || h.MinNS != 0 || h.MaxNS != 0 {
+			return fmt.Errorf("no waits, but total_ns %d, min_ns %d, max_ns %d", h.TotalNS, h.MinNS, h.MaxNS)
+		}
+		return nil
+	}
+	if h.MinNS > h.MaxNS {
+		return fmt.Errorf("min_ns %d > max_ns %d", h.MinNS, h.MaxNS)
+	}
+	return nil
+}

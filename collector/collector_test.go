@@ -1,0 +1,421 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/testenv"
+	"github.com/klockstat/klockstat/lockspec"
+)
+
+func loadSpec(t *testing.T, types ...string) *lockspec.Spec {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(), "locks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := lockspec.Parse("locks.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err = spec.Select(types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// startContend starts the workload as its own process: the collector
+// ignores the process it runs in.
+func startContend(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(testenv.Build(t, "./examples/contend"), args...)
+	cmd.Stdout = new(bytes.Buffer)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+func waitContend(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("contend %v: %v\n%s", cmd.Args, err, cmd.Stderr)
+	}
+}
+
+func capture1(t *testing.T, cfg Config, during func()) *capture.Capture {
+	t.Helper()
+	testenv.RequireRoot(t)
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("starting the collector: %v", err)
+	}
+	defer c.Close()
+	during()
+	cp, err := c.Stop()
+	if err != nil {
+		t.Fatalf("stopping the collector: %v", err)
+	}
+	if err := cp.Validate(); err != nil {
+		t.Fatalf("captured data does not validate: %v", err)
+	}
+	return cp
+}
+
+func defaultConfig(t *testing.T) Config {
+	return Config{Spec: loadSpec(t), Probe: "auto", StackDepth: 16, MapSize: 16384}
+}
+
+func hasFrame(stack []string, funcs ...string) bool {
+	for _, f := range stack {
+		name, _, _ := strings.Cut(f, "+")
+		for _, want := range funcs {
+			if name == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestCaptureMmapLockContention(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "2s")
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+	})
+
+	if cp.Meta.Probe != "rawtp" {
+		t.Errorf("auto picked backend %q, want rawtp on this kernel", cp.Meta.Probe)
+	}
+	var mmapWaits uint64
+	for _, r := range cp.Records {
+		if r.PID != pid || !strings.HasPrefix(r.Type, "rwsem:") {
+			continue
+		}
+		if r.Count == 0 || r.MinNS > r.MaxNS || r.MeanNS() < float64(r.MinNS) || r.MeanNS() > float64(r.MaxNS) {
+			t.Errorf("inconsistent record: count %d min %d mean %.0f max %d", r.Count, r.MinNS, r.MeanNS(), r.MaxNS)
+		}
+		if !hasFrame(r.Stack, "vm_mmap_pgoff", "__vm_munmap", "do_mmap", "do_vmi_munmap", "__x64_sys_munmap", "__x64_sys_mmap", "exc_page_fault", "do_user_addr_fault", "lock_mm_and_find_vma") {
+			continue
+		}
+		if r.Name != "mmap_lock" {
+			t.Errorf("rwsem waited for on the mmap path is named %q, want mmap_lock", r.Name)
+		}
+		if r.Caller == "" {
+			t.Errorf("record without a caller: stack %v", r.Stack)
+		}
+		if strings.HasPrefix(r.Stack[0], "bpf_") || strings.HasPrefix(r.Stack[0], "__traceiter_") {
+			t.Errorf("stack starts with tracing machinery: %v", r.Stack)
+		}
+		mmapWaits += r.Count
+	}
+	if mmapWaits == 0 {
+		t.Fatalf("no rwsem waits on the mmap path of contend (pid %d) in %d records", pid, len(cp.Records))
+	}
+	t.Logf("%d mmap_lock waits of contend among %d records; probe %.0f ns/event", mmapWaits, len(cp.Records), cp.Meta.ProbeNSPerEvent())
+
+	checkHistogramsMatchRecords(t, cp)
+	if cp.Meta.ProbeNSPerEvent() <= 0 {
+		t.Errorf("probe cost not measured: %+v", cp.Meta.Programs)
+	}
+	if cp.Meta.Events.Begin == 0 || cp.Meta.Events.Waits == 0 {
+		t.Errorf("no events counted: %+v", cp.Meta.Events)
+	}
+}
+
+func checkHistogramsMatchRecords(t *testing.T, cp *capture.Capture) {
+	t.Helper()
+	perType := map[string]uint64{}
+	var total uint64
+	for _, r := range cp.Records {
+		perType[r.Type] += r.Count
+		total += r.Count
+	}
+	for _, h := range cp.Histograms {
+		if h.Count != perType[h.Type] {
+			t.Errorf("histogram of %s counts %d waits, its records %d", h.Type, h.Count, perType[h.Type])
+		}
+		delete(perType, h.Type)
+	}
+	for typ, n := range perType {
+		t.Errorf("records of %s (%d waits) have no histogram", typ, n)
+	}
+	if total != cp.Meta.Events.Waits-lost(cp) {
+		t.Errorf("records hold %d waits, events say %d waits and %d lost", total, cp.Meta.Events.Waits, lost(cp))
+	}
+}
+
+// lost counts the waits that ended but found the aggregation map full.
+func lost(cp *capture.Capture) uint64 {
+	for _, l := range cp.Meta.Lost {
+		if strings.HasPrefix(l.Reason, "aggregation map full") {
+			return l.Count
+		}
+	}
+	return 0
+}
+
+func TestPIDFilterKeepsOnlyThatProcess(t *testing.T) {
+	testenv.RequireRoot(t)
+	// Start both first, so the filter can name one of them.
+	wanted := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "2s")
+	other := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "2s")
+	cfg := defaultConfig(t)
+	cfg.PIDs = []uint32{uint32(wanted.Process.Pid)}
+	cp := capture1(t, cfg, func() {
+		waitContend(t, wanted)
+		waitContend(t, other)
+	})
+	if len(cp.Records) == 0 {
+		t.Fatal("nothing captured for the filtered process")
+	}
+	for _, r := range cp.Records {
+		if r.PID != cfg.PIDs[0] {
+			t.Errorf("record of pid %d (%s) passed the filter for pid %d", r.PID, r.Comm, cfg.PIDs[0])
+		}
+	}
+}
+
+func TestCommFilterAndThreadNames(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Comm = "contend"
+	cfg.Spec = loadSpec(t, "rwsem:R", "rwsem:W")
+	cp := capture1(t, cfg, func() {
+		waitContend(t, startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "2s", "-name", "kls<b>"))
+	})
+	if len(cp.Records) == 0 {
+		t.Fatal("nothing captured for comm contend")
+	}
+	for _, r := range cp.Records {
+		if !strings.HasPrefix(r.Comm, "kls<b>") {
+			t.Errorf("record of thread %q passed the comm filter", r.Comm)
+		}
+		if r.Type != "rwsem:R" && r.Type != "rwsem:W" {
+			t.Errorf("record of type %s passed the type filter", r.Type)
+		}
+	}
+}
+
+func TestStacksOff(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.StackDepth = 0
+	cp := capture1(t, cfg, func() {
+		waitContend(t, startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "1s"))
+	})
+	if len(cp.Records) == 0 {
+		t.Fatal("nothing captured")
+	}
+	for _, r := range cp.Records {
+		if len(r.Stack) != 0 || r.Caller != "" {
+			t.Fatalf("stack depth 0 still recorded a stack: %v", r.Stack)
+		}
+	}
+}
+
+func TestPerfTracepointBackend(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Probe = "tracepoint"
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "1s")
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+	})
+	if cp.Meta.Probe != "tracepoint" {
+		t.Fatalf("backend %q, want tracepoint", cp.Meta.Probe)
+	}
+	var n uint64
+	for _, r := range cp.Records {
+		if r.PID == pid && strings.HasPrefix(r.Type, "rwsem:") {
+			n += r.Count
+		}
+	}
+	if n == 0 {
+		t.Fatal("tracepoint backend captured no rwsem waits of contend")
+	}
+	checkHistogramsMatchRecords(t, cp)
+}
+
+func TestWaitInProgressIsCharged(t *testing.T) {
+	testenv.RequireRoot(t)
+	// One write(2) of 256 MiB holds the file's inode rwsem for about a
+	// second; a second writer of the same file sleeps in down_write until
+	// then, past the end of the capture.
+	file := filepath.Join(t.TempDir(), "big")
+	dd := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("dd", append([]string{"if=/dev/zero", "of=" + file, "conv=notrunc", "status=none"}, args...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	cfg := defaultConfig(t)
+	var waiter uint32
+	cp := capture1(t, cfg, func() {
+		waitForWrite(t, dd("bs=256M", "count=1").Process.Pid, 256<<20)
+		waiter = uint32(dd("bs=4k", "count=1").Process.Pid)
+		time.Sleep(300 * time.Millisecond)
+	})
+	var open, total uint64
+	for _, r := range cp.Records {
+		total += r.InProgress
+		if r.PID == waiter && r.Type == "rwsem:W" && r.InProgress > 0 {
+			open += r.InProgress
+			if r.MaxNS < uint64(200*time.Millisecond) {
+				t.Errorf("wait in progress charged %v, want about 300ms", time.Duration(r.MaxNS))
+			}
+		}
+	}
+	if open != 1 {
+		t.Errorf("second writer (pid %d) has %d rwsem:W waits in progress, want 1", waiter, open)
+	}
+	if total != cp.Meta.Events.InProgress {
+		t.Errorf("records mark %d waits in progress, events say %d", total, cp.Meta.Events.InProgress)
+	}
+	checkHistogramsMatchRecords(t, cp)
+}
+
+// waitForWrite returns once dd (pid) has read its whole buffer of n bytes
+// from /dev/zero and so has moved on to write(2).
+func waitForWrite(t *testing.T, pid int, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		var read int
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+		if _, scanErr := fmt.Sscanf(string(b), "rchar: %d", &read); err == nil && scanErr == nil && read >= n {
+			time.Sleep(20 * time.Millisecond) // into the inode lock
+			return
+		}
+	}
+	t.Fatalf("dd (pid %d) never finished reading its buffer", pid)
+}
+
+// perfContended parses `perf lock contention` output into contended counts
+// per lock type.
+func perfContended(out string) map[string]uint64 {
+	counts := map[string]uint64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// contended, total (value unit), max (value unit), avg (value unit), type, caller
+		if len(f) < 8 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		counts[f[7]] += n
+	}
+	return counts
+}
+
+func TestCountsAgreeWithPerfLock(t *testing.T) {
+	testenv.RequireRoot(t)
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		if testenv.InCI() {
+			t.Fatal("perf not installed: CI installs linux-perf")
+		}
+		t.Skip("perf not installed (apt-get install linux-perf)")
+	}
+	if err := mountTracefs(); err != nil { // perf reads the tracepoints there
+		t.Fatal(err)
+	}
+	// A name of its own: other contend processes on the machine must not
+	// pass klockstat's filter when perf follows only this one.
+	dir := t.TempDir()
+	workload := filepath.Join(dir, "kls-perfcheck")
+	if err := os.Link(testenv.Build(t, "./examples/contend"), workload); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "perf.data")
+	cfg := defaultConfig(t)
+	cfg.Comm = filepath.Base(workload)
+	var perfOut []byte
+	cp := capture1(t, cfg, func() {
+		// perf follows only the workload, klockstat only processes of
+		// its name: both see the same events from the first one on.
+		cmd := exec.Command(perf, "lock", "record", "-o", data, "--", workload, "-lock", "mmap,pipe", "-threads", "4", "-duration", "2s")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("perf lock record: %v\n%s", err, out)
+		}
+	})
+	perfOut, err = exec.Command(perf, "lock", "contention", "-i", data, "-E", "100000").CombinedOutput()
+	if err != nil {
+		t.Fatalf("perf lock contention: %v\n%s", err, perfOut)
+	}
+	want := perfContended(string(perfOut))
+	got := map[string]uint64{}
+	for _, r := range cp.Records {
+		got[r.Type] += r.Count - r.InProgress
+	}
+	t.Logf("perf: %v\nklockstat: %v", want, got)
+	compared := 0
+	for typ, n := range want {
+		if n < 50 {
+			continue // too few for a ratio to mean anything
+		}
+		compared++
+		if diff := float64(got[typ]) - float64(n); diff > 0.1*float64(n) || diff < -0.1*float64(n) {
+			t.Errorf("%s: klockstat counted %d waits, perf %d: more than 10%% apart", typ, got[typ], n)
+		}
+	}
+	if compared == 0 {
+		t.Fatalf("perf saw too little contention to compare:\n%s", perfOut)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	spec := loadSpec(t)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no spec", Config{Probe: "auto", MapSize: 1024}, "no lock types"},
+		{"deep stack", Config{Spec: spec, Probe: "auto", StackDepth: 128, MapSize: 1024}, "stack depth 128"},
+		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "map size 8"},
+		{"long comm", Config{Spec: spec, Probe: "auto", MapSize: 1024, Comm: strings.Repeat("x", 16)}, "15-byte"},
+		{"bad probe", Config{Spec: spec, Probe: "kprobes", MapSize: 1024}, `unknown probe backend "kprobes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if err := (Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 1024}).Validate(); err != nil {
+		t.Fatalf("valid config rejected: %v", err)
+	}
+}
+
+func ExampleBackendNames() {
+	fmt.Println(BackendNames())
+	// Output: [auto rawtp tracepoint]
+}

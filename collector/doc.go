@@ -1,0 +1,5 @@
+// Package collector loads klockstat's eBPF programs, attaches them to the
+// kernel's lock contention hooks, and turns what they aggregated in kernel
+// maps into a capture.Capture: records with symbolized stacks, per-type
+// histograms, and the capture's health (events, losses, probe cost).
+package collector

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The few kernel types klockstat's BPF programs touch, instead of a full
+ * bpftool-generated vmlinux.h: the build stays independent of the kernel it
+ * runs on, and CO-RE (preserve_access_index) relocates every field access
+ * against the running kernel's BTF at load time. Only the fields we read are
+ * declared; their order and offsets here do not matter.
+ */
+#ifndef __KLOCKSTAT_VMLINUX_H__
+#define __KLOCKSTAT_VMLINUX_H__
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+
+/* From include/uapi/linux/bpf.h: only what the programs use. */
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_STACK_TRACE = 7,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+struct bpf_raw_tracepoint_args {
+	__u64 args[0];
+};
+
+/* Tracepoint lock:contention_begin / lock:contention_end (kernel 5.19+). */
+struct trace_entry {
+	unsigned short type;
+	unsigned char flags;
+	unsigned char preempt_count;
+	int pid;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_contention_begin {
+	struct trace_entry ent;
+	void *lock_addr;
+	unsigned int flags;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_contention_end {
+	struct trace_entry ent;
+	void *lock_addr;
+	int ret;
+} __attribute__((preserve_access_index));
+
+/* Enough of the task to name a lock the way perf does. */
+struct rw_semaphore {
+	long count;
+} __attribute__((preserve_access_index));
+
+struct spinlock {
+	int rlock;
+} __attribute__((preserve_access_index));
+typedef struct spinlock spinlock_t;
+
+struct mm_struct {
+	struct rw_semaphore mmap_lock;
+} __attribute__((preserve_access_index));
+
+/* Kernels before 5.8 called the field mmap_sem. */
+struct mm_struct___pre58 {
+	struct rw_semaphore mmap_sem;
+} __attribute__((preserve_access_index));
+
+struct sighand_struct {
+	spinlock_t siglock;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct mm_struct *mm;
+	struct sighand_struct *sighand;
+	struct task_struct *group_leader;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+#endif /* __KLOCKSTAT_VMLINUX_H__ */

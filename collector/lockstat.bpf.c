@@ -1,0 +1,421 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * klockstat's kernel side: pair lock:contention_begin/end per thread and
+ * aggregate the waits in maps that user space reads once, at the end.
+ *
+ * The programs run inside lock slow paths, so they take no locks of their own
+ * on the steady-state path: spinning waits live in a per-CPU stack (a spinning
+ * task cannot migrate), sleeping waits in a per-thread hash entry that is
+ * reused rather than deleted, counters and histograms in per-CPU arrays.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "lockstat.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* contention_begin flags, include/trace/events/lock.h */
+#define LCB_F_SPIN (1U << 0)
+#define LCB_F_MUTEX (1U << 5)
+
+#define EEXIST 17
+#define BPF_F_SKIP_FIELD_MASK 0xffULL
+
+/* Set by the loader before load. */
+const volatile __u32 self_tgid = 0;
+const volatile bool want_stacks = true;
+/* Frames of the probe machinery itself on top of every stack. */
+const volatile __u32 stack_skip = 0;
+const volatile bool filter_pids = false;
+const volatile bool filter_comm = false;
+const volatile char comm_filter[16] = {};
+/* flags value -> index of the lock type that claims it, or -1 (not captured) */
+const volatile __s32 flag_type[MAX_FLAGS] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 16 * sizeof(__u64)); /* resized to the stack depth */
+	__uint(max_entries, 16384);             /* resized by the loader */
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct wait_key);
+	__type(value, struct wait_stats);
+	__uint(max_entries, 16384); /* resized by the loader */
+} aggregate SEC(".maps");
+
+/* Sleeping waits, one entry per thread that ever waited during the capture. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct wait_slot);
+	__uint(max_entries, 16384); /* resized by the loader */
+} thread_waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct cpu_waits);
+	__uint(max_entries, 1);
+} spin_waits SEC(".maps");
+
+/* Per-CPU, guards against one of our programs running inside the other
+ * (a map operation of ours contending on a lock): see enter(). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} busy SEC(".maps");
+
+/* Log-linear wait histogram per lock type: index type*HIST_BUCKETS + bucket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, MAX_TYPES * HIST_BUCKETS); /* resized to the types in use */
+} histogram SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, CNT_MAX);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1); /* resized to the number of --pid values */
+} pid_filter SEC(".maps");
+
+/* Force BTF for the types bpf2go generates Go code for. */
+const enum counter unused_counter __attribute__((unused));
+const enum lock_name unused_lock_name __attribute__((unused));
+
+static __always_inline void count(__u32 which, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += n;
+}
+
+/*
+ * enter marks this CPU as running one of our programs. A second entry on the
+ * same CPU can only come from a lock our own map operation contended on; the
+ * kernel already refuses to nest a program in itself (a recursion miss), so
+ * refusing the other one too keeps every begin paired with its end.
+ */
+static __always_inline __u32 *enter(void)
+{
+	__u32 zero = 0;
+	__u32 *b = bpf_map_lookup_elem(&busy, &zero);
+
+	if (!b || *b)
+		return 0;
+	*b = 1;
+	return b;
+}
+
+static __always_inline bool comm_equal(const char *a, const volatile char *b)
+{
+	for (int i = 0; i < 16; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (a[i] == 0)
+			return true;
+	}
+	return true;
+}
+
+/* Filters apply to the process: its tgid, and its main thread's name. */
+static __always_inline bool wanted(__u32 pid)
+{
+	if (pid == self_tgid)
+		return false;
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid))
+		return false;
+	if (filter_comm) {
+		struct task_struct *task = (void *)bpf_get_current_task();
+		char comm[16] = {};
+
+		BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+		if (!comm_equal(comm, comm_filter))
+			return false;
+	}
+	return true;
+}
+
+static __always_inline __s32 get_stack(void *ctx)
+{
+	__s32 id;
+
+	if (!want_stacks)
+		return -1;
+	id = bpf_get_stackid(ctx, &stacks, stack_skip & BPF_F_SKIP_FIELD_MASK);
+	if (id < 0)
+		count(CNT_STACK_FAILED, 1);
+	return id;
+}
+
+static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
+				 __u32 tid, __u32 pid, __s32 type)
+{
+	bool skip = type < 0 || !wanted(pid);
+
+	s->lock = lock;
+	s->tid = tid;
+	s->pid = pid;
+	s->type = skip ? 0 : type;
+	s->skip = skip;
+	s->stack_id = skip ? -1 : get_stack(ctx);
+	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
+}
+
+static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, pid = id >> 32, zero = 0;
+	__s32 type = flags < MAX_FLAGS ? flag_type[flags] : -1;
+	struct wait_slot *s;
+	__u32 *b;
+
+	b = enter();
+	if (!b) {
+		/* Its end will be refused too, as a recursion miss or here. */
+		count(CNT_LOST_REENTERED, 1);
+		return 0;
+	}
+
+	if ((flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX)) {
+		struct cpu_waits *cw = bpf_map_lookup_elem(&spin_waits, &zero);
+		__u32 d;
+
+		if (!cw)
+			goto out;
+		d = cw->depth;
+		if (d > 0 && d <= MAX_NEST) {
+			struct wait_slot *top = &cw->slot[(d - 1) & (MAX_NEST - 1)];
+
+			if (top->tid != tid) {
+				/* Its owner stopped spinning here without an end. */
+				count(CNT_UNMATCHED_BEGIN, d);
+				d = 0;
+			} else if (top->lock == lock) {
+				goto out; /* the same wait announced again */
+			} else {
+				count(CNT_NESTED, 1);
+			}
+		}
+		if (d >= MAX_NEST) {
+			count(CNT_LOST_NEST_DEPTH, 1);
+			goto out;
+		}
+		s = &cw->slot[d & (MAX_NEST - 1)];
+		fill(s, ctx, lock, tid, pid, type);
+		cw->depth = d + 1;
+	} else {
+		/*
+		 * Mutexes announce one wait several times (optimistic spin,
+		 * then sleep, then spin again when first in line) and may
+		 * migrate in between, so all of them go to the thread's entry
+		 * and only the first announcement counts.
+		 */
+		s = bpf_map_lookup_elem(&thread_waits, &tid);
+		if (s && s->lock) {
+			if (s->lock == lock)
+				goto out;
+			/* A thread sleeps on one lock at a time: the old end was lost. */
+			count(CNT_UNMATCHED_BEGIN, 1);
+		}
+		if (!s) {
+			struct wait_slot empty = {};
+			long err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
+
+			if (err && err != -EEXIST) {
+				count(CNT_LOST_WAIT_FULL, 1);
+				goto out;
+			}
+			s = bpf_map_lookup_elem(&thread_waits, &tid);
+			if (!s)
+				goto out;
+		}
+		fill(s, ctx, lock, tid, pid, type);
+	}
+	/* Last: the wait must not include our own work. */
+	s->ts = bpf_ktime_get_ns();
+out:
+	*b = 0;
+	return 0;
+}
+
+static __always_inline __u32 name_lock(__u64 lock)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	struct sighand_struct *sighand;
+
+	if (mm) {
+		__u64 addr;
+
+		if (bpf_core_field_exists(mm->mmap_lock))
+			addr = (__u64)mm + bpf_core_field_offset(struct mm_struct, mmap_lock);
+		else
+			addr = (__u64)mm + bpf_core_field_offset(struct mm_struct___pre58, mmap_sem);
+		if (addr == lock)
+			return LOCK_NAME_MMAP;
+	}
+	sighand = BPF_CORE_READ(task, sighand);
+	if (sighand && (__u64)sighand + bpf_core_field_offset(struct sighand_struct, siglock) == lock)
+		return LOCK_NAME_SIGHAND;
+	return LOCK_NAME_NONE;
+}
+
+static __always_inline void record(struct wait_slot *w, __u64 delta)
+{
+	struct wait_key key = {
+		.lock = w->lock,
+		.stack_id = w->stack_id,
+		.pid = w->pid,
+		.tid = w->tid,
+		.type = w->type,
+	};
+	struct wait_stats *v;
+	__u32 bucket, idx;
+	__u64 *h;
+
+	v = bpf_map_lookup_elem(&aggregate, &key);
+	if (v) {
+		/* The key holds the thread, so only this thread writes here. */
+		v->count++;
+		v->total_ns += delta;
+		if (delta < v->min_ns)
+			v->min_ns = delta;
+		if (delta > v->max_ns)
+			v->max_ns = delta;
+	} else {
+		struct wait_stats init = {
+			.count = 1,
+			.total_ns = delta,
+			.min_ns = delta,
+			.max_ns = delta,
+		};
+		long err;
+
+		bpf_get_current_comm(&init.comm, sizeof(init.comm));
+		init.lock_name = name_lock(w->lock);
+		err = bpf_map_update_elem(&aggregate, &key, &init, BPF_NOEXIST);
+		if (err) {
+			count(CNT_LOST_AGG_FULL, 1);
+			return;
+		}
+	}
+
+	if (delta < (1 << (HIST_SUB_BITS))) {
+		bucket = delta;
+	} else {
+		__u64 v = delta;
+		__u32 m = 0;
+
+		/* m = floor(log2(delta)) without a loop */
+		if (v >> 32) { v >>= 32; m += 32; }
+		if (v >> 16) { v >>= 16; m += 16; }
+		if (v >> 8) { v >>= 8; m += 8; }
+		if (v >> 4) { v >>= 4; m += 4; }
+		if (v >> 2) { v >>= 2; m += 2; }
+		if (v >> 1) { m += 1; }
+		bucket = (m - HIST_SUB_BITS + 1) * (1 << HIST_SUB_BITS) +
+			 ((delta >> (m - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
+	}
+	idx = w->type * HIST_BUCKETS + bucket;
+	h = bpf_map_lookup_elem(&histogram, &idx);
+	if (h)
+		*h += 1;
+}
+
+static __always_inline int on_end(__u64 lock)
+{
+	/* First: the wait must not include our own work. */
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	struct cpu_waits *cw;
+	struct wait_slot w, *s;
+	__u32 *b, d;
+
+	b = enter();
+	if (!b)
+		return 0;
+
+	cw = bpf_map_lookup_elem(&spin_waits, &zero);
+	if (!cw)
+		goto out;
+	d = cw->depth;
+	if (d > 0 && d <= MAX_NEST) {
+		s = &cw->slot[(d - 1) & (MAX_NEST - 1)];
+		if (s->lock == lock && s->tid == tid) {
+			w = *s;
+			cw->depth = d - 1;
+			goto found;
+		}
+	}
+	s = bpf_map_lookup_elem(&thread_waits, &tid);
+	if (s && s->lock == lock) {
+		w = *s;
+		s->lock = 0;
+		goto found;
+	}
+	/* An inner end that never came leaves its begin above ours. */
+	for (int i = MAX_NEST - 2; i >= 0; i--) {
+		if (i + 1 >= d)
+			continue;
+		s = &cw->slot[i];
+		if (s->lock == lock && s->tid == tid) {
+			count(CNT_UNMATCHED_BEGIN, d - 1 - i);
+			w = *s;
+			cw->depth = i;
+			goto found;
+		}
+	}
+	count(CNT_UNMATCHED_END, 1);
+	goto out;
+
+found:
+	if (!w.skip) {
+		count(CNT_END, 1);
+		record(&w, now - w.ts);
+	}
+out:
+	*b = 0;
+	return 0;
+}
+
+SEC("raw_tp/contention_begin")
+int raw_contention_begin(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_begin(ctx, ctx->args[0], (__u32)ctx->args[1]);
+}
+
+SEC("raw_tp/contention_end")
+int raw_contention_end(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_end(ctx->args[0]);
+}
+
+SEC("tracepoint/lock/contention_begin")
+int tp_contention_begin(struct trace_event_raw_contention_begin *ctx)
+{
+	return on_begin(ctx, (__u64)ctx->lock_addr, ctx->flags);
+}
+
+SEC("tracepoint/lock/contention_end")
+int tp_contention_end(struct trace_event_raw_contention_end *ctx)
+{
+	return on_end((__u64)ctx->lock_addr);
+}

@@ -1,0 +1,349 @@
+package collector
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/lockspec"
+)
+
+// lostReasons names the counters that mean an event was not recorded.
+var lostReasons = []struct {
+	counter lockstatCounter
+	reason  string
+}{
+	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (raise --map-size)"},
+	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (raise --map-size)"},
+	{lockstatCounterCNT_LOST_NEST_DEPTH, "more than 4 nested waits on one CPU"},
+	{lockstatCounterCNT_LOST_REENTERED, "probe re-entered from its own map update"},
+}
+
+// Stop detaches the probes and reads everything they aggregated into a
+// capture. Waits still open at this point are charged up to now and marked
+// in progress. Host, command-line and tool fields of the metadata are left
+// to the caller.
+func (c *Collector) Stop() (*capture.Capture, error) {
+	closeLinks(c.links)
+	c.links = nil
+	stopNS, err := monotonicNow()
+	if err != nil {
+		return nil, err
+	}
+	duration := time.Since(c.start)
+
+	progs, err := c.programStats()
+	if err != nil {
+		return nil, err
+	}
+	counters, err := c.readCounters()
+	if err != nil {
+		return nil, err
+	}
+
+	ksyms, err := LoadKallsyms()
+	if err != nil {
+		return nil, fmt.Errorf("symbolizing: %w", err)
+	}
+	b := builder{
+		spec:    c.cfg.Spec,
+		ksyms:   ksyms,
+		stacks:  c.coll.Maps["stacks"],
+		byKey:   map[lockstatWaitKey]int{},
+		frames:  map[int32][]string{},
+		buckets: make([][]uint64, len(c.cfg.Spec.Types)),
+	}
+	for i := range b.buckets {
+		b.buckets[i] = make([]uint64, histBuckets)
+	}
+	if err := b.readAggregate(c.coll.Maps["aggregate"]); err != nil {
+		return nil, err
+	}
+	if err := b.readHistogram(c.coll.Maps["histogram"]); err != nil {
+		return nil, err
+	}
+	inProgress, err := b.readOpenWaits(c.coll.Maps["thread_waits"], c.coll.Maps["spin_waits"], stopNS)
+	if err != nil {
+		return nil, err
+	}
+
+	cp := &capture.Capture{
+		Version: capture.FormatVersion,
+		Records: b.records,
+	}
+	for i, t := range c.cfg.Spec.Types {
+		if h := b.histogram(i); h.Count > 0 {
+			h.Type = t.Name
+			cp.Histograms = append(cp.Histograms, h)
+		}
+	}
+	m := &cp.Meta
+	m.Start = c.start
+	m.DurationNS = duration.Nanoseconds()
+	m.Probe = c.backend.Name()
+	m.StackDepth = c.cfg.StackDepth
+	m.Types = c.cfg.Spec.Names()
+	m.PIDs = c.cfg.PIDs
+	m.Comm = c.cfg.Comm
+	m.MapSizes = map[string]uint32{}
+	for _, name := range []string{"aggregate", "stacks", "thread_waits"} {
+		m.MapSizes[name] = c.coll.Maps[name].MaxEntries()
+	}
+	m.Programs = progs
+	m.Events = capture.Events{
+		Begin:          counters[lockstatCounterCNT_BEGIN],
+		End:            counters[lockstatCounterCNT_END],
+		Waits:          counters[lockstatCounterCNT_END] + inProgress,
+		InProgress:     inProgress,
+		Nested:         counters[lockstatCounterCNT_NESTED],
+		UnmatchedBegin: counters[lockstatCounterCNT_UNMATCHED_BEGIN],
+		UnmatchedEnd:   counters[lockstatCounterCNT_UNMATCHED_END],
+	}
+	for _, l := range lostReasons {
+		if n := counters[l.counter]; n > 0 {
+			m.Lost = append(m.Lost, capture.Lost{Reason: l.reason, Count: n})
+		}
+	}
+	// A wait is lost when its begin is: a missed end leaves the begin
+	// open, and it is counted as unmatched when the next one replaces it.
+	if misses := progs[0].RecursionMisses; misses > 0 {
+		m.Lost = append(m.Lost, capture.Lost{Reason: "kernel skipped the probe: a BPF program was already running on the CPU", Count: misses})
+	}
+	m.KallsymsRestricted = ksyms.Restricted()
+	m.Warnings = append(m.Warnings, c.warnings...)
+	if m.KallsymsRestricted {
+		m.Warnings = append(m.Warnings, "kernel symbols are hidden (kernel.kptr_restrict, or not root): stacks and lock names are raw addresses")
+	}
+	if n := counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: stack map full or hash collision (raise --map-size)", n))
+	}
+	cp.Sort()
+	return cp, nil
+}
+
+func monotonicNow() (uint64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, fmt.Errorf("reading the monotonic clock: %w", err)
+	}
+	return uint64(ts.Nano()), nil
+}
+
+func (c *Collector) programStats() ([]capture.ProgramStats, error) {
+	var out []capture.ProgramStats
+	for _, name := range c.backend.Programs() {
+		s, err := c.coll.Programs[name].Stats()
+		if err != nil {
+			return nil, fmt.Errorf("reading run statistics of BPF program %s: %w", name, err)
+		}
+		out = append(out, capture.ProgramStats{
+			Name:            name,
+			RunCount:        s.RunCount,
+			RunTimeNS:       uint64(s.Runtime.Nanoseconds()),
+			RecursionMisses: s.RecursionMisses,
+		})
+	}
+	return out, nil
+}
+
+func (c *Collector) readCounters() (map[lockstatCounter]uint64, error) {
+	out := map[lockstatCounter]uint64{}
+	for i := lockstatCounter(0); i < lockstatCounterCNT_MAX; i++ {
+		var perCPU []uint64
+		if err := c.coll.Maps["counters"].Lookup(uint32(i), &perCPU); err != nil {
+			return nil, fmt.Errorf("reading counter %d: %w", i, err)
+		}
+		out[i] = sum(perCPU)
+	}
+	return out, nil
+}
+
+// builder turns map entries into records, symbolizing each stack once.
+type builder struct {
+	spec    *lockspec.Spec
+	ksyms   *Kallsyms
+	stacks  *ebpf.Map
+	records []capture.Record
+	byKey   map[lockstatWaitKey]int
+	frames  map[int32][]string
+	buckets [][]uint64 // per type, dense, as in the BPF histogram map
+}
+
+func (b *builder) readAggregate(m *ebpf.Map) error {
+	var (
+		k lockstatWaitKey
+		v lockstatWaitStats
+	)
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		r, err := b.newRecord(k)
+		if err != nil {
+			return err
+		}
+		r.Comm = cString(v.Comm[:])
+		r.Count, r.TotalNS, r.MinNS, r.MaxNS = v.Count, v.TotalNs, v.MinNs, v.MaxNs
+		switch lockstatLockName(v.LockName) {
+		case lockstatLockNameLOCK_NAME_MMAP:
+			r.Name = "mmap_lock"
+		case lockstatLockNameLOCK_NAME_SIGHAND:
+			r.Name = "siglock"
+		}
+		b.add(k, r)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("reading the aggregation map: %w", err)
+	}
+	return nil
+}
+
+func (b *builder) newRecord(k lockstatWaitKey) (capture.Record, error) {
+	r := capture.Record{
+		Type: b.spec.Types[k.Type].Name,
+		Lock: capture.Addr(k.Lock),
+		PID:  k.Pid,
+		TID:  k.Tid,
+	}
+	if name, ok := b.ksyms.Data(k.Lock); ok {
+		r.Name = name
+	}
+	stack, err := b.stack(k.StackId)
+	if err != nil {
+		return r, err
+	}
+	r.Stack = stack
+	if i := b.spec.Caller(stack); i >= 0 {
+		r.Caller = stack[i]
+	}
+	return r, nil
+}
+
+func (b *builder) add(k lockstatWaitKey, r capture.Record) {
+	b.byKey[k] = len(b.records)
+	b.records = append(b.records, r)
+}
+
+// stack symbolizes a stack id once; frames are innermost first.
+func (b *builder) stack(id int32) ([]string, error) {
+	if id < 0 {
+		return []string{}, nil
+	}
+	if frames, ok := b.frames[id]; ok {
+		return frames, nil
+	}
+	addrs := make([]uint64, b.stacks.ValueSize()/8)
+	if err := b.stacks.Lookup(uint32(id), &addrs); err != nil {
+		return nil, fmt.Errorf("reading stack %d: %w", id, err)
+	}
+	frames := []string{}
+	for _, a := range addrs {
+		if a == 0 {
+			break
+		}
+		frames = append(frames, b.ksyms.FormatFrame(a))
+	}
+	frames = frames[lockspec.TracingFrames(frames):]
+	b.frames[id] = frames
+	return frames, nil
+}
+
+func (b *builder) readHistogram(m *ebpf.Map) error {
+	var perCPU []uint64
+	for i := range b.buckets {
+		for j := range b.buckets[i] {
+			if err := m.Lookup(uint32(i*histBuckets+j), &perCPU); err != nil {
+				return fmt.Errorf("reading histogram bucket %d: %w", i*histBuckets+j, err)
+			}
+			b.buckets[i][j] = sum(perCPU)
+		}
+	}
+	return nil
+}
+
+// readOpenWaits charges the waits still open at stopNS up to then, and
+// returns how many there were.
+func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS uint64) (uint64, error) {
+	var open []lockstatWaitSlot
+	var (
+		tid  uint32
+		slot lockstatWaitSlot
+	)
+	it := threads.Iterate()
+	for it.Next(&tid, &slot) {
+		open = append(open, slot)
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("reading the per-thread wait map: %w", err)
+	}
+	var perCPU []lockstatCpuWaits
+	if err := spins.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, fmt.Errorf("reading the per-CPU wait map: %w", err)
+	}
+	for _, cw := range perCPU {
+		for i := 0; i < int(cw.Depth) && i < len(cw.Slot); i++ {
+			open = append(open, cw.Slot[i])
+		}
+	}
+
+	var n uint64
+	for _, s := range open {
+		if s.Lock == 0 || s.Skip != 0 || s.Ts == 0 || s.Ts > stopNS {
+			continue
+		}
+		wait := stopNS - s.Ts
+		k := lockstatWaitKey{Lock: s.Lock, StackId: s.StackId, Pid: s.Pid, Tid: s.Tid, Type: uint32(s.Type)}
+		i, ok := b.byKey[k]
+		if !ok {
+			r, err := b.newRecord(k)
+			if err != nil {
+				return 0, err
+			}
+			r.Comm = threadName(s.Pid, s.Tid)
+			r.MinNS = wait
+			b.add(k, r)
+			i = len(b.records) - 1
+		}
+		r := &b.records[i]
+		r.Count++
+		r.InProgress++
+		r.TotalNS += wait
+		r.MinNS = min(r.MinNS, wait)
+		r.MaxNS = max(r.MaxNS, wait)
+		b.buckets[s.Type][capture.BucketIndex(wait)]++
+		n++
+	}
+	return n, nil
+}
+
+// threadName reads a thread's name for a wait that has not ended, so the
+// kernel never wrote one; "" when the thread is gone.
+func threadName(pid, tid uint32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+// histogram builds type i's histogram, with exact totals from its records.
+func (b *builder) histogram(i int) capture.Histogram {
+	h := capture.NewHistogram(b.spec.Types[i].Name, b.buckets[i])
+	first := true
+	h.TotalNS, h.MinNS, h.MaxNS = 0, 0, 0
+	for _, r := range b.records {
+		if r.Type != b.spec.Types[i].Name {
+			continue
+		}
+		h.TotalNS += r.TotalNS
+		if first || r.MinNS < h.MinNS {
+			h.MinNS = r.MinNS
+		}
+		h.MaxNS = max(h.MaxNS, r.MaxNS)
+		first = false
+	}
+	return h
+}

@@ -1,0 +1,48 @@
+package workload
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// inodeLoad contends the i_rwsem of one file: every worker overwrites the
+// same page with pwrite, and buffered writes on ext4, tmpfs, xfs and btrfs
+// all take inode_lock (down_write) around the copy. pwrite rather than
+// write on a shared descriptor, whose f_pos mutex would be contended first.
+type inodeLoad struct {
+	file *os.File
+}
+
+// inodeWriteSize is one page: a whole-page overwrite needs no read-modify-write.
+const inodeWriteSize = 4096
+
+func newInode(o Options) (generator, error) {
+	f, err := os.CreateTemp(o.Dir, "contend-inode-*")
+	if err != nil {
+		return nil, fmt.Errorf("creating the shared file: %w", err)
+	}
+	// Unlinked at once so that not even a killed run leaves it behind; the
+	// inode and its lock live on while the descriptor is open.
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("unlinking the shared file: %w", err)
+	}
+	return &inodeLoad{file: f}, nil
+}
+
+func (l *inodeLoad) op(int) func() error {
+	fd := int(l.file.Fd())
+	buf := make([]byte, inodeWriteSize)
+	return func() error {
+		if _, err := unix.Pwrite(fd, buf, 0); err != nil {
+			return fmt.Errorf("pwrite: %w", err)
+		}
+		return nil
+	}
+}
+
+func (l *inodeLoad) Close() error {
+	return l.file.Close()
+}

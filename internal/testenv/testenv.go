@@ -1,0 +1,84 @@
+// Package testenv holds what klockstat's kernel tests share: the root check
+// that may skip only outside CI, and building the contention workload.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// InCI reports whether the tests run in CI, where a kernel test that this
+// machine supports must not skip.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// RequireRoot skips a test that loads BPF programs when not root, and fails
+// it in CI, which always runs as root.
+func RequireRoot(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if InCI() {
+		tb.Fatal("kernel test needs root, and CI runs as root: refusing to skip")
+	}
+	tb.Skip("skipping kernel test: needs root to load BPF programs (run go test as root)")
+}
+
+var builds sync.Map // package path -> *buildResult
+
+type buildResult struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build compiles a main package of this module (e.g. "./examples/contend")
+// once per test binary and returns the executable's path.
+func Build(tb testing.TB, pkg string) string {
+	tb.Helper()
+	v, _ := builds.LoadOrStore(pkg, &buildResult{})
+	r := v.(*buildResult)
+	r.once.Do(func() {
+		dir, err := os.MkdirTemp("", "klockstat-test-bin-")
+		if err != nil {
+			r.err = err
+			return
+		}
+		// Readable by all: tests also run the binary as an unprivileged user.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			r.err = err
+			return
+		}
+		name := filepath.Base(pkg)
+		if pkg == "." {
+			name = "klockstat"
+		}
+		r.path = filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", r.path, pkg)
+		cmd.Dir = ModuleRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			r.err = &buildError{pkg: pkg, out: string(out), err: err}
+		}
+	})
+	if r.err != nil {
+		tb.Fatalf("building %s: %v", pkg, r.err)
+	}
+	return r.path
+}
+
+type buildError struct {
+	pkg, out string
+	err      error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// ModuleRoot is the directory holding go.mod.
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}

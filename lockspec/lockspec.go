@@ -1,0 +1,138 @@
+// Package lockspec parses and validates locks.json, the catalogue of kernel lock types.
+package lockspec
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Flag is a bit of the flags argument of the lock:contention_begin tracepoint
+// (LCB_F_* in include/trace/events/lock.h).
+type Flag uint32
+
+// The contention_begin flag bits.
+const (
+	FlagSpin Flag = 1 << iota
+	FlagRead
+	FlagWrite
+	FlagRT
+	FlagPercpu
+	FlagMutex
+)
+
+// MaxFlags bounds flags values: every combination of the six bits is below it,
+// so user space can hand BPF a MaxFlags-entry flags->type table.
+const MaxFlags = 64
+
+// flagNames lists the flag names of locks.json in bit order.
+var flagNames = []struct {
+	name string
+	flag Flag
+}{
+	{"SPIN", FlagSpin},
+	{"READ", FlagRead},
+	{"WRITE", FlagWrite},
+	{"RT", FlagRT},
+	{"PERCPU", FlagPercpu},
+	{"MUTEX", FlagMutex},
+}
+
+// String returns the flag names joined by "|", as in "SPIN|READ", or "0" for no flags.
+func (f Flag) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var names []string
+	for _, fn := range flagNames {
+		if f&fn.flag != 0 {
+			names = append(names, fn.name)
+			f &^= fn.flag
+		}
+	}
+	if f != 0 {
+		names = append(names, fmt.Sprintf("%#x", uint32(f)))
+	}
+	return strings.Join(names, "|")
+}
+
+// Type is one kind of kernel lock.
+type Type struct {
+	Name        string
+	Description string
+	Flags       []Flag // each element is one OR-ed combination
+	Acquire     []string
+	Release     []string
+	Internal    []string
+}
+
+// Spec is a validated lock catalogue. Build it with Parse or Select: they also
+// index the lock functions that IsLockFunction and Caller look up.
+type Spec struct {
+	Source string // file name used in messages ("locks.json" for the embedded one)
+	Types  []Type
+
+	lockFuncs map[string]struct{} // acquire, release and internal names without compiler suffixes
+}
+
+func newSpec(source string, types []Type) *Spec {
+	s := &Spec{Source: source, Types: types, lockFuncs: make(map[string]struct{})}
+	for _, t := range types {
+		for _, list := range [][]string{t.Acquire, t.Release, t.Internal} {
+			for _, fn := range list {
+				s.lockFuncs[stripCompilerSuffix(fn)] = struct{}{}
+			}
+		}
+	}
+	return s
+}
+
+// Names returns the type names in catalogue order.
+func (s *Spec) Names() []string {
+	names := make([]string, len(s.Types))
+	for i, t := range s.Types {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// Select keeps only the named types, in the order of the spec. An empty names
+// slice keeps all types.
+func (s *Spec) Select(names []string) (*Spec, error) {
+	if len(names) == 0 {
+		return newSpec(s.Source, s.Types), nil
+	}
+	wanted := make(map[string]bool, len(names))
+	for _, name := range names {
+		wanted[name] = true
+	}
+	var types []Type
+	for _, t := range s.Types {
+		if wanted[t.Name] {
+			types = append(types, t)
+			delete(wanted, t.Name)
+		}
+	}
+	for _, name := range names {
+		if wanted[name] {
+			return nil, fmt.Errorf("unknown lock type %q in --types (known: %s)", name, strings.Join(s.Names(), ", "))
+		}
+	}
+	return newSpec(s.Source, types), nil
+}
+
+// FlagTable returns, for each flags value 0..MaxFlags-1, the index into s.Types
+// of the type that claims it, or -1. BPF uses it to classify events in the kernel.
+func (s *Spec) FlagTable() [MaxFlags]int32 {
+	var table [MaxFlags]int32
+	for i := range table {
+		table[i] = -1
+	}
+	for i, t := range s.Types {
+		for _, f := range t.Flags {
+			if f < MaxFlags { // always true for a parsed spec
+				table[f] = int32(i)
+			}
+		}
+	}
+	return table
+}

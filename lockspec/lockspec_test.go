@@ -1,0 +1,286 @@
+package lockspec
+
+import (
+	"bufio"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// perfLockTypes is perf's lock_type_table: contention_begin flags -> type name.
+var perfLockTypes = map[Flag]string{
+	0:                      "semaphore",
+	FlagSpin:               "spinlock",
+	FlagSpin | FlagRead:    "rwlock:R",
+	FlagSpin | FlagWrite:   "rwlock:W",
+	FlagRead:               "rwsem:R",
+	FlagWrite:              "rwsem:W",
+	FlagRT:                 "rtmutex",
+	FlagRT | FlagRead:      "rwlock-rt:R",
+	FlagRT | FlagWrite:     "rwlock-rt:W",
+	FlagPercpu | FlagRead:  "pcpu-sem:R",
+	FlagPercpu | FlagWrite: "pcpu-sem:W",
+	FlagMutex:              "mutex",
+	FlagMutex | FlagSpin:   "mutex",
+}
+
+func catalogue(t *testing.T) *Spec {
+	t.Helper()
+	data, err := os.ReadFile("../locks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("locks.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCatalogue(t *testing.T) {
+	s := catalogue(t)
+
+	wantNames := []string{"semaphore", "spinlock", "rwlock:R", "rwlock:W", "rwsem:R", "rwsem:W", "rtmutex",
+		"rwlock-rt:R", "rwlock-rt:W", "pcpu-sem:R", "pcpu-sem:W", "mutex"}
+	if got := s.Names(); !slices.Equal(got, wantNames) {
+		t.Errorf("Names() = %v, want %v", got, wantNames)
+	}
+
+	table := s.FlagTable()
+	for flags := range Flag(MaxFlags) {
+		want, claimed := perfLockTypes[flags]
+		switch i := table[flags]; {
+		case !claimed && i != -1:
+			t.Errorf("flags %s: type %q, want none", flags, s.Types[i].Name)
+		case claimed && i == -1:
+			t.Errorf("flags %s: no type, want %q", flags, want)
+		case claimed && s.Types[i].Name != want:
+			t.Errorf("flags %s: type %q, want %q", flags, s.Types[i].Name, want)
+		}
+	}
+
+	for _, typ := range s.Types {
+		if typ.Description == "" {
+			t.Errorf("type %q has no description", typ.Name)
+		}
+	}
+
+	t.Run("acquire functions exist in kallsyms", func(t *testing.T) {
+		f, err := os.Open("/proc/kallsyms")
+		if err != nil {
+			t.Skipf("cannot check against the running kernel: %v", err)
+		}
+		defer f.Close()
+		symbols := make(map[string]bool)
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if fields := strings.Fields(sc.Text()); len(fields) >= 3 {
+				symbols[fields[2]] = true
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatalf("reading /proc/kallsyms: %v", err)
+		}
+		if len(symbols) == 0 {
+			t.Skip("cannot check against the running kernel: /proc/kallsyms is empty")
+		}
+		checked := []string{"semaphore", "spinlock", "rwsem:R", "rwsem:W", "mutex", "pcpu-sem:R", "pcpu-sem:W"}
+		if !symbols["rt_spin_lock"] { // PREEMPT_RT kernels replace rwlock_t
+			checked = append(checked, "rwlock:R", "rwlock:W")
+		}
+		for _, typ := range s.Types {
+			if !slices.Contains(checked, typ.Name) {
+				continue
+			}
+			for _, fn := range typ.Acquire {
+				// CONFIG_DEBUG_LOCK_ALLOC kernels have mutex_lock_nested instead of mutex_lock.
+				if !symbols[fn] && !symbols[fn+"_nested"] {
+					t.Errorf("%s: acquire function %s is not in /proc/kallsyms", typ.Name, fn)
+				}
+			}
+		}
+	})
+}
+
+func TestSelect(t *testing.T) {
+	s := catalogue(t)
+
+	all, err := s.Select(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(all.Names(), s.Names()) {
+		t.Errorf("Select(nil) = %v, want all types %v", all.Names(), s.Names())
+	}
+
+	sel, err := s.Select([]string{"mutex", "spinlock", "mutex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"spinlock", "mutex"}; !slices.Equal(sel.Names(), want) {
+		t.Errorf("Select = %v, want %v (catalogue order)", sel.Names(), want)
+	}
+	if sel.Source != s.Source {
+		t.Errorf("Select changed Source to %q", sel.Source)
+	}
+	table := sel.FlagTable()
+	for flags := range Flag(MaxFlags) {
+		want := int32(-1)
+		switch perfLockTypes[flags] {
+		case "spinlock":
+			want = 0
+		case "mutex":
+			want = 1
+		}
+		if table[flags] != want {
+			t.Errorf("selected FlagTable[%s] = %d, want %d", flags, table[flags], want)
+		}
+	}
+	if !sel.IsLockFunction("mutex_lock") || sel.IsLockFunction("down_read") {
+		t.Error("selected spec does not index exactly the functions of its types")
+	}
+	if len(s.Types) != 12 || !s.IsLockFunction("down_read") {
+		t.Error("Select changed the original spec")
+	}
+
+	_, err = s.Select([]string{"spinlock", "mutx"})
+	want := `unknown lock type "mutx" in --types (known: ` + strings.Join(s.Names(), ", ") + ")"
+	if err == nil || err.Error() != want {
+		t.Errorf("Select(mutx) error = %v, want %s", err, want)
+	}
+}
+
+func TestIsLockFunction(t *testing.T) {
+	s := catalogue(t)
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"mutex_lock", true},
+		{"_raw_spin_lock_irqsave", true},
+		{"queued_spin_lock_slowpath", true},
+		{"mutex_unlock", true},
+		{"rwsem_down_write_slowpath.constprop.0", true},
+		{"__mutex_lock.constprop.0", true},
+		{"rwsem_wake.isra.0", true},
+		{"mutex_lock_nested", true},
+		{"_raw_spin_lock_irqsave_nested", true},
+		{"down_read_killable_nested", true},
+		{"mutex_lock_io_nested", true},
+		{"vm_mmap_pgoff", false},
+		{"schedule_preempt_disabled", false},
+		{"mutex_lock_foo", false},
+		{"mutex", false},
+		{"_nested", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := s.IsLockFunction(tt.name); got != tt.want {
+			t.Errorf("IsLockFunction(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCaller(t *testing.T) {
+	s := catalogue(t)
+	tests := []struct {
+		name  string
+		stack []string
+		want  string // the caller frame; "" for none
+	}{
+		{
+			name: "rwsem write slow path spinning on its wait_lock",
+			stack: []string{"bpf_prog_6deef7357e7b4530_x+0x4a", "bpf_trace_run2+0x5f", "__bpf_trace_contention_begin+0xb",
+				"queued_spin_lock_slowpath+0x1e1", "_raw_spin_lock_irqsave+0x3d", "rwsem_down_write_slowpath+0x8c",
+				"down_write_killable+0x56", "vm_mmap_pgoff+0xa5", "ksys_mmap_pgoff+0x1d"},
+			want: "vm_mmap_pgoff+0xa5",
+		},
+		{
+			name: "mutex taken in a module",
+			stack: []string{"bpf_prog_0123456789abcdef_contention_begin+0x61", "bpf_trace_run2+0x5f",
+				"__traceiter_contention_begin+0x4a", "__mutex_lock.constprop.0+0x5a3", "__mutex_lock_slowpath+0x13",
+				"mutex_lock+0x3c", "btrfs_search_slot+0x4d1 [btrfs]", "btrfs_lookup_inode+0x3e [btrfs]"},
+			want: "btrfs_search_slot+0x4d1 [btrfs]",
+		},
+		{
+			name: "unsymbolized BPF program above the lock functions",
+			stack: []string{"0xffffffffc0a1b2c3", "bpf_trace_run2+0x5f", "rwsem_down_read_slowpath+0x2bd",
+				"down_read+0x4a", "do_user_addr_fault+0x1b6", "exc_page_fault+0x70"},
+			want: "do_user_addr_fault+0x1b6",
+		},
+		{
+			name:  "lockdep kernel",
+			stack: []string{"trace_contention_begin+0x91", "mutex_lock_nested+0x1c", "kernfs_iop_lookup+0x2e"},
+			want:  "kernfs_iop_lookup+0x2e",
+		},
+		{
+			name:  "unknown caller address",
+			stack: []string{"__pv_queued_spin_lock_slowpath+0x2a1", "_raw_spin_lock+0x30", "0xffffffffc0123456"},
+			want:  "0xffffffffc0123456",
+		},
+		{
+			name:  "no lock function",
+			stack: []string{"bpf_prog_6deef7357e7b4530_x+0x4a", "perf_trace_run_bpf_submit+0x4c", "do_sys_poll+0x3b1", "__x64_sys_poll+0xa4"},
+			want:  "do_sys_poll+0x3b1",
+		},
+		{
+			name:  "only lock functions",
+			stack: []string{"bpf_trace_run2+0x5f", "queued_spin_lock_slowpath+0x1e1", "_raw_spin_lock+0x30"},
+		},
+		{
+			name:  "only tracing functions",
+			stack: []string{"bpf_prog_6deef7357e7b4530_x+0x4a", "bpf_trace_run2+0x5f", "__probestub_contention_begin+0x4"},
+		},
+		{
+			name: "empty stack",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := slices.Index(tt.stack, tt.want) // -1 when want is ""
+			if tt.want != "" && want < 0 {
+				t.Fatalf("fixture: %q not in the stack", tt.want)
+			}
+			if got := s.Caller(tt.stack); got != want {
+				t.Errorf("Caller = %d, want %d (%q)", got, want, tt.want)
+			}
+		})
+	}
+}
+
+func TestFlagString(t *testing.T) {
+	tests := []struct {
+		flags Flag
+		want  string
+	}{
+		{0, "0"},
+		{FlagSpin, "SPIN"},
+		{FlagMutex | FlagSpin, "SPIN|MUTEX"},
+		{FlagPercpu | FlagWrite, "WRITE|PERCPU"},
+		{FlagRT | 1<<7, "RT|0x80"},
+	}
+	for _, tt := range tests {
+		if got := tt.flags.String(); got != tt.want {
+			t.Errorf("Flag(%#x).String() = %q, want %q", uint32(tt.flags), got, tt.want)
+		}
+	}
+}
+
+func TestTracingFrames(t *testing.T) {
+	for _, tc := range []struct {
+		stack []string
+		want  int
+	}{
+		{[]string{"bpf_prog_3c85bede53fbd903_raw_contention_begin+0x5a1 [bpf]", "bpf_trace_run2+0x159", "__traceiter_contention_begin+0x2f", "rwsem_down_read_slowpath+0x335", "down_read+0x44"}, 3},
+		{[]string{"0xffffffffc0001234", "__bpf_trace_contention_begin+0xb", "queued_spin_lock_slowpath+0x1e1"}, 2},
+		{[]string{"__pv_queued_spin_lock_slowpath+0x10e", "_raw_spin_lock+0x3b"}, 0},
+		{[]string{"bpf_trace_run2+0x159", "__traceiter_contention_begin+0x2f"}, 0},
+		{[]string{"0xffffffff81000000", "0xffffffff81000010"}, 0},
+		{nil, 0},
+	} {
+		if got := TracingFrames(tc.stack); got != tc.want {
+			t.Errorf("TracingFrames(%q) = %d, want %d", tc.stack, got, tc.want)
+		}
+	}
+}

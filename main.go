@@ -1,0 +1,412 @@
+// Command klockstat finds where a Linux kernel waits on contended locks: it
+// captures lock:contention_begin/end with eBPF for a fixed window or while a
+// command runs, and summarises the waits by lock type, caller and stack.
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/collector"
+	"github.com/klockstat/klockstat/lockspec"
+	"github.com/klockstat/klockstat/report"
+)
+
+// version is set at release time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+//go:embed locks.json
+var embeddedLocks []byte
+
+// usageError is a mistake on the command line: exit status 2, with a hint.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func main() {
+	status, err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "klockstat: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "Run 'klockstat --help' for usage.")
+			status = 2
+		} else if status == 0 {
+			status = 1
+		}
+	}
+	os.Exit(status)
+}
+
+// run executes one klockstat invocation and returns the process exit status.
+func run(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(stdout, versionString())
+		return 0, nil
+	}
+	opts, err := parseCaptureFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return runCapture(opts, stdout, stderr)
+}
+
+func versionString() string {
+	ebpfVersion := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "github.com/cilium/ebpf" {
+				ebpfVersion = dep.Version
+			}
+		}
+	}
+	return fmt.Sprintf("klockstat %s (%s, cilium/ebpf %s, %s/%s)", version, runtime.Version(), ebpfVersion, runtime.GOOS, runtime.GOARCH)
+}
+
+// captureOptions is everything the capture command line says.
+type captureOptions struct {
+	duration    time.Duration
+	durationSet bool
+	jsonPath    string
+	top         int
+	quiet       bool
+	cfg         collector.Config
+	command     []string
+	commandLine []string
+}
+
+func parseCaptureFlags(args []string, stderr io.Writer) (*captureOptions, error) {
+	fs := pflag.NewFlagSet("klockstat", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: klockstat [flags] [-- COMMAND [ARGS...]]
+       klockstat version
+
+Captures kernel lock contention (lock:contention_begin/end) with eBPF for
+--duration, or while COMMAND runs, and prints the top waits by caller.
+Needs root.
+
+Flags:
+%s`, fs.FlagUsages())
+	}
+	o := &captureOptions{commandLine: append([]string{"klockstat"}, args...)}
+	var (
+		locksPath string
+		types     []string
+		pids      []string
+		mapSize   uint32
+	)
+	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "capture window; with COMMAND, a limit on top of the command's run")
+	fs.StringVar(&o.jsonPath, "json", "", "write the capture as JSON to `FILE` (- for stdout)")
+	fs.IntVarP(&o.top, "top", "n", 20, "rows in the terminal summary")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line and no terminal summary")
+	fs.StringVarP(&locksPath, "locks", "L", "", "lock types and functions from `FILE` instead of the embedded locks.json")
+	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
+	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
+	fs.StringVar(&o.cfg.Comm, "comm", "", "capture only processes whose main thread is named `NAME`")
+	fs.IntVar(&o.cfg.StackDepth, "stack-depth", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
+	fs.Uint32Var(&mapSize, "map-size", 65536, "entries of the BPF aggregation, stack and per-thread maps")
+	fs.StringVar(&o.cfg.Probe, "probe", "auto", "probe backend: "+strings.Join(collector.BackendNames(), ", "))
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	o.durationSet = fs.Changed("duration")
+	if at := fs.ArgsLenAtDash(); at >= 0 {
+		o.command = fs.Args()[at:]
+		if at > 0 {
+			return nil, usagef("unexpected argument %q before -- (a command goes after --)", fs.Args()[0])
+		}
+		if len(o.command) == 0 {
+			return nil, usagef("no command after --")
+		}
+	} else if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (a command goes after --, e.g. klockstat -- make -j8)", fs.Arg(0))
+	}
+	if o.duration <= 0 {
+		return nil, usagef("--duration %v: must be positive", o.duration)
+	}
+	if o.top < 1 {
+		return nil, usagef("--top %d: must be at least 1", o.top)
+	}
+	o.cfg.MapSize = mapSize
+
+	for _, p := range pids {
+		pid, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil || pid == 0 {
+			return nil, usagef("--pid %q: not a process id (want a positive number)", p)
+		}
+		o.cfg.PIDs = append(o.cfg.PIDs, uint32(pid))
+	}
+
+	source, data := "locks.json", embeddedLocks
+	if locksPath != "" {
+		var err error
+		if data, err = os.ReadFile(locksPath); err != nil {
+			return nil, fmt.Errorf("reading --locks: %w", err)
+		}
+		source = locksPath
+	}
+	spec, err := lockspec.Parse(source, data)
+	if err != nil {
+		return nil, err
+	}
+	if o.cfg.Spec, err = spec.Select(types); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.cfg.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if o.jsonPath != "" && o.jsonPath != "-" {
+		if err := checkWritable(o.jsonPath); err != nil {
+			return nil, fmt.Errorf("--json: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// checkWritable fails now, before a capture, if path could not be written
+// at the end. It leaves an existing file as it was.
+func checkWritable(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("output file not writable: %w", err)
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot create output file: %w", err)
+	}
+	f.Close()
+	return os.Remove(path)
+}
+
+func runCapture(o *captureOptions, stdout, stderr io.Writer) (int, error) {
+	coll, err := collector.Start(o.cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer coll.Close()
+
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+
+	var (
+		cmd      *exec.Cmd
+		cmdDone  chan error
+		exitCode *int
+	)
+	if len(o.command) > 0 {
+		cmd = exec.Command(o.command[0], o.command[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			coll.Close()
+			return 0, fmt.Errorf("starting %s: %w", o.command[0], err)
+		}
+		cmdDone = make(chan error, 1)
+		go func() { cmdDone <- cmd.Wait() }()
+	}
+
+	var deadline <-chan time.Time
+	if cmd == nil || o.durationSet {
+		timer := time.NewTimer(o.duration)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	progress := newProgress(stderr, o, coll)
+	ticker := time.NewTicker(500 * time.Millisecond)
+	defer ticker.Stop()
+
+	var interrupted os.Signal
+wait:
+	for {
+		select {
+		case <-deadline:
+			break wait
+		case err := <-cmdDone:
+			cmdDone = nil
+			exitCode = commandStatus(err)
+			break wait
+		case interrupted = <-signals:
+			break wait
+		case <-ticker.C:
+			progress.update()
+		}
+	}
+	progress.clear()
+
+	c, err := coll.Stop()
+	if err != nil {
+		return 0, err
+	}
+	if cmdDone != nil {
+		// The window ended first: let the command finish on its own, or
+		// pass the signal that ended the capture on to it.
+		if interrupted != nil {
+			cmd.Process.Signal(interrupted)
+		}
+		exitCode = commandStatus(<-cmdDone)
+	}
+	fillMeta(&c.Meta, o, exitCode)
+
+	if err := writeOutputs(c, o, stdout); err != nil {
+		return 0, err
+	}
+	status := 0
+	if exitCode != nil {
+		status = *exitCode
+	} else if sig, ok := interrupted.(syscall.Signal); ok {
+		status = 128 + int(sig)
+	}
+	return status, nil
+}
+
+// commandStatus turns cmd.Wait's result into a shell-style exit status.
+func commandStatus(err error) *int {
+	status := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			status = 128 + int(ws.Signal())
+		} else {
+			status = ee.ExitCode()
+		}
+	} else if err != nil {
+		status = 1
+	}
+	return &status
+}
+
+func fillMeta(m *capture.Meta, o *captureOptions, exitCode *int) {
+	m.Tool = "klockstat"
+	m.ToolVersion = version
+	m.CommandLine = o.commandLine
+	m.Workload = o.command
+	m.WorkloadExit = exitCode
+	var u unix.Utsname
+	if err := unix.Uname(&u); err == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:])
+		m.KernelBuild = unix.ByteSliceToString(u.Version[:])
+		m.Arch = unix.ByteSliceToString(u.Machine[:])
+	}
+	m.Hostname, _ = os.Hostname()
+	m.CPUs = runtime.NumCPU()
+	m.CPUModel = cpuModel()
+}
+
+// cpuModel reads the first "model name" of /proc/cpuinfo; "" when absent
+// (arm64 kernels print none).
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func writeOutputs(c *capture.Capture, o *captureOptions, stdout io.Writer) error {
+	if o.jsonPath != "" {
+		if err := writeFile(o.jsonPath, stdout, c.Write); err != nil {
+			return fmt.Errorf("writing --json: %w", err)
+		}
+	}
+	if !o.quiet && o.jsonPath != "-" {
+		if err := report.WriteSummary(stdout, c, o.top); err != nil {
+			return fmt.Errorf("writing the summary: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeFile writes through write to path, or to stdout for "-".
+func writeFile(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// progress draws one self-overwriting status line on a terminal.
+type progress struct {
+	w     io.Writer
+	o     *captureOptions
+	coll  *collector.Collector
+	start time.Time
+	shown bool
+}
+
+func newProgress(w io.Writer, o *captureOptions, coll *collector.Collector) *progress {
+	f, ok := w.(*os.File)
+	if o.quiet || !ok || !isTerminal(f) {
+		return nil
+	}
+	return &progress{w: w, o: o, coll: coll, start: time.Now()}
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func (p *progress) update() {
+	if p == nil {
+		return
+	}
+	elapsed := time.Since(p.start).Round(100 * time.Millisecond)
+	window := fmt.Sprintf("%v left", max(p.o.duration-elapsed, 0).Round(time.Second))
+	if len(p.o.command) > 0 && !p.o.durationSet {
+		window = "while " + p.o.command[0] + " runs"
+	}
+	fmt.Fprintf(p.w, "\r\x1b[Kklockstat: %v elapsed, %s, %d contention events (%s probe); Ctrl-C stops and reports",
+		elapsed, window, p.coll.Events(), p.coll.Backend())
+	p.shown = true
+}
+
+func (p *progress) clear() {
+	if p != nil && p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	status, err := run([]string{"version"}, &out, &out)
+	if err != nil || status != 0 {
+		t.Fatalf("version: status %d, err %v", status, err)
+	}
+	for _, want := range []string{"klockstat " + version, "go1.", "cilium/ebpf v"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("version output %q lacks %q", out.String(), want)
+		}
+	}
+}
+
+// TestBadInputFailsBeforeCapture checks that every mistake on the command
+// line is reported in one line that names it, before any BPF is loaded:
+// none of these need root to fail the right way.
+func TestBadInputFailsBeforeCapture(t *testing.T) {
+	dir := t.TempDir()
+	badLocks := filepath.Join(dir, "locks.json")
+	if err := os.WriteFile(badLocks, []byte("{\n  \"version\": 1,\n  \"types\": [{\"name\": \"x\", \"flag\": []}]\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		usage bool
+		want  string
+	}{
+		{"unknown flag", []string{"--frobnicate"}, true, "unknown flag: --frobnicate"},
+		{"negative duration", []string{"-d", "-1s"}, true, "--duration -1s: must be positive"},
+		{"zero top", []string{"-n", "0"}, true, "--top 0"},
+		{"bad pid", []string{"-p", "12,abc"}, true, `--pid "abc"`},
+		{"unknown type", []string{"-t", "mutex,mutx"}, true, `unknown lock type "mutx"`},
+		{"deep stack", []string{"--stack-depth", "200"}, true, "stack depth 200 out of range"},
+		{"bad probe", []string{"--probe", "dtrace"}, true, `unknown probe backend "dtrace"`},
+		{"stray argument", []string{"make"}, true, `unexpected argument "make"`},
+		{"empty command", []string{"--"}, true, "no command after --"},
+		{"missing locks file", []string{"-L", filepath.Join(dir, "nope.json")}, false, "reading --locks"},
+		{"invalid locks file", []string{"-L", badLocks}, false, badLocks + ":3:"},
+		{"unwritable json", []string{"--json", filepath.Join(dir, "no", "such", "dir", "c.json")}, false, "--json: cannot create output file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			_, err := run(tc.args, &stdout, &stderr)
+			if err == nil {
+				t.Fatalf("run(%q) succeeded, want an error containing %q", tc.args, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			var ue usageError
+			if errors.As(err, &ue) != tc.usage {
+				t.Errorf("usage error = %v, want %v (exit status 2 for command-line mistakes)", !tc.usage, tc.usage)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("printed to stdout on error: %q", stdout.String())
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v to reject bad input: it must fail before capturing", d)
+			}
+		})
+	}
+}
+
+func TestCheckWritableLeavesExistingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keep.json")
+	if err := os.WriteFile(path, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWritable(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "precious" {
+		t.Fatalf("checkWritable changed the file to %q", b)
+	}
+	fresh := filepath.Join(t.TempDir(), "new.json")
+	if err := checkWritable(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("checkWritable left %s behind (stat: %v)", fresh, err)
+	}
+}
+
+func readCaptureFile(t *testing.T, path string) *capture.Capture {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := capture.Read(f)
+	if err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return c
+}
+
+func klockstat(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(testenv.Build(t, "."), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return cmd, &stdout, &stderr
+}
+
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+func TestCaptureWhileCommandRuns(t *testing.T) {
+	testenv.RequireRoot(t)
+	out := filepath.Join(t.TempDir(), "capture.json")
+	contend := testenv.Build(t, "./examples/contend")
+	cmd, stdout, stderr := klockstat(t, "--json", out, "-n", "5", "--",
+		"sh", "-c", contend+" -lock mmap -threads 4 -duration 1s >/dev/null && exit 3")
+	status := exitStatus(t, cmd.Run())
+	if status != 3 {
+		t.Fatalf("exit status %d, want the command's 3\nstderr: %s", status, stderr)
+	}
+	c := readCaptureFile(t, out)
+	if len(c.Records) == 0 {
+		t.Fatal("no records captured while contend ran")
+	}
+	if c.Meta.WorkloadExit == nil || *c.Meta.WorkloadExit != 3 {
+		t.Errorf("workload_exit = %v, want 3", c.Meta.WorkloadExit)
+	}
+	if c.Meta.Workload[0] != "sh" || c.Meta.Tool != "klockstat" || c.Meta.Kernel == "" || c.Meta.CPUs == 0 {
+		t.Errorf("metadata not filled in: %+v", c.Meta)
+	}
+	if c.Meta.Duration() > 10*time.Second {
+		t.Errorf("capture lasted %v: it should end when the command exits", c.Meta.Duration())
+	}
+	summary := stdout.String()
+	for _, want := range []string{"contended", "total wait", "rwsem:", "contention events"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+}
+
+func TestInterruptStillWritesOutputs(t *testing.T) {
+	testenv.RequireRoot(t)
+	out := filepath.Join(t.TempDir(), "capture.json")
+	cmd, stdout, stderr := klockstat(t, "-d", "60s", "--json", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if status := exitStatus(t, err); status != 128+int(syscall.SIGINT) {
+			t.Errorf("exit status %d after SIGINT, want %d\nstderr: %s", status, 128+int(syscall.SIGINT), stderr)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("klockstat did not stop on SIGINT")
+	}
+	c := readCaptureFile(t, out)
+	if d := c.Meta.Duration(); d < time.Second || d > 20*time.Second {
+		t.Errorf("capture lasted %v, want it cut short by the signal after 1.5s", d)
+	}
+	if !strings.Contains(stdout.String(), "contention events") {
+		t.Errorf("no summary after SIGINT:\n%s", stdout)
+	}
+}
+
+func TestNotRootFailsClearly(t *testing.T) {
+	testenv.RequireRoot(t) // to become someone else
+	cmd, stdout, stderr := klockstat(t, "-d", "1s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	status := exitStatus(t, cmd.Run())
+	if status != 1 {
+		t.Errorf("exit status %d as nobody, want 1", status)
+	}
+	if msg := stderr.String(); !strings.Contains(msg, "needs root") || strings.Count(msg, "\n") != 1 {
+		t.Errorf("stderr as nobody = %q, want one line saying klockstat needs root", msg)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("printed a summary without capturing: %q", stdout)
+	}
+}

@@ -1,0 +1,173 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// summaryCapture has five caller groups: one with very wide numbers, one with a caller that tries to
+// clear the screen, one without a caller and one merged from two records.
+func summaryCapture() *capture.Capture {
+	return &capture.Capture{
+		Version: capture.FormatVersion,
+		Meta: capture.Meta{
+			CPUs: 1, DurationNS: 1_000_000_000,
+			Events:   capture.Events{Begin: 1000, Waits: 990, InProgress: 2},
+			Programs: []capture.ProgramStats{{Name: "contention_begin", RunTimeNS: 600_000}, {Name: "contention_end", RunTimeNS: 400_000}},
+			Warnings: []string{"thread \x1b]0;pwned\x07 renamed itself", "stack map too small"},
+		},
+		Records: []capture.Record{
+			{Type: "spinlock", Caller: "c+0x1", Count: 1, TotalNS: 10, MinNS: 10, MaxNS: 10},
+			{Type: "spinlock", Caller: "b+0x1", PID: 1, TID: 1, Count: 2, TotalNS: 500, MinNS: 200, MaxNS: 300},
+			{Type: "rwsem", Caller: "", Count: 1, TotalNS: 812, MinNS: 812, MaxNS: 812},
+			{Type: "mutex", Caller: "\x1b[2Jevil\u202e+0x1", Comm: "\x1b[31m", Count: 3, TotalNS: 3_000_000, MinNS: 100_000, MaxNS: 2_500_000},
+			{Type: "spinlock", Caller: "b+0x1", PID: 1, TID: 2, Count: 2, TotalNS: 700, MinNS: 300, MaxNS: 400},
+			{Type: "spinlock", Caller: "a_very_long_function_name+0x1234", Count: 123456789012, TotalNS: 7_200_000_000_000, MinNS: 1, MaxNS: 3_600_000_000_000},
+		},
+	}
+}
+
+func summary(t *testing.T, c *capture.Capture, n int) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, n); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// cellEnds returns where each cell ends in line, searching each after the previous one.
+func cellEnds(t *testing.T, line string, cells []string) []int {
+	t.Helper()
+	var ends []int
+	from := 0
+	for _, cell := range cells {
+		i := strings.Index(line[from:], cell)
+		if i < 0 {
+			t.Fatalf("line %q lacks %q after column %d", line, cell, from)
+		}
+		from += i + len(cell)
+		ends = append(ends, from)
+	}
+	return ends
+}
+
+func TestWriteSummaryTable(t *testing.T) {
+	out := summary(t, summaryCapture(), 4)
+	lines := strings.Split(out, "\n")
+	header := []string{"contended", "total wait", "max wait", "avg wait", "type", "caller"}
+	// Groups by total wait, with the two b+0x1 records merged.
+	rows := [][]string{
+		{"123456789012", FormatDuration(7_200_000_000_000), FormatDuration(3_600_000_000_000), FormatDuration(7_200_000_000_000 / 123456789012.0), "spinlock", "a_very_long_function_name+0x1234"},
+		{"3", FormatDuration(3_000_000), FormatDuration(2_500_000), FormatDuration(1_000_000), "mutex", "?[2Jevil?+0x1"},
+		{"4", FormatDuration(1200), FormatDuration(400), FormatDuration(300), "spinlock", "b+0x1"},
+		{"1", FormatDuration(812), FormatDuration(812), FormatDuration(812), "rwsem", "[unknown]"},
+	}
+	if len(lines) < len(rows)+3 || lines[1] != "" {
+		t.Fatalf("want a header, a blank line and %d rows:\n%s", len(rows), out)
+	}
+	want := cellEnds(t, lines[0], header)
+	callerStart := want[len(want)-1] - len("caller")
+	for i, row := range rows {
+		line := lines[i+2]
+		got := cellEnds(t, line, row)
+		// Right-aligned columns end where their header ends; the caller starts where its header starts.
+		for col := range len(row) - 1 {
+			if got[col] != want[col] {
+				t.Errorf("row %d column %q ends at %d, header at %d:\n%s\n%s", i, header[col], got[col], want[col], lines[0], line)
+			}
+		}
+		if start := got[len(got)-1] - len(row[len(row)-1]); start != callerStart || !strings.HasSuffix(line, row[len(row)-1]) {
+			t.Errorf("row %d: caller at %d, header at %d:\n%s\n%s", i, start, callerStart, lines[0], line)
+		}
+	}
+	if lines[6] != "... 1 more caller not shown" {
+		t.Errorf("line after the table = %q, want the count of omitted groups", lines[6])
+	}
+	if strings.Contains(out, "c+0x1") {
+		t.Errorf("the smallest group is shown despite n=4:\n%s", out)
+	}
+}
+
+func TestWriteSummaryAll(t *testing.T) {
+	for _, n := range []int{0, 5, 100} {
+		out := summary(t, summaryCapture(), n)
+		if !strings.Contains(out, "c+0x1") || strings.Contains(out, "not shown") {
+			t.Errorf("n=%d: want all five groups and no omission line:\n%s", n, out)
+		}
+	}
+}
+
+func TestWriteSummaryHealth(t *testing.T) {
+	c := summaryCapture()
+	out := summary(t, c, 0)
+	// 1 ms of probe time over 1000 events, and over 1 s on 1 CPU.
+	wantHealth := "1000 contention events in 1.00 s, 990 waits (2 in progress); probe cost 1000 ns/event, 0.10% CPU"
+	if !strings.Contains(out, "\n"+wantHealth+"\n") {
+		t.Errorf("health line missing, want %q:\n%s", wantHealth, out)
+	}
+	if strings.Contains(out, "lost") {
+		t.Errorf("lost events mentioned although none were lost:\n%s", out)
+	}
+
+	c.Meta.Lost = []capture.Lost{{Reason: "aggregation map full", Count: 5}, {Reason: "stack map full", Count: 2}}
+	out = summary(t, c, 0)
+	if want := ", 990 waits (2 in progress), 7 lost (aggregation map full: 5, stack map full: 2); "; !strings.Contains(out, want) {
+		t.Errorf("want %q in:\n%s", want, out)
+	}
+
+	c.Meta.Programs = nil
+	if out := summary(t, c, 0); !strings.Contains(out, "probe cost not measured") {
+		t.Errorf("probe cost without run times:\n%s", out)
+	}
+}
+
+func TestWriteSummaryWarningsAndControlCharacters(t *testing.T) {
+	out := summary(t, summaryCapture(), 0)
+	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output contains %q:\n%q", bad, out)
+		}
+	}
+	if !strings.HasSuffix(out, "\nwarning: thread ?]0;pwned? renamed itself\nwarning: stack map too small\n") {
+		t.Errorf("warnings not printed last, one per line and neutralised:\n%s", out)
+	}
+}
+
+func TestWriteSummaryEmpty(t *testing.T) {
+	out := summary(t, &capture.Capture{}, 10)
+	if !strings.HasPrefix(out, "no lock contention recorded\n") {
+		t.Errorf("empty capture:\n%s", out)
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		ns   float64
+		want string
+	}{
+		{0, "0 ns"},
+		{812, "812 ns"},
+		{999, "999 ns"},
+		{999.4, "999 ns"},
+		{999.5, "1.00 us"}, // rounds to 1000 ns
+		{1000, "1.00 us"},
+		{15_640, "15.64 us"},
+		{999_990, "999.99 us"},
+		{999_996, "1.00 ms"}, // would be 1000.00 us
+		{1_040_000, "1.04 ms"},
+		{999_990_000, "999.99 ms"},
+		{999_999_999, "1.00 s"},
+		{2_500_000_000, "2.50 s"},
+		{3_600_000_000_000, "3600.00 s"},
+		{-1500, "-1.50 us"},
+		{-0.2, "0 ns"},
+	} {
+		if got := FormatDuration(tc.ns); got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+}
