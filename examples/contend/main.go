@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -120,18 +121,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runAll(ctx context.Context, opts []workload.Options, ready func()) ([]workload.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var started sync.WaitGroup
-	started.Add(len(opts))
-	go func() {
-		started.Wait()
-		ready()
-	}()
-
+	var started atomic.Int32
 	results := make([]workload.Result, len(opts))
 	errs := make([]error, len(opts))
 	var wg sync.WaitGroup
 	for i, o := range opts {
-		o.Started = func([]int) { started.Done() }
+		o.Started = func([]int) {
+			if started.Add(1) == int32(len(opts)) {
+				ready()
+			}
+		}
 		wg.Go(func() {
 			results[i], errs[i] = workload.Run(ctx, o)
 			if errs[i] != nil {
