@@ -41,9 +41,11 @@ type Meta struct {
 	Comm               string            `json:"comm"`      // --comm filter
 	MapSizes           map[string]uint32 `json:"map_sizes"` // BPF map name -> max entries
 	Events             Events            `json:"events"`
+	Stacks             StackStats        `json:"stacks"`              // how the kernel stacks were taken
 	Lost               []Lost            `json:"lost"`                // events lost, by reason; empty when nothing lost
 	Programs           []ProgramStats    `json:"programs"`            // kernel BPF run stats of our programs
 	KallsymsRestricted bool              `json:"kallsyms_restricted"` // addresses could not be symbolized
+	AddressesHashed    bool              `json:"addresses_hashed"`    // kernel addresses replaced by ids (HashAddresses)
 	Warnings           []string          `json:"warnings"`
 }
 
@@ -56,6 +58,15 @@ type Events struct {
 	Nested         uint64 `json:"nested"`          // begin while another wait of the same thread/CPU was open
 	UnmatchedBegin uint64 `json:"unmatched_begin"` // begin whose end never came (overwritten/stale)
 	UnmatchedEnd   uint64 `json:"unmatched_end"`   // end with no begin
+}
+
+// StackStats says how the kernel stacks of a capture were taken: walking a
+// kernel stack is the probes' largest cost, so a path walked once is
+// recognised afterwards from the raw stack instead.
+type StackStats struct {
+	Walked uint64 `json:"walked"` // stacks taken by walking the kernel stack
+	Known  uint64 `json:"known"`  // stacks of paths recognised without a walk
+	Failed uint64 `json:"failed"` // waits recorded without a stack
 }
 
 // Lost counts events that were dropped for one reason, e.g. "aggregation map full".

@@ -18,12 +18,23 @@ type Backend interface {
 	// Programs names the programs of the BPF object the backend needs,
 	// the one that sees a wait begin first; the others are not loaded.
 	Programs() []string
-	// StackSkip is how many frames of every kernel stack are the probe
-	// machinery itself, on every kernel; deeper machinery frames that only
-	// some kernels have are trimmed in user space.
-	StackSkip() uint32
+	// StackLayout says how kernel stacks look from the backend's programs.
+	StackLayout() StackLayout
 	// Attach attaches the loaded programs, keyed by name.
 	Attach(progs map[string]*ebpf.Program) ([]link.Link, error)
+}
+
+// StackLayout describes kernel stacks as a backend's programs see them.
+type StackLayout struct {
+	// Skip is how many frames on top of every stack are the probe
+	// machinery itself, on every kernel; machinery frames only some
+	// kernels have are trimmed in user space.
+	Skip uint32
+	// ContextOnStack is true when the program's context pointer points
+	// into the probed thread's kernel stack, so that a path walked once
+	// can be recognised from the raw stack above it instead of walked
+	// again.
+	ContextOnStack bool
 }
 
 // Backends lists every backend in the order "auto" tries them.
@@ -59,9 +70,12 @@ func (rawTracepoint) Programs() []string {
 	return []string{"raw_contention_begin", "raw_contention_end"}
 }
 
-// The BPF program and bpf_trace_runN; __traceiter_* or __bpf_trace_* follow
-// on some kernels only.
-func (rawTracepoint) StackSkip() uint32 { return 2 }
+// The BPF program and bpf_trace_runN come first; __traceiter_* or
+// __bpf_trace_* follow on some kernels only. The context is bpf_trace_runN's
+// argument array, on the probed thread's stack.
+func (rawTracepoint) StackLayout() StackLayout {
+	return StackLayout{Skip: 2, ContextOnStack: true}
+}
 
 func (rawTracepoint) Attach(progs map[string]*ebpf.Program) ([]link.Link, error) {
 	return attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
@@ -83,8 +97,9 @@ func (perfTracepoint) Programs() []string {
 	return []string{"tp_contention_begin", "tp_contention_end"}
 }
 
-// Perf events unwind from the tracepoint's caller.
-func (perfTracepoint) StackSkip() uint32 { return 0 }
+// Perf events unwind from the tracepoint's caller; the context is the perf
+// event's record buffer.
+func (perfTracepoint) StackLayout() StackLayout { return StackLayout{} }
 
 func (perfTracepoint) Attach(progs map[string]*ebpf.Program) ([]link.Link, error) {
 	if err := mountTracefs(); err != nil {

@@ -140,15 +140,15 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		value any
 	}{
 		{"self_tgid", uint32(os.Getpid())},
-		{"want_stacks", cfg.StackDepth > 0},
+		{"stack_depth", uint32(cfg.StackDepth)},
 		{"filter_pids", len(cfg.PIDs) > 0},
 		{"filter_comm", cfg.Comm != ""},
 		{"comm_filter", comm},
 		{"flag_type", table},
 	}
 	for _, v := range vars {
-		if err := spec.Variables[v.name].Set(v.value); err != nil {
-			return fmt.Errorf("setting BPF variable %s: %w", v.name, err)
+		if err := setVariable(spec, v.name, v.value); err != nil {
+			return err
 		}
 	}
 
@@ -165,12 +165,27 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	return nil
 }
 
+func setVariable(spec *ebpf.CollectionSpec, name string, value any) error {
+	v, ok := spec.Variables[name]
+	if !ok {
+		return fmt.Errorf("BPF object has no variable %s (stale generated code? run go generate ./...)", name)
+	}
+	if err := v.Set(value); err != nil {
+		return fmt.Errorf("setting BPF variable %s: %w", name, err)
+	}
+	return nil
+}
+
 // loadAndAttach loads only the backend's programs (a program for a hook the
 // kernel lacks would fail to load) and attaches them.
 func loadAndAttach(spec *ebpf.CollectionSpec, b Backend) (*ebpf.Collection, []link.Link, error) {
 	spec = spec.Copy()
-	if err := spec.Variables["stack_skip"].Set(b.StackSkip()); err != nil {
-		return nil, nil, fmt.Errorf("setting BPF variable stack_skip: %w", err)
+	layout := b.StackLayout()
+	if err := setVariable(spec, "stack_skip", layout.Skip); err != nil {
+		return nil, nil, err
+	}
+	if err := setVariable(spec, "ctx_on_stack", layout.ContextOnStack); err != nil {
+		return nil, nil, err
 	}
 	keep := map[string]bool{}
 	for _, name := range b.Programs() {

@@ -419,3 +419,75 @@ func ExampleBackendNames() {
 	fmt.Println(BackendNames())
 	// Output: [auto rawtp tracepoint]
 }
+
+// TestKnownPathsAttributeLikeFullWalks runs the raw-tracepoint backend,
+// which recognises paths it has walked before, beside the perf-event
+// backend, which walks every stack, on the same events: every (type,
+// caller) must get the same number of waits from both.
+func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	workload := filepath.Join(dir, "kls-pathcheck")
+	if err := os.Link(testenv.Build(t, "./examples/contend"), workload); err != nil {
+		t.Fatal(err)
+	}
+	start := func(probe string) *Collector {
+		cfg := defaultConfig(t)
+		cfg.Probe = probe
+		cfg.Comm = filepath.Base(workload)
+		c, err := Start(cfg)
+		if err != nil {
+			t.Fatalf("starting the %s collector: %v", probe, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	cached, walked := start("rawtp"), start("tracepoint")
+	cmd := exec.Command(workload, "-lock", "pipe,mmap,spin", "-threads", "4", "-duration", "2s")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	a, err := cached.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := walked.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Meta.Stacks.Known == 0 {
+		t.Fatalf("raw tracepoint backend recognised no path: %+v", a.Meta.Stacks)
+	}
+	if b.Meta.Stacks.Known != 0 {
+		t.Fatalf("perf-event backend claims %d recognised paths without a stack context", b.Meta.Stacks.Known)
+	}
+	t.Logf("rawtp stacks %+v, tracepoint stacks %+v", a.Meta.Stacks, b.Meta.Stacks)
+
+	counts := func(c *capture.Capture) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, g := range capture.GroupBy(c.Records, capture.ByCaller) {
+			m[g.Key] += g.Count - g.InProgress
+		}
+		return m
+	}
+	ca, cb := counts(a), counts(b)
+	var total uint64
+	for key, nb := range cb {
+		total += nb
+		na := ca[key]
+		diff := max(na, nb) - min(na, nb)
+		// Both see the same events; a begin dropped for recursion by one
+		// collector alone is the only allowed difference.
+		if diff > 2+nb/200 {
+			t.Errorf("%s: %d waits with recognised paths, %d with full walks", key, na, nb)
+		}
+	}
+	for key, na := range ca {
+		if _, ok := cb[key]; !ok && na > 2 {
+			t.Errorf("%s: %d waits with recognised paths, none with full walks", key, na)
+		}
+	}
+	if total == 0 {
+		t.Fatal("no waits captured")
+	}
+}

@@ -26,21 +26,42 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader before load. */
 const volatile __u32 self_tgid = 0;
-const volatile bool want_stacks = true;
+/* Kernel frames kept per stack, 0: no stacks. */
+const volatile __u32 stack_depth = 16;
 /* Frames of the probe machinery itself on top of every stack. */
 const volatile __u32 stack_skip = 0;
+/* The program's context lives on the kernel stack of the probed code
+ * (raw tracepoints: bpf_trace_runN's argument array), so the raw stack
+ * above it can be read to recognise a path. */
+const volatile bool ctx_on_stack = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_comm = false;
 const volatile char comm_filter[16] = {};
 /* flags value -> index of the lock type that claims it, or -1 (not captured) */
 const volatile __s32 flag_type[MAX_FLAGS] = {};
 
+/* Stacks by hash of their frames; the value is resized to the stack depth. */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 16 * sizeof(__u64)); /* resized to the stack depth */
-	__uint(max_entries, 16384);             /* resized by the loader */
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(key_size, sizeof(__u64));
+	__uint(value_size, 16 * sizeof(__u64));
+	__uint(max_entries, 16384); /* resized by the loader */
 } stacks SEC(".maps");
+
+/* Paths walked before; see struct path. A full map only costs walks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct path_key);
+	__type(value, struct path);
+	__uint(max_entries, 4096);
+} paths SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 1);
+} scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -153,20 +174,149 @@ static __always_inline bool wanted(__u32 pid)
 	return true;
 }
 
-static __always_inline __s32 get_stack(void *ctx)
+/* hash_frames mixes a stack's frames into its stacks map key (never 0). */
+static __always_inline __u64 hash_frames(const __u64 *ips)
 {
-	__s32 id;
+	__u64 h = 0x9e3779b97f4a7c15ULL;
 
-	if (!want_stacks)
-		return -1;
-	id = bpf_get_stackid(ctx, &stacks, stack_skip & BPF_F_SKIP_FIELD_MASK);
-	if (id < 0)
+	for (int i = 0; i < MAX_STACK_DEPTH; i++) {
+		if (i >= stack_depth)
+			break;
+		h ^= ips[i] * 0xc2b2ae3d27d4eb4fULL;
+		h = ((h << 31) | (h >> 33)) * 0x9e3779b185ebca87ULL;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
+
+static __always_inline bool path_matches(const struct path *p, const struct scratch *sc, __u32 nwords)
+{
+	for (int j = 0; j < VERIFY_FRAMES; j++) {
+		__u32 pos;
+
+		if (j >= p->nframes)
+			break;
+		pos = p->pos[j];
+		if (pos >= nwords || sc->window[pos & (STACK_WINDOW_WORDS - 1)] != p->ip[j])
+			return false;
+	}
+	return p->nframes > 0;
+}
+
+struct learn {
+	struct path *path;
+	const struct scratch *sc;
+	__u32 nips, nwords;
+};
+
+static long learn_word(__u64 i, struct learn *l)
+{
+	struct path *p = l->path;
+	__u32 n = p->nframes;
+
+	if (i >= l->nwords || n >= l->nips || n >= VERIFY_FRAMES)
+		return 1;
+	if (l->sc->window[i & (STACK_WINDOW_WORDS - 1)] == l->sc->ips[n & MAX_STACK_DEPTH]) {
+		p->ip[n & (VERIFY_FRAMES - 1)] = l->sc->ips[n & MAX_STACK_DEPTH];
+		p->pos[n & (VERIFY_FRAMES - 1)] = i;
+		p->nframes = n + 1;
+	}
+	return 0;
+}
+
+/*
+ * learn_path finds the walked frames' return addresses in the raw window, in
+ * one pass: each frame's return address lies above the previous one's, and
+ * the stack skip makes the first frame the first one above the context.
+ * bpf_loop keeps the verifier from exploring every (word, frame) pair.
+ */
+static __always_inline void learn_path(struct path *p, const struct scratch *sc, __u32 nips, __u32 nwords)
+{
+	struct learn l = { .path = p, .sc = sc, .nips = nips, .nwords = nwords };
+
+	p->nframes = 0;
+	bpf_loop(STACK_WINDOW_WORDS, learn_word, &l, 0);
+}
+
+/*
+ * get_stack returns the stacks map key of the current kernel stack, 0 for
+ * none. Walking a kernel stack costs microseconds, most of it fixed, so a
+ * path seen before is recognised instead: the same context offset in the
+ * stack and the same return addresses at the same places above it are the
+ * same frames, exactly. Only then is the walk skipped.
+ */
+static __always_inline __u64 get_stack(void *ctx, __u32 flags)
+{
+	struct path_key pk = { .flags = flags };
+	struct path *known, fresh = {};
+	__u32 zero = 0, nwords = 0, size;
+	struct scratch *sc;
+	__u64 base = 0, h;
+	int free_way = -1;
+	long n, err;
+
+	if (!stack_depth)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
+		return 0;
+
+	if (ctx_on_stack) {
+		void *p = ctx;
+		__u32 avail;
+
+		/* The context pointer's value, as a number. */
+		bpf_probe_read_kernel(&base, sizeof(base), &p);
+		pk.sp_off = base & (KSTACK_SIZE - 1);
+		avail = KSTACK_SIZE - pk.sp_off;
+		if (avail > sizeof(sc->window))
+			avail = sizeof(sc->window);
+		if (bpf_probe_read_kernel(sc->window, avail, (void *)base) == 0)
+			nwords = avail / sizeof(__u64);
+	}
+	for (int way = 0; way < PATH_WAYS && nwords; way++) {
+		pk.way = way;
+		known = bpf_map_lookup_elem(&paths, &pk);
+		if (!known) {
+			if (free_way < 0)
+				free_way = way;
+			continue;
+		}
+		if (path_matches(known, sc, nwords)) {
+			count(CNT_STACK_KNOWN, 1);
+			return known->stack;
+		}
+	}
+
+	size = stack_depth * sizeof(__u64);
+	if (size > sizeof(sc->ips))
+		size = sizeof(sc->ips);
+	n = bpf_get_stack(ctx, sc->ips, size, stack_skip & BPF_F_SKIP_FIELD_MASK);
+	if (n <= 0) {
 		count(CNT_STACK_FAILED, 1);
-	return id;
+		return 0;
+	}
+	h = hash_frames(sc->ips);
+	err = bpf_map_update_elem(&stacks, &h, sc->ips, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count(CNT_STACK_FAILED, 1);
+		return 0;
+	}
+	count(CNT_STACK_WALKED, 1);
+	if (nwords) {
+		learn_path(&fresh, sc, n / sizeof(__u64), nwords);
+		fresh.stack = h;
+		/* Evict only when every way is taken, and then not always the same. */
+		pk.way = free_way >= 0 ? free_way : h % PATH_WAYS;
+		bpf_map_update_elem(&paths, &pk, &fresh, BPF_ANY);
+	}
+	return h;
 }
 
 static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
-				 __u32 tid, __u32 pid, __s32 type)
+				 __u32 flags, __u32 tid, __u32 pid, __s32 type)
 {
 	bool skip = type < 0 || !wanted(pid);
 
@@ -175,7 +325,7 @@ static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
 	s->pid = pid;
 	s->type = skip ? 0 : type;
 	s->skip = skip;
-	s->stack_id = skip ? -1 : get_stack(ctx);
+	s->stack = skip ? 0 : get_stack(ctx, flags);
 	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
 }
 
@@ -219,7 +369,6 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
 			goto out;
 		}
 		s = &cw->slot[d & (MAX_NEST - 1)];
-		fill(s, ctx, lock, tid, pid, type);
 		cw->depth = d + 1;
 	} else {
 		/*
@@ -247,8 +396,8 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
 			if (!s)
 				goto out;
 		}
-		fill(s, ctx, lock, tid, pid, type);
 	}
+	fill(s, ctx, lock, flags, tid, pid, type);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 out:
@@ -282,7 +431,7 @@ static __always_inline void record(struct wait_slot *w, __u64 delta)
 {
 	struct wait_key key = {
 		.lock = w->lock,
-		.stack_id = w->stack_id,
+		.stack = w->stack,
 		.pid = w->pid,
 		.tid = w->tid,
 		.type = w->type,

@@ -27,7 +27,9 @@ const (
 	lockstatCounterCNT_LOST_NEST_DEPTH lockstatCounter = 8
 	lockstatCounterCNT_LOST_REENTERED  lockstatCounter = 9
 	lockstatCounterCNT_STACK_FAILED    lockstatCounter = 10
-	lockstatCounterCNT_MAX             lockstatCounter = 11
+	lockstatCounterCNT_STACK_WALKED    lockstatCounter = 11
+	lockstatCounterCNT_STACK_KNOWN     lockstatCounter = 12
+	lockstatCounterCNT_MAX             lockstatCounter = 13
 )
 
 type lockstatCpuWaits struct {
@@ -45,24 +47,48 @@ const (
 	lockstatLockNameLOCK_NAME_SIGHAND lockstatLockName = 2
 )
 
-type lockstatWaitKey struct {
+type lockstatPath struct {
 	_       structs.HostLayout
-	Lock    uint64
-	StackId int32
-	Pid     uint32
-	Tid     uint32
-	Type    uint32
+	Stack   uint64
+	Ip      [16]uint64
+	Pos     [16]uint16
+	Nframes uint32
+	Pad     uint32
+}
+
+type lockstatPathKey struct {
+	_     structs.HostLayout
+	SpOff uint32
+	Flags uint16
+	Way   uint16
+}
+
+type lockstatScratch struct {
+	_      structs.HostLayout
+	Window [128]uint64
+	Ips    [128]uint64
+}
+
+type lockstatWaitKey struct {
+	_     structs.HostLayout
+	Lock  uint64
+	Stack uint64
+	Pid   uint32
+	Tid   uint32
+	Type  uint32
+	Pad   uint32
 }
 
 type lockstatWaitSlot struct {
-	_       structs.HostLayout
-	Lock    uint64
-	Ts      uint64
-	StackId int32
-	Tid     uint32
-	Pid     uint32
-	Type    uint16
-	Skip    uint16
+	_     structs.HostLayout
+	Lock  uint64
+	Ts    uint64
+	Stack uint64
+	Tid   uint32
+	Pid   uint32
+	Type  uint16
+	Skip  uint16
+	Pad   uint32
 }
 
 type lockstatWaitStats struct {
@@ -84,7 +110,9 @@ const (
 	lockstatMapBusy                = "busy"
 	lockstatMapCounters            = "counters"
 	lockstatMapHistogram           = "histogram"
+	lockstatMapPaths               = "paths"
 	lockstatMapPidFilter           = "pid_filter"
+	lockstatMapScratch             = "scratch"
 	lockstatMapSpinWaits           = "spin_waits"
 	lockstatMapStacks              = "stacks"
 	lockstatMapThreadWaits         = "thread_waits"
@@ -93,14 +121,15 @@ const (
 	lockstatProgTpContentionBegin  = "tp_contention_begin"
 	lockstatProgTpContentionEnd    = "tp_contention_end"
 	lockstatVarCommFilter          = "comm_filter"
+	lockstatVarCtxOnStack          = "ctx_on_stack"
 	lockstatVarFilterComm          = "filter_comm"
 	lockstatVarFilterPids          = "filter_pids"
 	lockstatVarFlagType            = "flag_type"
 	lockstatVarSelfTgid            = "self_tgid"
+	lockstatVarStackDepth          = "stack_depth"
 	lockstatVarStackSkip           = "stack_skip"
 	lockstatVarUnusedCounter       = "unused_counter"
 	lockstatVarUnusedLockName      = "unused_lock_name"
-	lockstatVarWantStacks          = "want_stacks"
 )
 
 // loadLockstat returns the embedded CollectionSpec for lockstat.
@@ -159,7 +188,9 @@ type lockstatMapSpecs struct {
 	Busy        *ebpf.MapSpec `ebpf:"busy"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	Histogram   *ebpf.MapSpec `ebpf:"histogram"`
+	Paths       *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter   *ebpf.MapSpec `ebpf:"pid_filter"`
+	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
 	SpinWaits   *ebpf.MapSpec `ebpf:"spin_waits"`
 	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
 	ThreadWaits *ebpf.MapSpec `ebpf:"thread_waits"`
@@ -170,14 +201,15 @@ type lockstatMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
 	CommFilter     *ebpf.VariableSpec `ebpf:"comm_filter"`
+	CtxOnStack     *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
 	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterPids     *ebpf.VariableSpec `ebpf:"filter_pids"`
 	FlagType       *ebpf.VariableSpec `ebpf:"flag_type"`
 	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackDepth     *ebpf.VariableSpec `ebpf:"stack_depth"`
 	StackSkip      *ebpf.VariableSpec `ebpf:"stack_skip"`
 	UnusedCounter  *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedLockName *ebpf.VariableSpec `ebpf:"unused_lock_name"`
-	WantStacks     *ebpf.VariableSpec `ebpf:"want_stacks"`
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -204,7 +236,9 @@ type lockstatMaps struct {
 	Busy        *ebpf.Map `ebpf:"busy"`
 	Counters    *ebpf.Map `ebpf:"counters"`
 	Histogram   *ebpf.Map `ebpf:"histogram"`
+	Paths       *ebpf.Map `ebpf:"paths"`
 	PidFilter   *ebpf.Map `ebpf:"pid_filter"`
+	Scratch     *ebpf.Map `ebpf:"scratch"`
 	SpinWaits   *ebpf.Map `ebpf:"spin_waits"`
 	Stacks      *ebpf.Map `ebpf:"stacks"`
 	ThreadWaits *ebpf.Map `ebpf:"thread_waits"`
@@ -216,7 +250,9 @@ func (m *lockstatMaps) Close() error {
 		m.Busy,
 		m.Counters,
 		m.Histogram,
+		m.Paths,
 		m.PidFilter,
+		m.Scratch,
 		m.SpinWaits,
 		m.Stacks,
 		m.ThreadWaits,
@@ -228,14 +264,15 @@ func (m *lockstatMaps) Close() error {
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
 	CommFilter     *ebpf.Variable `ebpf:"comm_filter"`
+	CtxOnStack     *ebpf.Variable `ebpf:"ctx_on_stack"`
 	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
 	FilterPids     *ebpf.Variable `ebpf:"filter_pids"`
 	FlagType       *ebpf.Variable `ebpf:"flag_type"`
 	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
+	StackDepth     *ebpf.Variable `ebpf:"stack_depth"`
 	StackSkip      *ebpf.Variable `ebpf:"stack_skip"`
 	UnusedCounter  *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedLockName *ebpf.Variable `ebpf:"unused_lock_name"`
-	WantStacks     *ebpf.Variable `ebpf:"want_stacks"`
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.

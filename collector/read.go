@@ -55,7 +55,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		ksyms:   ksyms,
 		stacks:  c.coll.Maps["stacks"],
 		byKey:   map[lockstatWaitKey]int{},
-		frames:  map[int32][]string{},
+		frames:  map[uint64][]string{},
 		buckets: make([][]uint64, len(c.cfg.Spec.Types)),
 	}
 	for i := range b.buckets {
@@ -104,6 +104,11 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		UnmatchedBegin: counters[lockstatCounterCNT_UNMATCHED_BEGIN],
 		UnmatchedEnd:   counters[lockstatCounterCNT_UNMATCHED_END],
 	}
+	m.Stacks = capture.StackStats{
+		Walked: counters[lockstatCounterCNT_STACK_WALKED],
+		Known:  counters[lockstatCounterCNT_STACK_KNOWN],
+		Failed: counters[lockstatCounterCNT_STACK_FAILED],
+	}
 	for _, l := range lostReasons {
 		if n := counters[l.counter]; n > 0 {
 			m.Lost = append(m.Lost, capture.Lost{Reason: l.reason, Count: n})
@@ -120,7 +125,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		m.Warnings = append(m.Warnings, "kernel symbols are hidden (kernel.kptr_restrict, or not root): stacks and lock names are raw addresses")
 	}
 	if n := counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
-		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: stack map full or hash collision (raise --map-size)", n))
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)", n))
 	}
 	cp.Sort()
 	return cp, nil
@@ -170,7 +175,7 @@ type builder struct {
 	stacks  *ebpf.Map
 	records []capture.Record
 	byKey   map[lockstatWaitKey]int
-	frames  map[int32][]string
+	frames  map[uint64][]string
 	buckets [][]uint64 // per type, dense, as in the BPF histogram map
 }
 
@@ -211,7 +216,7 @@ func (b *builder) newRecord(k lockstatWaitKey) (capture.Record, error) {
 	if name, ok := b.ksyms.Data(k.Lock); ok {
 		r.Name = name
 	}
-	stack, err := b.stack(k.StackId)
+	stack, err := b.stack(k.Stack)
 	if err != nil {
 		return r, err
 	}
@@ -227,17 +232,17 @@ func (b *builder) add(k lockstatWaitKey, r capture.Record) {
 	b.records = append(b.records, r)
 }
 
-// stack symbolizes a stack id once; frames are innermost first.
-func (b *builder) stack(id int32) ([]string, error) {
-	if id < 0 {
+// stack symbolizes a stack once; frames are innermost first.
+func (b *builder) stack(id uint64) ([]string, error) {
+	if id == 0 {
 		return []string{}, nil
 	}
 	if frames, ok := b.frames[id]; ok {
 		return frames, nil
 	}
 	addrs := make([]uint64, b.stacks.ValueSize()/8)
-	if err := b.stacks.Lookup(uint32(id), &addrs); err != nil {
-		return nil, fmt.Errorf("reading stack %d: %w", id, err)
+	if err := b.stacks.Lookup(id, &addrs); err != nil {
+		return nil, fmt.Errorf("reading stack %#x: %w", id, err)
 	}
 	frames := []string{}
 	for _, a := range addrs {
@@ -295,7 +300,7 @@ func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS uint64) (uint64
 			continue
 		}
 		wait := stopNS - s.Ts
-		k := lockstatWaitKey{Lock: s.Lock, StackId: s.StackId, Pid: s.Pid, Tid: s.Tid, Type: uint32(s.Type)}
+		k := lockstatWaitKey{Lock: s.Lock, Stack: s.Stack, Pid: s.Pid, Tid: s.Tid, Type: uint32(s.Type)}
 		i, ok := b.byKey[k]
 		if !ok {
 			r, err := b.newRecord(k)

@@ -16,14 +16,25 @@
 #define HIST_BUCKETS 976
 /* Waits open at once on one CPU: task, softirq, hardirq, NMI. */
 #define MAX_NEST 4
+/* Deepest stack bpf_get_stack takes (PERF_MAX_STACK_DEPTH). */
+#define MAX_STACK_DEPTH 127
+/* Raw kernel stack read above the probe context to recognise a known path. */
+#define STACK_WINDOW_WORDS 128
+/* Return addresses compared before a path counts as already walked. */
+#define VERIFY_FRAMES 16
+/* Paths remembered per context offset: several paths can share one. */
+#define PATH_WAYS 4
+/* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
+#define KSTACK_SIZE 16384
 
 /* Identifies one aggregate: a lock, as waited for by one thread from one stack. */
 struct wait_key {
 	__u64 lock;
-	__s32 stack_id; /* negative: no stack (stacks off, or the stack map failed) */
-	__u32 pid;      /* tgid */
+	__u64 stack; /* key into the stacks map, 0: no stack (stacks off, or it could not be stored) */
+	__u32 pid;   /* tgid */
 	__u32 tid;
-	__u32 type;     /* index into the lock spec's types */
+	__u32 type;  /* index into the lock spec's types */
+	__u32 _pad;
 };
 
 enum lock_name {
@@ -44,13 +55,40 @@ struct wait_stats {
 
 /* One wait in progress: begin seen, end not yet. */
 struct wait_slot {
-	__u64 lock; /* 0: slot free */
-	__u64 ts;   /* bpf_ktime_get_ns() at begin */
-	__s32 stack_id;
+	__u64 lock;  /* 0: slot free */
+	__u64 ts;    /* bpf_ktime_get_ns() at begin */
+	__u64 stack;
 	__u32 tid;
 	__u32 pid;
 	__u16 type;
-	__u16 skip; /* begin was filtered out: pair it, record nothing */
+	__u16 skip;  /* begin was filtered out: pair it, record nothing */
+	__u32 _pad;
+};
+
+/*
+ * A kernel path already walked, recognised without walking again: the
+ * return addresses of its first frames sit at known places in the raw stack
+ * above the probe context. Keyed by that context's offset in its stack, the
+ * contention flags, and one of PATH_WAYS slots.
+ */
+struct path_key {
+	__u32 sp_off;
+	__u16 flags;
+	__u16 way;
+};
+
+struct path {
+	__u64 stack;              /* the stacks map key of the walked stack */
+	__u64 ip[VERIFY_FRAMES];  /* return addresses to find again ... */
+	__u16 pos[VERIFY_FRAMES]; /* ... at these words of the window */
+	__u32 nframes;
+	__u32 _pad;
+};
+
+/* Per-CPU scratch space, too large for the BPF stack. */
+struct scratch {
+	__u64 window[STACK_WINDOW_WORDS];
+	__u64 ips[MAX_STACK_DEPTH + 1];
 };
 
 /* Waits of spinning locks on one CPU, innermost last. A spinning task cannot
@@ -73,7 +111,9 @@ enum counter {
 	CNT_LOST_WAIT_FULL,     /* begin not stored: per-thread wait map full */
 	CNT_LOST_NEST_DEPTH,    /* begin not stored: more than MAX_NEST nested waits */
 	CNT_LOST_REENTERED,     /* begin dropped: our end program was running on this CPU */
-	CNT_STACK_FAILED,       /* wait stored without a stack: stack map full or collision */
+	CNT_STACK_FAILED,       /* wait stored without a stack: stack walk failed or stack map full */
+	CNT_STACK_WALKED,       /* stacks taken by walking the kernel stack */
+	CNT_STACK_KNOWN,        /* stacks recognised from a path walked before */
 	CNT_MAX,
 };
 
