@@ -1,0 +1,70 @@
+package capture
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash"
+)
+
+// HashAddresses replaces every kernel address in c by an id, as the kernel's %p does for the pointers it
+// prints: lock addresses (Record.Lock) and the stack frames and callers that kallsyms could not name
+// ("0xffffffff81234567"). An id is the first 32 bits of HMAC-SHA256(key, address as 8 little-endian
+// bytes), so with a random key it tells nothing about the address but stays the same for the same
+// address everywhere in c. A hashed Lock keeps its Addr type; hashed frames and callers are written as
+// Addr.HashedString writes ids. Symbolized frames ("vm_mmap_pgoff+0xa5") and lock names stay.
+//
+// It sets Meta.AddressesHashed, and does nothing to a capture that has it set, so ids survive a second
+// call with another key. Ids are 32 bits wide: with tens of thousands of distinct locks two of them may
+// share an id, which the kernel's hashed pointers accept too.
+func (c *Capture) HashAddresses(key []byte) {
+	if c.Meta.AddressesHashed {
+		return
+	}
+	h := addressHasher{mac: hmac.New(sha256.New, key), ids: make(map[Addr]Addr)}
+	for i := range c.Records {
+		r := &c.Records[i]
+		r.Lock = h.id(r.Lock)
+		r.Caller = h.frame(r.Caller)
+		for j, f := range r.Stack {
+			r.Stack[j] = h.frame(f)
+		}
+	}
+	c.Meta.AddressesHashed = true
+}
+
+// HashedString renders an id made by HashAddresses the way the kernel prints hashed pointers: 16 hex
+// digits without 0x, e.g. "000000001a2b3c4d", so it cannot be taken for an address.
+func (a Addr) HashedString() string {
+	return fmt.Sprintf("%016x", uint64(a))
+}
+
+type addressHasher struct {
+	mac hash.Hash
+	ids map[Addr]Addr // the same lock or frame turns up in many records
+	sum []byte
+}
+
+func (h *addressHasher) id(a Addr) Addr {
+	if id, ok := h.ids[a]; ok {
+		return id
+	}
+	var addr [8]byte
+	binary.LittleEndian.PutUint64(addr[:], uint64(a))
+	h.mac.Reset()
+	h.mac.Write(addr[:])
+	h.sum = h.mac.Sum(h.sum[:0])
+	id := Addr(binary.BigEndian.Uint32(h.sum))
+	h.ids[a] = id
+	return id
+}
+
+// frame hashes a frame or caller that is a raw address and returns any other unchanged.
+func (h *addressHasher) frame(f string) string {
+	var a Addr
+	if len(f) < 3 || f[:2] != "0x" || a.UnmarshalText([]byte(f)) != nil {
+		return f
+	}
+	return h.id(a).HashedString()
+}
