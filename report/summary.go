@@ -1,4 +1,4 @@
-// Package report renders a capture for people: a terminal summary (this file), later the HTML page and a diff.
+// Package report renders a capture for people: a terminal summary (summary.go) and a self-contained HTML page (html.go).
 package report
 
 import (
@@ -105,15 +105,22 @@ func healthLine(m capture.Meta) string {
 		fmt.Fprintf(&b, ", %d lost (%s)", lost, strings.Join(reasons, ", "))
 	}
 	b.WriteString("; probe cost ")
+	b.WriteString(probeCost(m))
+	return b.String()
+}
+
+// probeCost is what the probes cost per event and as a share of all CPU time, e.g.
+// "152 ns/event, 0.01% CPU", or "not measured".
+func probeCost(m capture.Meta) string {
 	if m.ProbeRunTimeNS() == 0 {
 		// The kernel only counts BPF run time while kernel.bpf_stats_enabled is 1.
-		b.WriteString("not measured")
-		return b.String()
+		return "not measured"
 	}
+	var b strings.Builder
 	if m.Events.Begin > 0 {
 		fmt.Fprintf(&b, "%.0f ns/event", m.ProbeNSPerEvent())
 	} else {
-		fmt.Fprintf(&b, "%s", FormatDuration(float64(m.ProbeRunTimeNS())))
+		b.WriteString(FormatDuration(float64(m.ProbeRunTimeNS())))
 	}
 	if share := m.ProbeCPUShare() * 100; share >= 0.01 {
 		fmt.Fprintf(&b, ", %.2f%% CPU", share)

@@ -1,0 +1,375 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser opens the report that WriteHTML writes of c from file:// in a headless Chromium that is
+// offline, and records everything that would mean the page is broken or unsafe: a request for anything
+// but a file or data URL, a console error or warning, an exception, an error in the browser's log (a
+// Content-Security-Policy violation lands there). The test fails with them when it ends.
+func browser(t *testing.T, c *capture.Capture, o HTMLOptions) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: CI must install the Debian package chromium", chromiumPath)
+		}
+		t.Skipf("%s is missing (apt-get install chromium), skipping the browser test", chromiumPath)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, c, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.WindowSize(1400, 1000),
+	)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", chromiumPath, err)
+	}
+
+	offline := []*network.Conditions{{Offline: true, Latency: 0, DownloadThroughput: -1, UploadThroughput: -1}}
+	if _, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: offline}); err != nil {
+		t.Fatalf("taking the browser offline: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: true, DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
+		t.Fatalf("taking the browser offline: %v", err)
+	}
+
+	var mu sync.Mutex
+	var problems []string
+	problem := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	err = chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if u := ev.Request.URL; !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+				problem("request for %s", u)
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				problem("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			problem("exception at %d:%d: %s", d.LineNumber, d.ColumnNumber, msg)
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
+				problem("browser log %s (%s): %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Error(p)
+		}
+	})
+
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatalf("opening the report: %v", err)
+	}
+	// report.js marks the page once it has built the tables from the embedded capture.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.classList.contains("js")`)); err != nil {
+		t.Fatalf("waiting for the tables: %v", err)
+	}
+	t.Logf("report of %d records loaded and its tables built in %v", len(c.Records), time.Since(start).Round(time.Millisecond))
+	return ctx
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", js, err)
+	}
+	return v
+}
+
+func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// shownColumn returns the texts of a column of the rows shown in a table.
+func shownColumn(t *testing.T, ctx context.Context, table, key string) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, fmt.Sprintf(`(() => {
+		const t = document.getElementById(%q);
+		const i = [...t.tHead.rows[0].cells].findIndex((th) => th.dataset.col === %q);
+		return [...t.tBodies[0].rows].map((r) => r.cells[i].textContent);
+	})()`, table, key))
+}
+
+// waitRows waits until the table shows n rows.
+func waitRows(t *testing.T, ctx context.Context, table string, n int) {
+	t.Helper()
+	js := fmt.Sprintf(`document.querySelectorAll("#%s tbody tr:not(.empty-row)").length === %d`, table, n)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		got := eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll("#%s tbody tr:not(.empty-row)").length`, table))
+		t.Fatalf("%s shows %d rows, want %d: %v", table, got, n, err)
+	}
+}
+
+func clearFilter(t *testing.T, ctx context.Context) {
+	t.Helper()
+	do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = document.getElementById("klockstat-filter");
+		f.value = "";
+		f.dispatchEvent(new Event("input"));
+	})()`))
+}
+
+func TestBrowserReport(t *testing.T) {
+	c, _ := knownCapture(t)
+	const top = 5
+	ctx := browser(t, c, HTMLOptions{Top: top})
+
+	t.Run("charts", func(t *testing.T) {
+		for _, id := range []string{"klockDoughnut", "klockBox", "klockHistogram", "klockCallers"} {
+			size := eval[[]int](t, ctx, fmt.Sprintf(`(() => {
+				const c = document.querySelector("#%s canvas");
+				return c ? [c.width, c.height] : [0, 0];
+			})()`, id))
+			if size[0] == 0 || size[1] == 0 {
+				t.Errorf("chart %s has no canvas with a size (%v)", id, size)
+			}
+		}
+	})
+
+	t.Run("table", func(t *testing.T) {
+		waitRows(t, ctx, "table-threads", top)
+		byTotal := topRecords(c.Records, top)
+		var want []string
+		for _, r := range byTotal {
+			want = append(want, fmt.Sprint(r.PID, "/", r.TID, "/", r.Type))
+		}
+		pids, tids, types := shownColumn(t, ctx, "table-threads", "pid"), shownColumn(t, ctx, "table-threads", "tid"), shownColumn(t, ctx, "table-threads", "type")
+		var got []string
+		for i := range pids {
+			got = append(got, pids[i]+"/"+tids[i]+"/"+types[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("first page by total wait: %q, want %q", got, want)
+		}
+	})
+
+	t.Run("sort", func(t *testing.T) {
+		var counts []int
+		for _, r := range c.Records {
+			counts = append(counts, int(r.Count))
+		}
+		slices.Sort(counts)
+		sel := chromedp.CSS(`#table-threads th[data-col="count"]`)
+		do(t, ctx, "sorting by waits", chromedp.Click(sel))
+		var desc []string
+		for _, n := range slices.Backward(counts) {
+			if len(desc) < top {
+				desc = append(desc, fmt.Sprint(n))
+			}
+		}
+		if got := shownColumn(t, ctx, "table-threads", "count"); !slices.Equal(got, desc) {
+			t.Errorf("sorted by waits, descending: %q, want %q", got, desc)
+		}
+		do(t, ctx, "sorting by waits again", chromedp.Click(sel))
+		var asc []string
+		for _, n := range counts[:top] {
+			asc = append(asc, fmt.Sprint(n))
+		}
+		if got := shownColumn(t, ctx, "table-threads", "count"); !slices.Equal(got, asc) {
+			t.Errorf("sorted by waits, ascending: %q, want %q", got, asc)
+		}
+		if s := eval[string](t, ctx, `document.querySelector('#table-threads th[data-col="count"]').getAttribute("aria-sort")`); s != "ascending" {
+			t.Errorf("header aria-sort %q, want ascending", s)
+		}
+		do(t, ctx, "sorting by total wait", chromedp.Click(chromedp.CSS(`#table-threads th[data-col="total"]`)))
+	})
+
+	t.Run("filter", func(t *testing.T) {
+		var want int
+		for _, r := range c.Records {
+			if strings.Contains(r.Caller, "ext4_buffered") {
+				want++
+			}
+		}
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), "EXT4_buffered"))
+		waitRows(t, ctx, "table-threads", want)
+		for _, caller := range shownColumn(t, ctx, "table-threads", "caller") {
+			if !strings.Contains(caller, "ext4_buffered") {
+				t.Errorf("filter for ext4_buffered shows caller %q", caller)
+			}
+		}
+		clearFilter(t, ctx)
+		waitRows(t, ctx, "table-threads", top)
+	})
+
+	t.Run("stack", func(t *testing.T) {
+		first := topRecords(c.Records, 1)[0]
+		do(t, ctx, "opening a stack", chromedp.Click(chromedp.CSS(`#table-threads tbody tr:first-child td.stack summary`)))
+		// The frames are added when the details element reports that it opened, which is a task later.
+		frames, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => {
+			const shown = [...document.querySelectorAll("#table-threads tbody tr:first-child td.stack li")].filter((li) => li.offsetHeight > 0);
+			return shown.length > 0 && shown.map((li) => li.textContent);
+		})()`, chromedp.WithPollingTimeout(10*time.Second)))
+		if err != nil {
+			t.Fatalf("waiting for the frames: %v", err)
+		}
+		// The report hashes raw addresses, so compare the symbolized frames.
+		var want, got []string
+		for _, f := range first.Stack {
+			if !strings.HasPrefix(f, "0x") {
+				want = append(want, f)
+			}
+		}
+		for _, f := range frames {
+			if !strings.HasPrefix(f, "00000000") {
+				got = append(got, f)
+			}
+		}
+		if len(frames) != len(first.Stack) || !slices.Equal(got, want) {
+			t.Errorf("opened stack shows %q, want the %d frames of %q", frames, len(first.Stack), first.Stack)
+		}
+	})
+
+	t.Run("views", func(t *testing.T) {
+		do(t, ctx, "showing the callers", chromedp.Click(chromedp.CSS(`.tab[data-view="callers"]`)))
+		groups := capture.GroupBy(c.Records, capture.ByCaller)
+		waitRows(t, ctx, "table-callers", min(top, len(groups)))
+		if visible := eval[bool](t, ctx, `document.getElementById("view-threads").offsetHeight === 0 && document.getElementById("view-callers").offsetHeight > 0`); !visible {
+			t.Error("the callers tab does not replace the threads view")
+		}
+		var want []string
+		for _, g := range groups[:top] {
+			want = append(want, FormatDuration(float64(g.TotalNS)))
+		}
+		if got := shownColumn(t, ctx, "table-callers", "total"); !slices.Equal(got, want) {
+			t.Errorf("callers by total wait: %q, want %q", got, want)
+		}
+		do(t, ctx, "showing the threads", chromedp.Click(chromedp.CSS(`.tab[data-view="threads"]`)))
+	})
+
+	t.Run("hostile strings stay text", func(t *testing.T) {
+		var want int
+		for _, r := range c.Records {
+			if strings.Contains(r.Comm, svgComm) || slices.Contains(r.Stack, svgComm) {
+				want++
+			}
+		}
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), svgComm))
+		waitRows(t, ctx, "table-threads", want)
+		if got := shownColumn(t, ctx, "table-threads", "comm"); !slices.Contains(got, svgComm) {
+			t.Errorf("thread %q does not show as text: %q", svgComm, got)
+		}
+		// Every tooltip of every chart, with the hostile type and caller names in them.
+		tips := eval[string](t, ctx, `(() => {
+			let text = "";
+			for (const el of document.querySelectorAll(".chart")) {
+				const chart = echarts.getInstanceByDom(el);
+				const n = chart.getOption().series[0].data.length;
+				for (let i = 0; i < n; i++) {
+					chart.dispatchAction({type: "showTip", seriesIndex: 0, dataIndex: i});
+					for (const tip of el.querySelectorAll("div")) text += tip.textContent + "\n";
+				}
+			}
+			return text;
+		})()`)
+		for _, want := range []string{scriptBreak, funcType, funcMarker} {
+			if !strings.Contains(tips, want) {
+				t.Errorf("no tooltip shows %q as text", want)
+			}
+		}
+		injected := eval[int](t, ctx, `document.querySelectorAll("body svg, body img, body iframe").length`)
+		pwned := eval[bool](t, ctx, `typeof window.pwned !== "undefined"`)
+		if injected > 0 || pwned {
+			t.Errorf("hostile strings became markup: %d injected elements, window.pwned set: %v", injected, pwned)
+		}
+	})
+}
+
+// TestBrowserBigReport opens a report of 100,000 records: the page must load, and the table must show
+// one page of rows, not all of them, and still sort and filter.
+func TestBrowserBigReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the 60 MB report in -short mode")
+	}
+	c := syntheticCapture(100_000)
+	ctx := browser(t, c, HTMLOptions{Top: defaultTop})
+	waitRows(t, ctx, "table-threads", defaultTop)
+	if got := eval[int](t, ctx, `document.querySelectorAll("tbody tr").length`); got > 3*defaultTop {
+		t.Errorf("%d table rows in the page, want one page per view", got)
+	}
+	start := time.Now()
+	do(t, ctx, "sorting by thread", chromedp.Click(chromedp.CSS(`#table-threads th[data-col="comm"]`)))
+	got := shownColumn(t, ctx, "table-threads", "comm")
+	t.Logf("sorted %d records in %v", len(c.Records), time.Since(start).Round(time.Millisecond))
+	if !slices.IsSorted(got) {
+		t.Errorf("sorted by thread: %q", got)
+	}
+	start = time.Now()
+	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), "worker-976"))
+	var want int
+	for _, r := range c.Records {
+		if strings.Contains(r.Comm, "worker-976") {
+			want++
+		}
+	}
+	waitRows(t, ctx, "table-threads", min(want, defaultTop))
+	t.Logf("filtered in %v", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,177 @@
+package report
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// Strings a thread name, a command line, a locks.json or a kernel symbol could carry to run script in a
+// report. Type names must not contain spaces, so the hostile types are the ones without.
+const (
+	svgComm     = `<svg/onload=x>`
+	scriptBreak = `</script><script>alert(1)</script>`
+	imgCanary   = `<img src=x onerror=window.pwned=1>`
+	commentOpen = `<!--<script>alert(2)//`
+	funcMarker  = `__f__",x:alert(3),y:"__f__`
+	funcType    = `__f__+alert(4)+__f__`
+)
+
+// testRecord is a record given by its waits.
+type testRecord struct {
+	capture.Record
+	waits []uint64
+}
+
+// knownCapture is a small capture with everything a report shows: several lock types, records that
+// merge by caller and by lock, raw addresses in stacks and callers, lost events, warnings, and hostile
+// strings in every field that holds text. Its records' total waits all differ, so every order is exact.
+// It also returns the individual waits, for deriving expected values without the histograms.
+func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
+	t.Helper()
+	exit := 2
+	mmap := capture.Addr(0xffff888104d2a0c8)
+	inode := capture.Addr(0xffff8881237e5a10)
+	pipe := capture.Addr(0xffff88810a6b3c40)
+	rq := capture.Addr(0xffff88813bd2f1c0)
+	mmapStack := []string{"rwsem_down_write_slowpath+0x2a1", "down_write_killable+0x4f", "vm_mmap_pgoff+0xe0", "ksys_mmap_pgoff+0x1a", "do_syscall_64+0x82", "entry_SYSCALL_64_after_hwframe+0x76"}
+	munmapStack := []string{"rwsem_down_write_slowpath+0x2a1", "down_write_killable+0x4f", "__vm_munmap+0x7d", "__x64_sys_munmap+0x1b", "do_syscall_64+0x82"}
+	mincoreStack := []string{"rwsem_down_read_slowpath+0x1c2", "down_read+0x4a", "__x64_sys_mincore+0xf8", "do_syscall_64+0x82"}
+	inodeStack := []string{"rwsem_down_write_slowpath+0x2a1", "down_write+0x3c", "ext4_buffered_write_iter+0x31", "vfs_write+0x26b", "0xffffffffc0a81234", "do_syscall_64+0x82"}
+	pipeStack := []string{"__mutex_lock.constprop.0+0x8e", "mutex_lock+0x3d", "anon_pipe_write+0x43", "vfs_write+0x26b"}
+	rawStack := []string{"queued_spin_lock_slowpath+0x5e", "0xffffffffc0a81234", "0xffffffffc0a85678"}
+
+	records := []testRecord{
+		{capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-0", PID: 3099, TID: 3105, Caller: "vm_mmap_pgoff+0xe0", Stack: mmapStack}, []uint64{5_000_000, 12_000_000, 800_000}},
+		{capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-1", PID: 3099, TID: 3106, Caller: "vm_mmap_pgoff+0xe0", Stack: mmapStack}, []uint64{7_500_000, 300_000}},
+		{capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: svgComm, PID: 3099, TID: 3107, Caller: "__vm_munmap+0x7d", Stack: munmapStack}, []uint64{2_000_000, 2_500_000, 900_000, 40_000}},
+		{capture.Record{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-1", PID: 3099, TID: 3106, Caller: "__x64_sys_mincore+0xf8", Stack: mincoreStack}, []uint64{1_200, 3_400, 98_000, 15_000, 640}},
+		{capture.Record{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: imgCanary, PID: 3099, TID: 3108, Caller: "__x64_sys_mincore+0xf8", Stack: mincoreStack}, []uint64{700, 2_100}},
+		{capture.Record{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-0", PID: 3150, TID: 3164, Caller: "ext4_buffered_write_iter+0x31", Stack: inodeStack}, []uint64{20_000_000, 19_000_000, 11_000_000}},
+		{capture.Record{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-1", PID: 3150, TID: 3163, Caller: "ext4_buffered_write_iter+0x31", Stack: inodeStack}, []uint64{23_000_000, 8_000_000}},
+		{capture.Record{Type: "mutex", Lock: pipe, Comm: "ct-pipe-0", PID: 3200, TID: 3201, Caller: "anon_pipe_write+0x43", Stack: pipeStack}, []uint64{260, 310, 290, 12_000, 180}},
+		{capture.Record{Type: "mutex", Lock: pipe, Comm: scriptBreak, PID: 3200, TID: 3202, Caller: commentOpen, Stack: []string{"mutex_lock+0x3d", commentOpen}}, []uint64{450, 520}},
+		{capture.Record{Type: "spinlock", Lock: rq, Name: "runqueues+0x1c0", Comm: "swapper/1", PID: 0, TID: 0, Caller: "0xffffffffc0a81234", Stack: rawStack}, []uint64{900, 1_100, 3_000, 64}},
+		{capture.Record{Type: "spinlock", Lock: rq, Name: "runqueues+0x1c0", Comm: funcMarker, PID: 0, TID: 0, Caller: "__schedule+0xad", Stack: []string{}}, []uint64{1_500, 2_900, 1_950}},
+		{capture.Record{Type: scriptBreak, Lock: 0xffffffff83a1b2c0, Name: imgCanary, Comm: "hostile", PID: 4000, TID: 4001, Caller: funcMarker, Stack: []string{svgComm, funcMarker}}, []uint64{77_000, 5_000}},
+		{capture.Record{Type: funcType, Lock: 0xffffffff83a1b2c8, Comm: "hostile", PID: 4000, TID: 4002, Caller: "x+0x1", Stack: []string{"x+0x1"}}, []uint64{66_666}},
+	}
+
+	var out []capture.Record
+	hists := map[string]*capture.Histogram{}
+	var order []string
+	waits := map[string][]uint64{}
+	for _, tr := range records {
+		r := tr.Record
+		r.MinNS = tr.waits[0]
+		for _, w := range tr.waits {
+			r.Count++
+			r.TotalNS += w
+			r.MinNS, r.MaxNS = min(r.MinNS, w), max(r.MaxNS, w)
+			if hists[r.Type] == nil {
+				hists[r.Type] = &capture.Histogram{Type: r.Type}
+				order = append(order, r.Type)
+			}
+			hists[r.Type].Add(w)
+			waits[r.Type] = append(waits[r.Type], w)
+		}
+		out = append(out, r)
+	}
+	c := &capture.Capture{
+		Version: capture.FormatVersion,
+		Meta: capture.Meta{
+			Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.18.44-fc-v669", KernelBuild: "#1 SMP PREEMPT_DYNAMIC " + svgComm,
+			Arch: "x86_64", Hostname: "bench-" + imgCanary, CPUModel: "AMD EPYC " + scriptBreak, CPUs: 2,
+			Start:       time.Date(2026, 11, 21, 15, 12, 12, 0, time.UTC),
+			DurationNS:  3_010_000_000,
+			CommandLine: []string{"klockstat", "-d", "3s", "--comm", commentOpen, "--", "sh", "-c", scriptBreak},
+			Workload:    []string{"sh", "-c", scriptBreak}, WorkloadExit: &exit,
+			Probe: "rawtp", StackDepth: 16, Types: append([]string{"rwsem:W", "rwsem:R", "mutex", "spinlock"}, scriptBreak, funcType),
+			Comm:     commentOpen,
+			MapSizes: map[string]uint32{"aggregate": 65536, "stacks": 65536, imgCanary: 1},
+			Events:   capture.Events{Begin: 12557, End: 12554, Waits: 12556, InProgress: 2, Nested: 3, UnmatchedBegin: 1, UnmatchedEnd: 1},
+			Lost:     []capture.Lost{{Reason: "aggregation map full", Count: 17}, {Reason: scriptBreak, Count: 4}},
+			Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 12557, RunTimeNS: 26_000_000}, {Name: imgCanary, RunCount: 12554, RunTimeNS: 17_500_000}},
+			Warnings: []string{"kernel.bpf_stats_enabled was 0 " + svgComm, imgCanary},
+		},
+		Records: out,
+	}
+	for _, typ := range order {
+		c.Histograms = append(c.Histograms, *hists[typ])
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("test capture: %v", err)
+	}
+	return c, waits
+}
+
+// syntheticCapture is a capture shaped like a big real one: n records on about 12 lock types, a few
+// hundred locks and callers, 16-frame stacks, waits spread over six orders of magnitude.
+func syntheticCapture(n int) *capture.Capture {
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	types := []string{"spinlock", "rwlock:R", "rwlock:W", "rwsem:R", "rwsem:W", "mutex", "semaphore", "rtmutex", "rwlock-rt:R", "rwlock-rt:W", "pcpu-sem:R", "pcpu-sem:W"}
+	funcs := []string{"vm_mmap_pgoff", "__vm_munmap", "__x64_sys_mincore", "ext4_buffered_write_iter", "anon_pipe_write", "anon_pipe_read",
+		"__schedule", "try_to_wake_up", "__task_rq_lock", "get_signal", "free_pcppages_bulk", "lock_mm_and_find_vma", "do_sys_openat2",
+		"path_openat", "dput", "d_alloc_parallel", "futex_wake", "futex_wait_setup", "tcp_sendmsg", "sock_def_readable"}
+	callers := make([]string, 300)
+	for i := range callers {
+		callers[i] = fmt.Sprintf("%s+0x%x", funcs[i%len(funcs)], 16+rng.IntN(0x400))
+	}
+	hists := make(map[string]*capture.Histogram)
+	c := &capture.Capture{
+		Version: capture.FormatVersion,
+		Meta: capture.Meta{
+			Tool: "klockstat", ToolVersion: "0.1.0", Kernel: "6.18.44", Arch: "x86_64", Hostname: "bench1", CPUModel: "AMD EPYC 7B13", CPUs: 64,
+			Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), DurationNS: 30_000_000_000,
+			CommandLine: []string{"klockstat", "-d", "30s", "--", "make", "-j64"}, Workload: []string{"make", "-j64"},
+			Probe: "rawtp", StackDepth: 16, Types: types,
+			Events: capture.Events{Begin: uint64(n) * 40, End: uint64(n) * 40, Waits: uint64(n) * 40},
+		},
+	}
+	for i := range n {
+		typ := types[rng.IntN(len(types))]
+		caller := callers[rng.IntN(len(callers))]
+		stack := make([]string, 16)
+		stack[0] = "queued_spin_lock_slowpath+0x1c"
+		stack[1] = caller
+		for j := 2; j < len(stack); j++ {
+			if rng.IntN(20) == 0 {
+				stack[j] = fmt.Sprintf("0xffffffffc0%06x", rng.IntN(1<<24))
+			} else {
+				stack[j] = fmt.Sprintf("%s+0x%x", funcs[rng.IntN(len(funcs))], rng.IntN(0x800))
+			}
+		}
+		r := capture.Record{
+			Type: typ, Lock: capture.Addr(0xffff888100000000 + uint64(rng.IntN(500))*64), Comm: fmt.Sprintf("worker-%d", i%977),
+			PID: uint32(1000 + i%97), TID: uint32(2000 + i), Caller: caller, Stack: stack,
+		}
+		if rng.IntN(3) == 0 {
+			r.Name = "mmap_lock"
+		}
+		h := hists[typ]
+		if h == nil {
+			h = &capture.Histogram{Type: typ}
+			hists[typ] = h
+		}
+		for range 1 + rng.IntN(60) {
+			w := uint64(100 * (1 + rng.ExpFloat64()*float64(uint64(1)<<rng.IntN(17))))
+			if r.Count == 0 || w < r.MinNS {
+				r.MinNS = w
+			}
+			r.Count++
+			r.TotalNS += w
+			r.MaxNS = max(r.MaxNS, w)
+			h.Add(w)
+		}
+		c.Records = append(c.Records, r)
+	}
+	for _, typ := range types {
+		if h := hists[typ]; h != nil {
+			c.Histograms = append(c.Histograms, *h)
+		}
+	}
+	return c
+}

@@ -1,0 +1,196 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// The header of the page: what a reader must know before the charts. Every string in it comes from a
+// capture file, and html/template escapes it.
+
+// highlight is one of the headline numbers at the top of the page; a Symbol value is a kernel symbol.
+type highlight struct {
+	Label, Value, Title, Detail string
+	Bad, Symbol                 bool
+}
+
+// field is one line of the header's Captured, Settings and Health lists.
+type field struct {
+	Label, Value, Title string
+	Bad                 bool
+}
+
+func formatStart(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+// highlights are the few numbers a reader should see first: how much waiting there was, where most of
+// it went, and whether the capture can be trusted.
+func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Group) []highlight {
+	m := c.Meta
+	var total, waits uint64
+	locks := make(map[string]bool)
+	threads := make(map[uint32]bool)
+	for _, r := range c.Records {
+		total += r.TotalNS
+		waits += r.Count
+		locks[capture.ByLock(r)] = true
+		threads[r.TID] = true
+	}
+	hs := []highlight{{
+		Label: "Total wait", Value: FormatDuration(float64(total)), Title: nsTitle(total),
+		Detail: fmt.Sprintf("%d waits", waits),
+	}}
+	if m.DurationNS > 0 {
+		hs[0].Detail += fmt.Sprintf(", %.2f threads waiting on average", float64(total)/float64(m.DurationNS))
+	}
+	if len(types) > 0 {
+		t := types[0]
+		hs = append(hs, highlight{
+			Label: "Top lock type", Value: t.Name,
+			Detail: fmt.Sprintf("%.1f%% of the wait, %s", 100*t.Share, FormatDuration(float64(t.TotalNS))),
+		})
+	}
+	if len(byCaller) > 0 {
+		g := byCaller[0]
+		share := 0.0
+		if total > 0 {
+			share = float64(g.TotalNS) / float64(total)
+		}
+		hs = append(hs, highlight{
+			Label: "Top caller", Value: callerText(g.Caller), Title: g.Type + " " + callerText(g.Caller), Symbol: true,
+			Detail: fmt.Sprintf("%s, %.1f%% of the wait, %s", g.Type, 100*share, FormatDuration(float64(g.TotalNS))),
+		})
+	}
+	hs = append(hs, highlight{
+		Label: "Contended locks", Value: strconv.Itoa(len(locks)),
+		Detail: fmt.Sprintf("%d threads, %d records", len(threads), len(c.Records)),
+	})
+	health := highlight{Label: "Capture health", Value: "complete", Detail: "probe cost " + probeCost(m)}
+	if lost := m.LostTotal(); lost > 0 {
+		health.Value, health.Bad = fmt.Sprintf("%d events lost", lost), true
+	}
+	return append(hs, health)
+}
+
+// headerFields describe what was captured, with which settings, and how healthy the capture is.
+func headerFields(m capture.Meta) (captured, settings, health []field) {
+	workload := "none: the whole machine for the duration"
+	if len(m.Workload) > 0 {
+		workload = shellJoin(m.Workload)
+		if m.WorkloadExit != nil {
+			workload += fmt.Sprintf(" (exit status %d)", *m.WorkloadExit)
+		}
+	}
+	cpus := strconv.Itoa(m.CPUs)
+	if m.CPUModel != "" {
+		cpus += " × " + m.CPUModel
+	}
+	captured = []field{
+		{Label: "Command", Value: shellJoin(m.CommandLine)},
+		{Label: "Workload", Value: workload, Bad: m.WorkloadExit != nil && *m.WorkloadExit != 0},
+		{Label: "Start", Value: formatStart(m.Start), Title: m.Start.Format(time.RFC3339Nano)},
+		{Label: "Duration", Value: FormatDuration(float64(m.DurationNS)), Title: nsTitle(uint64(max(m.DurationNS, 0)))},
+		{Label: "Host", Value: m.Hostname},
+		{Label: "Kernel", Value: strings.TrimSpace(m.Kernel + " " + m.Arch), Title: m.KernelBuild},
+		{Label: "CPUs", Value: cpus},
+		{Label: "Tool", Value: strings.TrimSpace(m.Tool + " " + m.ToolVersion)},
+	}
+
+	symbols := "resolved with /proc/kallsyms"
+	if m.KallsymsRestricted {
+		symbols = "not resolved: /proc/kallsyms hides addresses (kernel.kptr_restrict), frames are raw addresses"
+	}
+	addresses := "real kernel addresses"
+	if m.AddressesHashed {
+		addresses = "hashed ids, as the kernel's %p prints them; the same address has the same id within this report"
+	}
+	settings = []field{
+		{Label: "Probe", Value: m.Probe},
+		{Label: "Stack depth", Value: fmt.Sprintf("%d frames", m.StackDepth)},
+		{Label: "Lock types", Value: listOr(m.Types, "all")},
+		{Label: "PID filter", Value: listOr(uintStrings(m.PIDs), "all processes")},
+		{Label: "Comm filter", Value: cmpOr(m.Comm, "all processes")},
+		{Label: "Map sizes", Value: mapSizes(m.MapSizes)},
+		{Label: "Symbols", Value: symbols, Bad: m.KallsymsRestricted},
+		{Label: "Addresses", Value: addresses},
+	}
+
+	e := m.Events
+	lost := "none"
+	if total := m.LostTotal(); total > 0 {
+		var reasons []string
+		for _, l := range m.Lost {
+			reasons = append(reasons, fmt.Sprintf("%s: %d", l.Reason, l.Count))
+		}
+		lost = fmt.Sprintf("%d (%s)", total, strings.Join(reasons, ", "))
+	}
+	var programs []string
+	for _, p := range m.Programs {
+		programs = append(programs, fmt.Sprintf("%s: %d runs, %s, %d recursion misses", p.Name, p.RunCount, FormatDuration(float64(p.RunTimeNS)), p.RecursionMisses))
+	}
+	health = []field{
+		{Label: "Contention events", Value: fmt.Sprintf("%d begin, %d end", e.Begin, e.End)},
+		{Label: "Waits recorded", Value: fmt.Sprintf("%d, %d still in progress at the end", e.Waits, e.InProgress)},
+		{Label: "Nested", Value: strconv.FormatUint(e.Nested, 10)},
+		{Label: "Unmatched", Value: fmt.Sprintf("%d begin, %d end", e.UnmatchedBegin, e.UnmatchedEnd)},
+		{Label: "Stacks", Value: fmt.Sprintf("%d walked, %d recognised without a walk, %d failed", m.Stacks.Walked, m.Stacks.Known, m.Stacks.Failed), Bad: m.Stacks.Failed > 0},
+		{Label: "Lost events", Value: lost, Bad: m.LostTotal() > 0},
+		{Label: "Probe cost", Value: probeCost(m), Title: strings.Join(programs, "\n")},
+	}
+	return captured, settings, health
+}
+
+func nsTitle(ns uint64) string { return strconv.FormatUint(ns, 10) + " ns" }
+
+func listOr(s []string, none string) string {
+	if len(s) == 0 {
+		return none
+	}
+	return strings.Join(s, ", ")
+}
+
+func cmpOr(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func uintStrings(ns []uint32) []string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.FormatUint(uint64(n), 10)
+	}
+	return s
+}
+
+func mapSizes(sizes map[string]uint32) string {
+	var s []string
+	for _, name := range slices.Sorted(maps.Keys(sizes)) {
+		s = append(s, fmt.Sprintf("%s %d", name, sizes[name]))
+	}
+	return listOr(s, "unknown")
+}
+
+// shellJoin quotes args the way a POSIX shell would need them, so a command line can be copied.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+:,./@%") == "" {
+			quoted[i] = a
+			continue
+		}
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
+}
