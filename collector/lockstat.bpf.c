@@ -21,6 +21,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define LCB_F_SPIN (1U << 0)
 #define LCB_F_MUTEX (1U << 5)
 
+/* Map helpers return an int zero-extended to 64 bits before Linux 6.4:
+ * keep their results in an int to compare them with negative errnos. */
 #define EEXIST 17
 #define BPF_F_SKIP_FIELD_MASK 0xffULL
 
@@ -254,8 +256,8 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags)
 	__u32 zero = 0, nwords = 0, size;
 	struct scratch *sc;
 	__u64 base = 0, h;
-	int free_way = -1;
-	long n, err;
+	int free_way = -1, err;
+	long n;
 
 	if (!stack_depth)
 		return 0;
@@ -386,7 +388,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
 		}
 		if (!s) {
 			struct wait_slot empty = {};
-			long err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
+			int err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
 
 			if (err && err != -EEXIST) {
 				count(CNT_LOST_WAIT_FULL, 1);
@@ -456,7 +458,7 @@ static __always_inline void record(struct wait_slot *w, __u64 delta)
 			.min_ns = delta,
 			.max_ns = delta,
 		};
-		long err;
+		int err;
 
 		bpf_get_current_comm(&init.comm, sizeof(init.comm));
 		init.lock_name = name_lock(w->lock);

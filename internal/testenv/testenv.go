@@ -1,8 +1,19 @@
 // Package testenv holds what klockstat's kernel tests share: the root check
 // that may skip only outside CI, and building the contention workload.
+//
+// Test binaries copied to a machine without the source tree or a Go
+// toolchain (the kernel-matrix VMs of tests/vm) are pointed at what they
+// need by two environment variables:
+//
+//   - KLOCKSTAT_TEST_ROOT: a directory holding the module's data files
+//     (locks.json), returned by ModuleRoot instead of the source tree.
+//   - KLOCKSTAT_TEST_BINDIR: a directory of prebuilt executables, named as
+//     Build names them (contend, klockstat), that Build returns instead of
+//     running go build.
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,12 +48,24 @@ type buildResult struct {
 }
 
 // Build compiles a main package of this module (e.g. "./examples/contend")
-// once per test binary and returns the executable's path.
+// once per test binary and returns the executable's path, or returns the
+// prebuilt executable of that name in KLOCKSTAT_TEST_BINDIR if set.
 func Build(tb testing.TB, pkg string) string {
 	tb.Helper()
 	v, _ := builds.LoadOrStore(pkg, &buildResult{})
 	r := v.(*buildResult)
+	name := filepath.Base(pkg)
+	if pkg == "." {
+		name = "klockstat"
+	}
 	r.once.Do(func() {
+		if dir := os.Getenv("KLOCKSTAT_TEST_BINDIR"); dir != "" {
+			r.path = filepath.Join(dir, name)
+			if _, err := os.Stat(r.path); err != nil {
+				r.err = fmt.Errorf("prebuilt binary from KLOCKSTAT_TEST_BINDIR: %w", err)
+			}
+			return
+		}
 		dir, err := os.MkdirTemp("", "klockstat-test-bin-")
 		if err != nil {
 			r.err = err
@@ -52,10 +75,6 @@ func Build(tb testing.TB, pkg string) string {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			r.err = err
 			return
-		}
-		name := filepath.Base(pkg)
-		if pkg == "." {
-			name = "klockstat"
 		}
 		r.path = filepath.Join(dir, name)
 		cmd := exec.Command("go", "build", "-o", r.path, pkg)
@@ -77,8 +96,11 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
-// ModuleRoot is the directory holding go.mod.
+// ModuleRoot is the directory holding go.mod, or KLOCKSTAT_TEST_ROOT if set.
 func ModuleRoot() string {
+	if dir := os.Getenv("KLOCKSTAT_TEST_ROOT"); dir != "" {
+		return dir
+	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
