@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,9 +61,14 @@ func main() {
 
 // run executes one klockstat invocation and returns the process exit status.
 func run(args []string, stdout, stderr io.Writer) (int, error) {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintln(stdout, versionString())
-		return 0, nil
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Fprintln(stdout, versionString())
+			return 0, nil
+		case "report":
+			return runReport(args[1:], stdout, stderr)
+		}
 	}
 	opts, err := parseCaptureFlags(args, stderr)
 	if err != nil {
@@ -91,6 +97,8 @@ type captureOptions struct {
 	duration    time.Duration
 	durationSet bool
 	jsonPath    string
+	htmlPath    string
+	rawAddrs    bool
 	top         int
 	quiet       bool
 	cfg         collector.Config
@@ -104,11 +112,12 @@ func parseCaptureFlags(args []string, stderr io.Writer) (*captureOptions, error)
 	fs.SortFlags = false
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: klockstat [flags] [-- COMMAND [ARGS...]]
+       klockstat report INPUT [-o OUT.html]
        klockstat version
 
 Captures kernel lock contention (lock:contention_begin/end) with eBPF for
---duration, or while COMMAND runs, and prints the top waits by caller.
-Needs root.
+--duration, or while COMMAND runs, writes an HTML report and prints the top
+waits by caller. Needs root.
 
 Flags:
 %s`, fs.FlagUsages())
@@ -121,7 +130,9 @@ Flags:
 		mapSize   uint32
 	)
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "capture window; with COMMAND, a limit on top of the command's run")
+	fs.StringVarP(&o.htmlPath, "output", "o", "klockstat-report.html", "write the HTML report to `FILE` (- for stdout, \"\" for none)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the capture as JSON to `FILE` (- for stdout)")
+	fs.BoolVar(&o.rawAddrs, "raw-addresses", false, "show real kernel addresses in the HTML report instead of hashed ids")
 	fs.IntVarP(&o.top, "top", "n", 20, "rows in the terminal summary")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line and no terminal summary")
 	fs.StringVarP(&locksPath, "locks", "L", "", "lock types and functions from `FILE` instead of the embedded locks.json")
@@ -184,12 +195,32 @@ Flags:
 	if err := o.cfg.Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	if o.jsonPath != "" && o.jsonPath != "-" {
-		if err := checkWritable(o.jsonPath); err != nil {
-			return nil, fmt.Errorf("--json: %w", err)
-		}
+	if err := checkOutputs(map[string]string{"--json": o.jsonPath, "--output": o.htmlPath}); err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// checkOutputs fails before any capture if an output could not be written,
+// or if two of them claim stdout.
+func checkOutputs(paths map[string]string) error {
+	var toStdout []string
+	for flag, path := range paths {
+		switch path {
+		case "":
+		case "-":
+			toStdout = append(toStdout, flag)
+		default:
+			if err := checkWritable(path); err != nil {
+				return fmt.Errorf("%s: %w", flag, err)
+			}
+		}
+	}
+	if len(toStdout) > 1 {
+		slices.Sort(toStdout)
+		return usagef("%s both write to stdout: give one of them a file", strings.Join(toStdout, " and "))
+	}
+	return nil
 }
 
 // checkWritable fails now, before a capture, if path could not be written
@@ -279,7 +310,7 @@ wait:
 	}
 	fillMeta(&c.Meta, o, exitCode)
 
-	if err := writeOutputs(c, o, stdout); err != nil {
+	if err := writeOutputs(c, o, stdout, stderr); err != nil {
 		return 0, err
 	}
 	status := 0
@@ -339,18 +370,86 @@ func cpuModel() string {
 	return ""
 }
 
-func writeOutputs(c *capture.Capture, o *captureOptions, stdout io.Writer) error {
+func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Writer) error {
 	if o.jsonPath != "" {
 		if err := writeFile(o.jsonPath, stdout, c.Write); err != nil {
 			return fmt.Errorf("writing --json: %w", err)
 		}
 	}
-	if !o.quiet && o.jsonPath != "-" {
-		if err := report.WriteSummary(stdout, c, o.top); err != nil {
-			return fmt.Errorf("writing the summary: %w", err)
+	if o.htmlPath != "" {
+		html := func(w io.Writer) error {
+			return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs})
+		}
+		if err := writeFile(o.htmlPath, stdout, html); err != nil {
+			return fmt.Errorf("writing the HTML report: %w", err)
 		}
 	}
+	if o.quiet {
+		return nil
+	}
+	// The summary makes way on stdout for a file written there.
+	summary := stdout
+	if o.jsonPath == "-" || o.htmlPath == "-" {
+		summary = stderr
+	}
+	if err := report.WriteSummary(summary, c, o.top); err != nil {
+		return fmt.Errorf("writing the summary: %w", err)
+	}
+	if o.htmlPath != "" && o.htmlPath != "-" {
+		fmt.Fprintf(summary, "report: %s\n", o.htmlPath)
+	}
 	return nil
+}
+
+// runReport re-renders a capture JSON or an earlier HTML report.
+func runReport(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("klockstat report", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	o := &captureOptions{}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: klockstat report INPUT [flags]
+
+Re-renders the HTML report and the summary from a capture JSON (--json) or
+from an earlier klockstat HTML report, which carries its capture.
+
+Flags:
+%s`, fs.FlagUsages())
+	}
+	fs.StringVarP(&o.htmlPath, "output", "o", "klockstat-report.html", "write the HTML report to `FILE` (- for stdout, \"\" for none)")
+	fs.StringVar(&o.jsonPath, "json", "", "also write the capture as JSON to `FILE` (- for stdout)")
+	fs.IntVarP(&o.top, "top", "n", 20, "rows in the summary and on the report's first page")
+	fs.BoolVar(&o.rawAddrs, "raw-addresses", false, "show real kernel addresses instead of hashed ids")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no terminal summary")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0, nil
+		}
+		return 0, usageError{err}
+	}
+	if fs.NArg() != 1 {
+		return 0, usagef("report takes one INPUT (a capture JSON or a klockstat HTML report), got %d", fs.NArg())
+	}
+	if o.top < 1 {
+		return 0, usagef("--top %d: must be at least 1", o.top)
+	}
+	input := fs.Arg(0)
+	f, err := os.Open(input)
+	if err != nil {
+		return 0, err
+	}
+	c, err := report.ReadInput(f)
+	f.Close()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", input, err)
+	}
+	if err := checkOutputs(map[string]string{"--json": o.jsonPath, "--output": o.htmlPath}); err != nil {
+		return 0, err
+	}
+	if o.rawAddrs && c.Meta.AddressesHashed {
+		fmt.Fprintf(stderr, "klockstat: warning: %s holds hashed addresses only; --raw-addresses cannot restore them (re-render from the capture JSON)\n", input)
+	}
+	return 0, writeOutputs(c, o, stdout, stderr)
 }
 
 // writeFile writes through write to path, or to stdout for "-".

@@ -13,6 +13,7 @@ import (
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/internal/testenv"
+	"github.com/klockstat/klockstat/report"
 )
 
 func TestVersion(t *testing.T) {
@@ -55,6 +56,11 @@ func TestBadInputFailsBeforeCapture(t *testing.T) {
 		{"missing locks file", []string{"-L", filepath.Join(dir, "nope.json")}, false, "reading --locks"},
 		{"invalid locks file", []string{"-L", badLocks}, false, badLocks + ":3:"},
 		{"unwritable json", []string{"--json", filepath.Join(dir, "no", "such", "dir", "c.json")}, false, "--json: cannot create output file"},
+		{"unwritable report", []string{"-o", filepath.Join(dir, "no", "such", "dir", "r.html")}, false, "--output: cannot create output file"},
+		{"two outputs on stdout", []string{"-o", "-", "--json", "-"}, true, "--json and --output both write to stdout"},
+		{"report without input", []string{"report"}, true, "report takes one INPUT"},
+		{"report of a non-capture", []string{"report", badLocks}, false, "not a klockstat capture"},
+		{"report of a missing file", []string{"report", filepath.Join(dir, "nope.html")}, false, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -103,6 +109,7 @@ func TestCheckWritableLeavesExistingFile(t *testing.T) {
 	}
 }
 
+// readCaptureFile reads a capture JSON or the capture an HTML report carries.
 func readCaptureFile(t *testing.T, path string) *capture.Capture {
 	t.Helper()
 	f, err := os.Open(path)
@@ -110,7 +117,7 @@ func readCaptureFile(t *testing.T, path string) *capture.Capture {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c, err := capture.Read(f)
+	c, err := report.ReadInput(f)
 	if err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}
@@ -120,6 +127,7 @@ func readCaptureFile(t *testing.T, path string) *capture.Capture {
 func klockstat(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(testenv.Build(t, "."), args...)
+	cmd.Dir = t.TempDir() // where the default report lands
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	return cmd, &stdout, &stderr
@@ -139,9 +147,10 @@ func exitStatus(t *testing.T, err error) int {
 
 func TestCaptureWhileCommandRuns(t *testing.T) {
 	testenv.RequireRoot(t)
-	out := filepath.Join(t.TempDir(), "capture.json")
+	dir := t.TempDir()
+	out, html := filepath.Join(dir, "capture.json"), filepath.Join(dir, "report.html")
 	contend := testenv.Build(t, "./examples/contend")
-	cmd, stdout, stderr := klockstat(t, "--json", out, "-n", "5", "--",
+	cmd, stdout, stderr := klockstat(t, "--json", out, "-o", html, "-n", "5", "--",
 		"sh", "-c", contend+" -lock mmap -threads 4 -duration 1s >/dev/null && exit 3")
 	status := exitStatus(t, cmd.Run())
 	if status != 3 {
@@ -160,8 +169,12 @@ func TestCaptureWhileCommandRuns(t *testing.T) {
 	if c.Meta.Duration() > 10*time.Second {
 		t.Errorf("capture lasted %v: it should end when the command exits", c.Meta.Duration())
 	}
+	fromHTML := readCaptureFile(t, html)
+	if len(fromHTML.Records) != len(c.Records) || !fromHTML.Meta.AddressesHashed {
+		t.Errorf("HTML report carries %d records (addresses hashed: %v), the JSON %d", len(fromHTML.Records), fromHTML.Meta.AddressesHashed, len(c.Records))
+	}
 	summary := stdout.String()
-	for _, want := range []string{"contended", "total wait", "rwsem:", "contention events"} {
+	for _, want := range []string{"contended", "total wait", "rwsem:", "contention events", "report: " + html} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
@@ -172,6 +185,7 @@ func TestInterruptStillWritesOutputs(t *testing.T) {
 	testenv.RequireRoot(t)
 	out := filepath.Join(t.TempDir(), "capture.json")
 	cmd, stdout, stderr := klockstat(t, "-d", "60s", "--json", out)
+	html := filepath.Join(cmd.Dir, "klockstat-report.html")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,6 +203,9 @@ func TestInterruptStillWritesOutputs(t *testing.T) {
 		t.Fatal("klockstat did not stop on SIGINT")
 	}
 	c := readCaptureFile(t, out)
+	if h := readCaptureFile(t, html); h.Meta.DurationNS != c.Meta.DurationNS {
+		t.Errorf("default HTML report holds a capture of %v, the JSON %v", h.Meta.Duration(), c.Meta.Duration())
+	}
 	if d := c.Meta.Duration(); d < time.Second || d > 20*time.Second {
 		t.Errorf("capture lasted %v, want it cut short by the signal after 1.5s", d)
 	}
@@ -199,7 +216,8 @@ func TestInterruptStillWritesOutputs(t *testing.T) {
 
 func TestNotRootFailsClearly(t *testing.T) {
 	testenv.RequireRoot(t) // to become someone else
-	cmd, stdout, stderr := klockstat(t, "-d", "1s")
+	cmd, stdout, stderr := klockstat(t, "-d", "1s", "-o", "")
+	cmd.Dir = "/" // somewhere nobody may enter
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	status := exitStatus(t, cmd.Run())
 	if status != 1 {
@@ -210,5 +228,58 @@ func TestNotRootFailsClearly(t *testing.T) {
 	}
 	if stdout.Len() > 0 {
 		t.Errorf("printed a summary without capturing: %q", stdout)
+	}
+}
+
+// TestReportRerendersTheSameData renders a capture, re-renders it from the
+// JSON and from the HTML report, and checks both carry the same capture.
+func TestReportRerendersTheSameData(t *testing.T) {
+	dir := t.TempDir()
+	c := &capture.Capture{
+		Version: capture.FormatVersion,
+		Meta:    capture.Meta{Tool: "klockstat", DurationNS: int64(time.Second), CPUs: 2, Probe: "rawtp", StackDepth: 16},
+		Records: []capture.Record{
+			{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "<svg/onload=x>", PID: 7, TID: 8, Count: 3, TotalNS: 300, MinNS: 50, MaxNS: 200, Caller: "anon_pipe_write+0x43", Stack: []string{"__mutex_lock+0x1", "anon_pipe_write+0x43"}},
+			{Type: "rwsem:W", Lock: 0xffff888100a3c000, Name: "mmap_lock", Comm: "w", PID: 7, TID: 9, Count: 1, TotalNS: 1000, MinNS: 1000, MaxNS: 1000, Caller: "vm_mmap_pgoff+0xe0", Stack: []string{"vm_mmap_pgoff+0xe0"}},
+		},
+	}
+	for _, r := range c.Records {
+		h := capture.NewHistogram(r.Type, make([]uint64, capture.NumBuckets))
+		h.Add(r.MinNS)
+		for i := uint64(1); i < r.Count; i++ {
+			h.Add(r.MaxNS)
+		}
+		h.TotalNS = r.TotalNS
+		c.Histograms = append(c.Histograms, h)
+	}
+	jsonPath := filepath.Join(dir, "c.json")
+	f, err := os.Create(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	fromJSON, fromHTML := filepath.Join(dir, "a.html"), filepath.Join(dir, "b.html")
+	for _, args := range [][]string{{"report", "-q", jsonPath, "-o", fromJSON}, {"report", "-q", fromJSON, "-o", fromHTML}} {
+		var stdout, stderr bytes.Buffer
+		if status, err := run(args, &stdout, &stderr); err != nil || status != 0 {
+			t.Fatalf("klockstat %q: status %d, %v\n%s", args, status, err, stderr.String())
+		}
+	}
+	a, b := readCaptureFile(t, fromJSON), readCaptureFile(t, fromHTML)
+	var ja, jb bytes.Buffer
+	a.Write(&ja)
+	b.Write(&jb)
+	if ja.String() != jb.String() {
+		t.Errorf("re-rendering the HTML report changed its capture:\n%s\n---\n%s", ja.String(), jb.String())
+	}
+	if len(a.Records) != len(c.Records) || a.Records[0].Comm != c.Records[0].Comm {
+		t.Errorf("report lost records: %+v", a.Records)
+	}
+	if !a.Meta.AddressesHashed || a.Records[0].Lock == c.Records[0].Lock {
+		t.Errorf("report shows the real lock address %v", a.Records[0].Lock)
 	}
 }

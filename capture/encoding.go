@@ -31,7 +31,8 @@ func Read(r io.Reader) (*Capture, error) {
 	// The version decides how to read the rest, so look at it first: a future layout may not even
 	// decode into today's types.
 	var header struct {
-		Version *int `json:"version"`
+		Version *int             `json:"version"`
+		Records *json.RawMessage `json:"records"`
 	}
 	if err := json.Unmarshal(data, &header); err != nil {
 		return nil, fmt.Errorf("decoding capture: %w", err)
@@ -41,6 +42,10 @@ func Read(r io.Reader) (*Capture, error) {
 	}
 	if *header.Version != FormatVersion {
 		return nil, fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, *header.Version, FormatVersion)
+	}
+	// Other JSON files have a version too (locks.json does).
+	if header.Records == nil {
+		return nil, errors.New(`decoding capture: no "records" field, not a klockstat capture`)
 	}
 	var c Capture
 	if err := json.Unmarshal(data, &c); err != nil {
