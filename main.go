@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -68,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, nil
 		case "report":
 			return runReport(args[1:], stdout, stderr)
+		case "diff":
+			return runDiff(args[1:], stdout, stderr)
 		}
 	}
 	opts, err := parseCaptureFlags(args, stderr)
@@ -113,6 +116,7 @@ func parseCaptureFlags(args []string, stderr io.Writer) (*captureOptions, error)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: klockstat [flags] [-- COMMAND [ARGS...]]
        klockstat report INPUT [-o OUT.html]
+       klockstat diff BEFORE AFTER [-o diff.html]
        klockstat version
 
 Captures kernel lock contention (lock:contention_begin/end) with eBPF for
@@ -401,6 +405,108 @@ func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Write
 	return nil
 }
 
+// readInput reads a capture JSON or the capture an HTML report carries.
+func readInput(path string) (*capture.Capture, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c, err := report.ReadInput(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// runDiff compares two captures: terminal summary, HTML page, and with
+// --fail-over an exit status for CI.
+func runDiff(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := pflag.NewFlagSet("klockstat diff", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	var (
+		htmlPath, by string
+		top          int
+		raw, abs     bool
+		failOver     float64
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: klockstat diff BEFORE AFTER [flags]
+
+Compares two captures (capture JSON files or klockstat HTML reports): rows
+are matched by lock type, caller function and lock name, threads merged,
+totals per second of capture.
+
+Flags:
+%s`, fs.FlagUsages())
+	}
+	fs.StringVarP(&htmlPath, "output", "o", "klockstat-diff.html", "write the HTML comparison to `FILE` (- for stdout, \"\" for none)")
+	fs.IntVarP(&top, "top", "n", 20, "rows in the terminal summary")
+	fs.StringVar(&by, "by", "caller", "match rows by `caller`, or by thread name too (thread)")
+	fs.BoolVar(&abs, "absolute", false, "compare raw totals instead of per-second rates")
+	fs.Float64Var(&failOver, "fail-over", -1, "exit with status 1 when total wait grows by more than `PCT` percent")
+	fs.BoolVar(&raw, "raw-addresses", false, "show real kernel addresses instead of hashed ids")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0, nil
+		}
+		return 0, usageError{err}
+	}
+	switch {
+	case fs.NArg() != 2:
+		return 0, usagef("diff takes BEFORE and AFTER (capture JSON files or klockstat HTML reports), got %d arguments", fs.NArg())
+	case by != "caller" && by != "thread":
+		return 0, usagef("--by %q: want caller or thread", by)
+	case top < 1:
+		return 0, usagef("--top %d: must be at least 1", top)
+	case fs.Changed("fail-over") && (failOver < 0 || math.IsNaN(failOver) || math.IsInf(failOver, 0)):
+		return 0, usagef("--fail-over %v: want a percentage of 0 or more", failOver)
+	}
+	if err := checkOutputs(map[string]string{"--output": htmlPath}); err != nil {
+		return 0, err
+	}
+	before, err := readInput(fs.Arg(0))
+	if err != nil {
+		return 0, err
+	}
+	after, err := readInput(fs.Arg(1))
+	if err != nil {
+		return 0, err
+	}
+	d := report.Compare(before, after, report.DiffOptions{ByThread: by == "thread", Absolute: abs, Top: top})
+
+	summary := stdout
+	if htmlPath == "-" {
+		summary = stderr
+	}
+	if htmlPath != "" {
+		page := func(w io.Writer) error {
+			return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: top, RawAddresses: raw})
+		}
+		if err := writeFile(htmlPath, stdout, page); err != nil {
+			return 0, fmt.Errorf("writing the HTML comparison: %w", err)
+		}
+	}
+	if err := report.WriteDiffSummary(summary, d, top); err != nil {
+		return 0, fmt.Errorf("writing the summary: %w", err)
+	}
+	if htmlPath != "" && htmlPath != "-" {
+		fmt.Fprintf(summary, "diff: %s\n", htmlPath)
+	}
+	if fs.Changed("fail-over") {
+		if ok, grew := d.FailOver(failOver); !ok {
+			_, _, pct := d.TotalWaitChange()
+			fmt.Fprintf(stderr, "klockstat: total wait grew %+.1f%%, more than --fail-over %v%%; rows that grew most:\n", pct, failOver)
+			if err := report.WriteDiffRows(stderr, d, grew); err != nil {
+				return 0, err
+			}
+			return 1, nil
+		}
+	}
+	return 0, nil
+}
+
 // runReport re-renders a capture JSON or an earlier HTML report.
 func runReport(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := pflag.NewFlagSet("klockstat report", pflag.ContinueOnError)
@@ -434,14 +540,9 @@ Flags:
 		return 0, usagef("--top %d: must be at least 1", o.top)
 	}
 	input := fs.Arg(0)
-	f, err := os.Open(input)
+	c, err := readInput(input)
 	if err != nil {
 		return 0, err
-	}
-	c, err := report.ReadInput(f)
-	f.Close()
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", input, err)
 	}
 	if err := checkOutputs(map[string]string{"--json": o.jsonPath, "--output": o.htmlPath}); err != nil {
 		return 0, err

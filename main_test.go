@@ -61,6 +61,10 @@ func TestBadInputFailsBeforeCapture(t *testing.T) {
 		{"report without input", []string{"report"}, true, "report takes one INPUT"},
 		{"report of a non-capture", []string{"report", badLocks}, false, "not a klockstat capture"},
 		{"report of a missing file", []string{"report", filepath.Join(dir, "nope.html")}, false, "no such file"},
+		{"diff of one capture", []string{"diff", badLocks}, true, "diff takes BEFORE and AFTER"},
+		{"diff by what", []string{"diff", "--by", "pid", "a", "b"}, true, `--by "pid"`},
+		{"diff negative fail-over", []string{"diff", "--fail-over", "-5", "a", "b"}, true, "--fail-over -5"},
+		{"diff of a non-capture", []string{"diff", "-o", "", badLocks, badLocks}, false, "not a klockstat capture"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -281,5 +285,52 @@ func TestReportRerendersTheSameData(t *testing.T) {
 	}
 	if !a.Meta.AddressesHashed || a.Records[0].Lock == c.Records[0].Lock {
 		t.Errorf("report shows the real lock address %v", a.Records[0].Lock)
+	}
+}
+
+func writeCapture(t *testing.T, path string, totalNS uint64) {
+	t.Helper()
+	c := &capture.Capture{
+		Version: capture.FormatVersion,
+		Meta:    capture.Meta{Tool: "klockstat", DurationNS: int64(time.Second), CPUs: 2, Probe: "rawtp", StackDepth: 16, Kernel: "6.18"},
+		Records: []capture.Record{{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "w", PID: 7, TID: 8, Count: 1, TotalNS: totalNS, MinNS: totalNS, MaxNS: totalNS, Caller: "anon_pipe_write+0x43"}},
+	}
+	h := capture.NewHistogram("mutex", make([]uint64, capture.NumBuckets))
+	h.Add(totalNS)
+	c.Histograms = []capture.Histogram{h}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := c.Write(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDiffFailOver checks the exit status CI scripts rely on.
+func TestDiffFailOver(t *testing.T) {
+	dir := t.TempDir()
+	before, after := filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json")
+	writeCapture(t, before, 1000)
+	writeCapture(t, after, 1500) // +50%
+	for _, tc := range []struct {
+		pct  string
+		want int
+	}{{"49", 1}, {"50", 0}, {"100", 0}} {
+		var stdout, stderr bytes.Buffer
+		status, err := run([]string{"diff", "-o", "", "--fail-over", tc.pct, before, after}, &stdout, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != tc.want {
+			t.Errorf("--fail-over %s on +50%%: status %d, want %d\n%s", tc.pct, status, tc.want, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "anon_pipe_write") {
+			t.Errorf("summary lacks the caller:\n%s", stdout.String())
+		}
+		if tc.want == 1 && !strings.Contains(stderr.String(), "anon_pipe_write") {
+			t.Errorf("--fail-over does not name the row that grew:\n%s", stderr.String())
+		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,11 +22,18 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-// browser opens the report that WriteHTML writes of c from file:// in a headless Chromium that is
-// offline, and records everything that would mean the page is broken or unsafe: a request for anything
-// but a file or data URL, a console error or warning, an exception, an error in the browser's log (a
-// Content-Security-Policy violation lands there). The test fails with them when it ends.
+// browser opens the report that WriteHTML writes of c, as openPage does.
 func browser(t *testing.T, c *capture.Capture, o HTMLOptions) context.Context {
+	t.Helper()
+	return openPage(t, fmt.Sprintf("report of %d records", len(c.Records)), func(w io.Writer) error { return WriteHTML(w, c, o) })
+}
+
+// openPage opens the page that write writes, described by what, from file:// in a headless Chromium that is offline, and
+// records everything that would mean the page is broken or unsafe: a request for anything but a file
+// or data URL, a console error or warning, an exception, an error in the browser's log (a
+// Content-Security-Policy violation lands there). The test fails with them when it ends. It returns
+// once the page's script has marked the document with the class "js".
+func openPage(t *testing.T, what string, write func(io.Writer) error) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -34,12 +42,12 @@ func browser(t *testing.T, c *capture.Capture, o HTMLOptions) context.Context {
 		t.Skipf("%s is missing (apt-get install chromium), skipping the browser test", chromiumPath)
 	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, "report.html")
+	path := filepath.Join(dir, "page.html")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, c, o); err != nil {
+	if err := write(f); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -122,13 +130,14 @@ func browser(t *testing.T, c *capture.Capture, o HTMLOptions) context.Context {
 
 	start := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path)); err != nil {
-		t.Fatalf("opening the report: %v", err)
+		t.Fatalf("opening the %s: %v", what, err)
 	}
-	// report.js marks the page once it has built the tables from the embedded capture.
+	// report.js marks the page once it has built the tables from the embedded capture; diff.js
+	// once it has built its table from the rows.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.classList.contains("js")`)); err != nil {
 		t.Fatalf("waiting for the tables: %v", err)
 	}
-	t.Logf("report of %d records loaded and its tables built in %v", len(c.Records), time.Since(start).Round(time.Millisecond))
+	t.Logf("%s loaded and its tables built in %v", what, time.Since(start).Round(time.Millisecond))
 	return ctx
 }
 

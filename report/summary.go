@@ -65,6 +65,12 @@ func writeTable(b *bytes.Buffer, groups []capture.Group) {
 			caller,
 		})
 	}
+	writeColumns(b, rows)
+}
+
+// writeColumns aligns a table to its widest cells: every column to the right but the last, which is
+// free-form text, with a blank line under the header.
+func writeColumns(b *bytes.Buffer, rows [][]string) {
 	last := len(rows[0]) - 1
 	widths := make([]int, last)
 	for _, row := range rows {

@@ -1,0 +1,387 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// A diff compares two captures, before and after a change, row by row. Lock and stack addresses
+// change with every boot and run, so a row is what survives a reboot: the lock type, the function of
+// the caller (without its offset, which moves with every kernel build), the lock's name when it is a
+// named kernel symbol, and with DiffOptions.ByThread the thread name. Each of these is matched
+// exactly; see rowKey for the cases that never match.
+
+// DiffOptions tune Compare.
+type DiffOptions struct {
+	ByThread bool // keep threads apart by thread name (comm), exactly as captured
+	Absolute bool // compare raw totals instead of per-second rates
+	Top      int  // rows in the terminal summary and in FailOver's list; <= 0 means all
+}
+
+// DiffStatus says which of the two captures a row or lock type is in.
+type DiffStatus int
+
+const (
+	Matched DiffStatus = iota // in both
+	New                       // only after
+	Gone                      // only before
+)
+
+func (s DiffStatus) String() string {
+	switch s {
+	case Matched:
+		return "matched"
+	case New:
+		return "new"
+	case Gone:
+		return "gone"
+	}
+	return "DiffStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// DiffValues are one capture's numbers for a row or a lock type. Count and TotalNS are per second of
+// capture, or raw totals when the diff is absolute (Diff.PerSecond); MeanNS and MaxNS describe single
+// waits and are never scaled. All are zero on the side a row is missing from.
+type DiffValues struct {
+	Count   float64
+	TotalNS float64
+	MeanNS  float64
+	MaxNS   uint64
+	Records int      // capture records merged into the row
+	Stack   []string // the stack of the heaviest of those records
+}
+
+// DiffRow is one row of the comparison: the waits at one call site on one kind of lock.
+type DiffRow struct {
+	Status DiffStatus
+	Type   string
+	Name   string // the lock's name ("mmap_lock", "jiffies_lock"); "" merges all unnamed locks of the type
+	Caller string // the caller's function without offset, a raw address or hashed id as captured, or "" when unknown
+	Comm   string // thread name with DiffOptions.ByThread, else ""
+
+	Before, After DiffValues
+}
+
+// DeltaNS is the change in total wait, after minus before.
+func (r DiffRow) DeltaNS() float64 { return r.After.TotalNS - r.Before.TotalNS }
+
+// TypeDiff compares the waits on one lock type, from the captures' histograms, which also give the
+// percentiles that rows cannot have: a record keeps only count, total, min and max.
+type TypeDiff struct {
+	Type          string
+	Status        DiffStatus
+	Before, After DiffValues    // Records and Stack stay empty
+	BeforeDist    capture.Stats // the distribution of single waits, not scaled
+	AfterDist     capture.Stats
+}
+
+// DeltaNS is the change in total wait, after minus before.
+func (t TypeDiff) DeltaNS() float64 { return t.After.TotalNS - t.Before.TotalNS }
+
+// Diff is the comparison of two captures made by Compare.
+type Diff struct {
+	Options   DiffOptions
+	PerSecond bool       // Count and TotalNS are per second of capture; false with Absolute or when a capture has no duration
+	Rows      []DiffRow  // by absolute change in total wait, largest first
+	Types     []TypeDiff // by absolute change in total wait, largest first
+
+	captures [2]*capture.Capture // before, after
+	totalNS  [2]uint64           // raw total wait of each
+	warnings []string
+}
+
+// The sides of a diff, as indexes.
+const (
+	beforeSide = 0
+	afterSide  = 1
+)
+
+// Compare matches the rows of two captures and compares them; see Diff. It reads the captures and
+// keeps them (WriteDiffHTML draws from them too) but does not modify them.
+func Compare(b, a *capture.Capture, o DiffOptions) *Diff {
+	d := &Diff{Options: o, captures: [2]*capture.Capture{b, a}}
+	d.PerSecond = !o.Absolute && b.Meta.DurationNS > 0 && a.Meta.DurationNS > 0
+	d.warnings = mismatches(b.Meta, a.Meta, o.Absolute)
+
+	var groups [2][]capture.Group
+	var keys [2]map[string]rowKey
+	for side, c := range d.captures {
+		groups[side], keys[side] = groupRows(c, o.ByThread)
+		for _, r := range c.Records {
+			d.totalNS[side] += r.TotalNS
+		}
+	}
+
+	matched := make(map[string]int) // key -> index into d.Rows, for the before rows that can match
+	for _, g := range groups[beforeSide] {
+		k := keys[beforeSide][g.Key]
+		if k.matchable {
+			matched[g.Key] = len(d.Rows)
+		}
+		d.Rows = append(d.Rows, DiffRow{Status: Gone, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Before: d.values(g, beforeSide)})
+	}
+	for _, g := range groups[afterSide] {
+		k := keys[afterSide][g.Key]
+		if i, ok := matched[g.Key]; ok && k.matchable {
+			d.Rows[i].Status = Matched
+			d.Rows[i].After = d.values(g, afterSide)
+			continue
+		}
+		d.Rows = append(d.Rows, DiffRow{Status: New, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, After: d.values(g, afterSide)})
+	}
+	slices.SortFunc(d.Rows, func(x, y DiffRow) int {
+		return cmp.Or(
+			byChange(x.DeltaNS(), y.DeltaNS(), max(x.Before.TotalNS, x.After.TotalNS), max(y.Before.TotalNS, y.After.TotalNS)),
+			strings.Compare(x.Type, y.Type), strings.Compare(x.Name, y.Name),
+			strings.Compare(x.Caller, y.Caller), strings.Compare(x.Comm, y.Comm),
+			cmp.Compare(x.Status, y.Status),
+		)
+	})
+	d.Types = d.compareTypes()
+	return d
+}
+
+// byChange orders by absolute change descending, then by the larger side descending, so rows that
+// did not change are listed by weight.
+func byChange(dx, dy, sizeX, sizeY float64) int {
+	return cmp.Or(cmp.Compare(math.Abs(dy), math.Abs(dx)), cmp.Compare(sizeY, sizeX))
+}
+
+// rowKey is what a row is matched by.
+type rowKey struct {
+	typ, name, caller, comm string
+	matchable               bool // false for a caller that is a raw address or hashed id
+}
+
+// groupRows merges the records of c into the rows of a diff. It returns capture.GroupBy's groups and,
+// for each group key, the fields the key stands for.
+//
+// A raw address or a hashed id as caller (a frame kallsyms could not name, e.g. in a module, or
+// with kernel.kptr_restrict) still merges with the same address within one capture, but never
+// matches across captures, even when the value is the same: module addresses move with every load,
+// and hashed ids change with every report's key. Such rows are always new or gone. An empty caller
+// (no stack, or --stack-depth 0) is "unknown" and matches the unknown caller of the other capture.
+func groupRows(c *capture.Capture, byThread bool) ([]capture.Group, map[string]rowKey) {
+	keys := make(map[string]rowKey)
+	key := func(r capture.Record) string {
+		k := rowKey{typ: r.Type, name: r.Name}
+		k.caller, k.matchable = callerFunc(r.Caller, c.Meta.AddressesHashed)
+		if byThread {
+			k.comm = r.Comm
+		}
+		// Quoting makes the key unambiguous whatever the names hold.
+		s := k.typ + " " + strconv.Quote(k.name) + " " + strconv.Quote(k.caller) + " " + strconv.Quote(k.comm)
+		keys[s] = k
+		return s
+	}
+	// A record without waits (one that only times holds) has nothing to compare.
+	withWaits := make([]capture.Record, 0, len(c.Records))
+	for _, r := range c.Records {
+		if r.Count > 0 {
+			withWaits = append(withWaits, r)
+		}
+	}
+	return capture.GroupBy(withWaits, key), keys
+}
+
+// callerFunc returns what a caller is matched by: "vm_mmap_pgoff+0xe0" -> "vm_mmap_pgoff". A raw
+// address ("0xffffffffc0a81234") or, in a capture with hashed addresses, an id ("000000001a2b3c4d")
+// is returned as it is, with matchable false.
+func callerFunc(caller string, hashed bool) (fn string, matchable bool) {
+	if isAddress(caller, hashed) {
+		return caller, false
+	}
+	if i := strings.LastIndex(caller, "+0x"); i > 0 && isHex(caller[i+3:]) {
+		return caller[:i], true
+	}
+	return caller, true
+}
+
+// isAddress reports whether a frame is a raw address or, in a hashed capture, an id as
+// capture.Addr.HashedString writes it: 16 hex digits without 0x.
+func isAddress(frame string, hashed bool) bool {
+	if rest, ok := strings.CutPrefix(frame, "0x"); ok && isHex(rest) {
+		return true
+	}
+	return hashed && len(frame) == 16 && isHex(frame)
+}
+
+func isHex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// rate scales a count or a total of one side to the diff's basis: per second of capture, or as is.
+func (d *Diff) rate(v uint64, side int) float64 {
+	if !d.PerSecond {
+		return float64(v)
+	}
+	return float64(v) * 1e9 / float64(d.captures[side].Meta.DurationNS)
+}
+
+func (d *Diff) values(g capture.Group, side int) DiffValues {
+	return DiffValues{
+		Count: d.rate(g.Count, side), TotalNS: d.rate(g.TotalNS, side), MeanNS: g.MeanNS(), MaxNS: g.MaxNS,
+		Records: g.Records, Stack: g.Stack,
+	}
+}
+
+// compareTypes compares the lock types that had waits in either capture.
+func (d *Diff) compareTypes() []TypeDiff {
+	var types []TypeDiff
+	index := make(map[string]int)
+	for side := range 2 {
+		for _, h := range d.captures[side].Histograms {
+			if h.Count == 0 {
+				continue
+			}
+			i, ok := index[h.Type]
+			if !ok {
+				i = len(types)
+				index[h.Type] = i
+				types = append(types, TypeDiff{Type: h.Type, Status: New})
+				if side == beforeSide {
+					types[i].Status = Gone
+				}
+			} else {
+				types[i].Status = Matched
+			}
+			s := h.Stats()
+			v := DiffValues{Count: d.rate(h.Count, side), TotalNS: d.rate(h.TotalNS, side), MeanNS: s.MeanNS, MaxNS: h.MaxNS}
+			if side == beforeSide {
+				types[i].Before, types[i].BeforeDist = v, s
+			} else {
+				types[i].After, types[i].AfterDist = v, s
+			}
+		}
+	}
+	slices.SortFunc(types, func(x, y TypeDiff) int {
+		return cmp.Or(
+			byChange(x.DeltaNS(), y.DeltaNS(), max(x.Before.TotalNS, x.After.TotalNS), max(y.Before.TotalNS, y.After.TotalNS)),
+			strings.Compare(x.Type, y.Type),
+		)
+	})
+	return types
+}
+
+// TotalWaitChange returns the total wait of all records before and after, per second of capture
+// unless the diff is absolute, and the change in percent: +Inf when before is 0 and after is not, 0
+// when both are 0.
+func (d *Diff) TotalWaitChange() (before, after float64, pct float64) {
+	before, after = d.rate(d.totalNS[beforeSide], beforeSide), d.rate(d.totalNS[afterSide], afterSide)
+	return before, after, changePct(before, after)
+}
+
+// changePct is the change from b to a in percent. It multiplies before it divides, so that a change
+// of exactly p percent between numbers a float64 holds exactly comes out as exactly p.
+func changePct(b, a float64) float64 {
+	switch {
+	case b == 0 && a == 0:
+		return 0
+	case b == 0:
+		return math.Inf(1)
+	}
+	return (a - b) * 100 / b
+}
+
+// Warnings say how the two captures differ in ways that change what their numbers mean, so that
+// comparing them may mislead: probe backend, stack depth, lock types, kernel, filters, lost events.
+func (d *Diff) Warnings() []string { return slices.Clone(d.warnings) }
+
+// FailOver reports the rows that grew most when total wait grew by more than pct percent; ok=true when within bounds.
+// A growth of exactly pct percent is within bounds. The rows are those whose total wait grew, the
+// largest growth first, at most Options.Top of them (all when Top <= 0).
+func (d *Diff) FailOver(pct float64) (ok bool, grew []DiffRow) {
+	if _, _, change := d.TotalWaitChange(); change <= pct {
+		return true, nil
+	}
+	for _, r := range d.Rows {
+		if r.DeltaNS() > 0 {
+			grew = append(grew, r)
+		}
+	}
+	// Rows are sorted by absolute change: the growing ones keep their order among themselves.
+	if d.Options.Top > 0 && len(grew) > d.Options.Top {
+		grew = grew[:d.Options.Top]
+	}
+	return false, grew
+}
+
+// mismatches are the differences between two captures' settings and circumstances that change what
+// comparing their numbers means.
+func mismatches(b, a capture.Meta, absolute bool) []string {
+	var w []string
+	if b.Kernel != a.Kernel || b.Arch != a.Arch {
+		w = append(w, fmt.Sprintf("the kernels differ (before %s, after %s): rows are matched by function name, but inlining, lock code and what a caller does may differ",
+			orUnknown(strings.TrimSpace(b.Kernel+" "+b.Arch)), orUnknown(strings.TrimSpace(a.Kernel+" "+a.Arch))))
+	}
+	if b.Probe != a.Probe {
+		w = append(w, fmt.Sprintf("the probe backends differ (before %s, after %s): they measure differently (what the probes cost, which lengthens what they time; function probes time whole acquires above a threshold, tracepoints time waits)",
+			orUnknown(b.Probe), orUnknown(a.Probe)))
+	}
+	if b.StackDepth != a.StackDepth {
+		w = append(w, fmt.Sprintf("the stack depths differ (before %d, after %d frames): callers beyond the shallower depth are unknown there, so rows may not match",
+			b.StackDepth, a.StackDepth))
+	}
+	if onlyB, onlyA := setDifference(b.Types, a.Types), setDifference(a.Types, b.Types); len(onlyB) > 0 || len(onlyA) > 0 {
+		w = append(w, fmt.Sprintf("the captured lock types differ (only before: %s; only after: %s): the totals cover different locks, and those types show as gone or new",
+			listOr(onlyB, "none"), listOr(onlyA, "none")))
+	}
+	if b.Comm != a.Comm || (len(b.PIDs) == 0) != (len(a.PIDs) == 0) {
+		w = append(w, fmt.Sprintf("the process filters differ (before %s, after %s): the captures watched different processes",
+			filterText(b), filterText(a)))
+	}
+	if b.KallsymsRestricted != a.KallsymsRestricted {
+		w = append(w, "one capture has raw addresses for callers (kernel.kptr_restrict hid /proc/kallsyms): those rows cannot match and show as new or gone")
+	}
+	for _, s := range []struct {
+		name string
+		m    capture.Meta
+	}{{"before", b}, {"after", a}} {
+		if lost := s.m.LostTotal(); lost > 0 {
+			w = append(w, fmt.Sprintf("the %s capture lost %d %s: its numbers undercount", s.name, lost, plural(int(min(lost, 2)), "event", "events")))
+		}
+		if !absolute && s.m.DurationNS <= 0 {
+			w = append(w, fmt.Sprintf("the %s capture has no duration: comparing raw totals, not per second", s.name))
+		}
+	}
+	return w
+}
+
+func orUnknown(s string) string { return cmpOr(s, "unknown") }
+
+// setDifference returns the elements of a not in b, sorted.
+func setDifference(a, b []string) []string {
+	var only []string
+	for _, s := range a {
+		if !slices.Contains(b, s) && !slices.Contains(only, s) {
+			only = append(only, s)
+		}
+	}
+	slices.Sort(only)
+	return only
+}
+
+func filterText(m capture.Meta) string {
+	var f []string
+	if len(m.PIDs) > 0 {
+		f = append(f, "PIDs "+strings.Join(uintStrings(m.PIDs), ","))
+	}
+	if m.Comm != "" {
+		f = append(f, "comm "+m.Comm)
+	}
+	return listOr(f, "none")
+}

@@ -1,0 +1,188 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// diffBrowser opens the page WriteDiffHTML writes of d (see openPage).
+func diffBrowser(t *testing.T, d *Diff, o HTMLOptions) context.Context {
+	t.Helper()
+	return openPage(t, fmt.Sprintf("diff page of %d rows", len(d.Rows)), func(w io.Writer) error { return WriteDiffHTML(w, d, o) })
+}
+
+// shownDiffColumn returns the texts of a column of the rows the diff's rows table shows. The headings
+// span two rows, so the cell of a key is found by the table's data-cols.
+func shownDiffColumn(t *testing.T, ctx context.Context, key string) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, fmt.Sprintf(`(() => {
+		const t = document.getElementById("table-diff-rows");
+		const i = t.dataset.cols.split(" ").indexOf(%q);
+		return [...t.tBodies[0].rows].filter((r) => !r.classList.contains("empty-row")).map((r) => r.cells[i].textContent);
+	})()`, key))
+}
+
+func TestBrowserDiff(t *testing.T) {
+	d := hostileDiff(t, DiffOptions{ByThread: true})
+	const top = 2
+	ctx := diffBrowser(t, d, HTMLOptions{Top: top})
+
+	t.Run("charts", func(t *testing.T) {
+		for _, id := range diffChartIDs {
+			size := eval[[]int](t, ctx, fmt.Sprintf(`(() => {
+				const c = document.querySelector("#%s canvas");
+				return c ? [c.width, c.height] : [0, 0];
+			})()`, id))
+			if size[0] == 0 || size[1] == 0 {
+				t.Errorf("chart %s has no canvas with a size (%v)", id, size)
+			}
+		}
+	})
+
+	t.Run("pages", func(t *testing.T) {
+		var want []string
+		for _, r := range d.Rows {
+			want = append(want, FormatDuration(r.After.TotalNS))
+		}
+		waitRows(t, ctx, "table-diff-rows", top)
+		got := shownDiffColumn(t, ctx, "total_a")
+		do(t, ctx, "turning the page", chromedp.Click(chromedp.CSS(`#diff-rows-section .pager button:nth-child(2)`)))
+		waitRows(t, ctx, "table-diff-rows", len(d.Rows)-top)
+		got = append(got, shownDiffColumn(t, ctx, "total_a")...)
+		// Missing sides show as "–".
+		for i, r := range d.Rows {
+			if r.Status == Gone {
+				want[i] = "–"
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("total wait after, page by page: %q, want %q", got, want)
+		}
+		do(t, ctx, "turning back", chromedp.Click(chromedp.CSS(`#diff-rows-section .pager button:nth-child(1)`)))
+	})
+
+	t.Run("sort", func(t *testing.T) {
+		rows := slices.Clone(d.Rows)
+		slices.SortStableFunc(rows, func(a, b DiffRow) int { return cmp.Compare(b.DeltaNS(), a.DeltaNS()) })
+		var want []string
+		for _, r := range rows[:top] {
+			want = append(want, formatDelta(r.DeltaNS()))
+		}
+		do(t, ctx, "sorting by change", chromedp.Click(chromedp.CSS(`#table-diff-rows th[data-col="total_d"]`)))
+		if got := shownDiffColumn(t, ctx, "total_d"); !slices.Equal(got, want) {
+			t.Errorf("sorted by change in total wait: %q, want %q", got, want)
+		}
+		if s := eval[string](t, ctx, `document.querySelector('#table-diff-rows th[data-col="total_d"]').getAttribute("aria-sort")`); s != "descending" {
+			t.Errorf("header aria-sort %q, want descending", s)
+		}
+	})
+
+	t.Run("filter", func(t *testing.T) {
+		// The filter looks at the names and the frames, case-insensitively.
+		var want []string
+		for _, r := range d.Rows {
+			fields := append([]string{r.Status.String(), r.Type, r.Name, r.Comm, r.Caller}, r.heaviestStack()...)
+			if slices.ContainsFunc(fields, func(f string) bool { return strings.Contains(f, "script") }) {
+				want = append(want, r.Comm)
+			}
+		}
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("diff-filter"), "SCRIPT"))
+		// The filter applies once typing pauses: wait for the pager to count the rows it let through.
+		suffix := fmt.Sprintf(" of %d (filtered from %d)", len(want), len(d.Rows))
+		const info = `document.querySelector("#diff-rows-section .pager .info").textContent`
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`%s.endsWith(%q)`, info, suffix), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			t.Fatalf("the pager says %q, want it to end in %q: %v", eval[string](t, ctx, info), suffix, err)
+		}
+		for _, comm := range shownDiffColumn(t, ctx, "comm") {
+			if !slices.Contains(want, comm) {
+				t.Errorf("filter for script shows thread %q, want only %q", comm, want)
+			}
+		}
+		do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](`(() => {
+			const f = document.getElementById("diff-filter");
+			f.value = "";
+			f.dispatchEvent(new Event("input"));
+		})()`))
+	})
+
+	t.Run("hostile strings stay text", func(t *testing.T) {
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("diff-filter"), svgComm))
+		waitRows(t, ctx, "table-diff-rows", 1)
+		if got := shownDiffColumn(t, ctx, "comm"); !slices.Equal(got, []string{svgComm}) {
+			t.Errorf("thread %q does not show as text: %q", svgComm, got)
+		}
+		// Every tooltip of every chart, with the hostile type and caller names in them.
+		tips := eval[string](t, ctx, `(() => {
+			let text = "";
+			for (const el of document.querySelectorAll(".chart")) {
+				const chart = echarts.getInstanceByDom(el);
+				chart.getOption().series.forEach((s, si) => {
+					for (let i = 0; i < s.data.length; i++) {
+						chart.dispatchAction({type: "showTip", seriesIndex: si, dataIndex: i});
+						for (const tip of el.querySelectorAll("div")) text += tip.textContent + "\n";
+					}
+				});
+			}
+			return text;
+		})()`)
+		for _, want := range []string{scriptBreak, funcType, funcMarker, svgComm} {
+			if !strings.Contains(tips, want) {
+				t.Errorf("no tooltip shows %q as text", want)
+			}
+		}
+		injected := eval[int](t, ctx, `document.querySelectorAll("body svg, body img, body iframe").length`)
+		pwned := eval[bool](t, ctx, `typeof window.pwned !== "undefined"`)
+		if injected > 0 || pwned {
+			t.Errorf("hostile strings became markup: %d injected elements, window.pwned set: %v", injected, pwned)
+		}
+	})
+}
+
+// TestBrowserDiffBig compares two big captures thread by thread: the page must load, show one page
+// of its thousands of rows, and sort them.
+func TestBrowserDiffBig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the big diff in -short mode")
+	}
+	d := Compare(syntheticCapture(20_000), syntheticCapture(30_000), DiffOptions{ByThread: true})
+	ctx := diffBrowser(t, d, HTMLOptions{Top: defaultTop})
+	waitRows(t, ctx, "table-diff-rows", defaultTop)
+	do(t, ctx, "sorting by caller", chromedp.Click(chromedp.CSS(`#table-diff-rows th[data-col="caller"]`)))
+	if got := shownDiffColumn(t, ctx, "caller"); !slices.IsSorted(got) {
+		t.Errorf("sorted by caller: %q", got)
+	}
+	for _, id := range diffChartIDs {
+		if n := eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll("#%s canvas").length`, id)); n == 0 {
+			t.Errorf("chart %s is not drawn", id)
+		}
+	}
+}
+
+// TestBrowserDiffOneSideEmpty compares a capture without contention with one with: the before
+// charts have nothing to draw, and the page must still work.
+func TestBrowserDiffOneSideEmpty(t *testing.T) {
+	c, _ := knownCapture(t)
+	empty := *c
+	empty.Records, empty.Histograms = nil, nil
+	d := Compare(&empty, c, DiffOptions{})
+	ctx := diffBrowser(t, d, HTMLOptions{Top: 5})
+	waitRows(t, ctx, "table-diff-rows", 5)
+	for _, status := range shownDiffColumn(t, ctx, "status") {
+		if status != "new" {
+			t.Errorf("a row of %q against no contention", status)
+		}
+	}
+	for _, id := range diffChartIDs {
+		if n := eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll("#%s canvas").length`, id)); n == 0 {
+			t.Errorf("chart %s is not drawn", id)
+		}
+	}
+}

@@ -1,0 +1,878 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// diffCapture is a valid capture of the given length from records given by their waits; its
+// histograms hold exactly those waits.
+func diffCapture(t testing.TB, durationNS int64, records ...testRecord) *capture.Capture {
+	t.Helper()
+	c := &capture.Capture{
+		Version: capture.FormatVersion,
+		Meta: capture.Meta{
+			Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.1.0-18-amd64", Arch: "x86_64", Hostname: "bench1", CPUs: 2,
+			Start: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), DurationNS: durationNS,
+			CommandLine: []string{"klockstat", "-q", "--json", "a.json"},
+			Probe:       "rawtp", StackDepth: 16, Types: []string{"rwsem:W", "rwsem:R", "mutex", "spinlock"},
+		},
+		Records: []capture.Record{},
+	}
+	hists := map[string]*capture.Histogram{}
+	var order []string
+	for _, tr := range records {
+		r := tr.Record
+		r.MinNS = tr.waits[0]
+		for _, w := range tr.waits {
+			r.Count++
+			r.TotalNS += w
+			r.MinNS, r.MaxNS = min(r.MinNS, w), max(r.MaxNS, w)
+			if hists[r.Type] == nil {
+				hists[r.Type] = &capture.Histogram{Type: r.Type}
+				order = append(order, r.Type)
+			}
+			hists[r.Type].Add(w)
+		}
+		c.Records = append(c.Records, r)
+	}
+	for _, typ := range order {
+		c.Histograms = append(c.Histograms, *hists[typ])
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("test capture: %v", err)
+	}
+	return c
+}
+
+// rec is a record of one wait of ns nanoseconds.
+func rec(typ, name, caller, comm string, pid, tid uint32, lock capture.Addr, waits ...uint64) testRecord {
+	return testRecord{capture.Record{Type: typ, Name: name, Caller: caller, Comm: comm, PID: pid, TID: tid, Lock: lock}, waits}
+}
+
+// rowID names a row for comparisons in tests.
+func rowID(r DiffRow) string {
+	return fmt.Sprintf("%s %s|%s|%s|%s", r.Status, r.Type, r.Name, r.Caller, r.Comm)
+}
+
+func rowIDs(d *Diff) []string {
+	var ids []string
+	for _, r := range d.Rows {
+		ids = append(ids, rowID(r))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestCompareMatching(t *testing.T) {
+	const sec = int64(time.Second)
+	tests := []struct {
+		name          string
+		before, after []testRecord
+		byThread      bool
+		hashed        bool // both captures have hashed addresses
+		want          []string
+	}{{
+		name:   "same caller at other offsets, locks, processes and threads matches",
+		before: []testRecord{rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "ct-mmap-0", 10, 11, 0xffff888104d2a0c8, 100)},
+		after: []testRecord{
+			rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "ct-mmap-0", 20, 21, 0xffff8881aaaa0000, 200),
+			rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xa5", "ct-mmap-1", 20, 22, 0xffff8881aaaa0000, 300),
+		},
+		want: []string{"matched rwsem:W|mmap_lock|vm_mmap_pgoff|"},
+	}, {
+		name:   "different lock types do not match",
+		before: []testRecord{rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "a", 1, 1, 1, 100)},
+		after:  []testRecord{rec("rwsem:R", "mmap_lock", "vm_mmap_pgoff+0xe0", "a", 1, 1, 1, 100)},
+		want:   []string{"gone rwsem:W|mmap_lock|vm_mmap_pgoff|", "new rwsem:R|mmap_lock|vm_mmap_pgoff|"},
+	}, {
+		name: "named locks at the same caller stay apart, and apart from unnamed ones",
+		before: []testRecord{
+			rec("spinlock", "jiffies_lock", "tick_do_update_jiffies64+0x3a", "a", 1, 1, 0xffffffff83a1b2c0, 100),
+			rec("spinlock", "", "tick_do_update_jiffies64+0x3a", "a", 1, 1, 0xffff888100000000, 50),
+		},
+		after: []testRecord{
+			rec("spinlock", "jiffies_lock", "tick_do_update_jiffies64+0x3a", "a", 1, 1, 0xffffffff83a1b2c0, 100),
+			rec("spinlock", "mmap_lock", "tick_do_update_jiffies64+0x3a", "a", 1, 1, 0xffff888100000040, 100),
+			rec("spinlock", "", "tick_do_update_jiffies64+0x3a", "a", 1, 1, 0xffff888100000080, 70),
+		},
+		want: []string{
+			"matched spinlock||tick_do_update_jiffies64|", "matched spinlock|jiffies_lock|tick_do_update_jiffies64|",
+			"new spinlock|mmap_lock|tick_do_update_jiffies64|",
+		},
+	}, {
+		name:   "raw address callers never match, even with the same value",
+		before: []testRecord{rec("mutex", "", "0xffffffffc0a81234", "a", 1, 1, 1, 100), rec("mutex", "", "0xffffffffc0a81234", "b", 1, 2, 1, 100)},
+		after:  []testRecord{rec("mutex", "", "0xffffffffc0a81234", "a", 1, 1, 1, 100)},
+		want:   []string{"gone mutex||0xffffffffc0a81234|", "new mutex||0xffffffffc0a81234|"},
+	}, {
+		name:   "hashed ids never match, even with the same value",
+		hashed: true,
+		before: []testRecord{rec("mutex", "", "000000001a2b3c4d", "a", 1, 1, 1, 100)},
+		after:  []testRecord{rec("mutex", "", "000000001a2b3c4d", "a", 1, 1, 1, 100)},
+		want:   []string{"gone mutex||000000001a2b3c4d|", "new mutex||000000001a2b3c4d|"},
+	}, {
+		name:   "16 hex digits are a symbol in a capture without hashed addresses",
+		before: []testRecord{rec("mutex", "", "deadbeefdeadbeef", "a", 1, 1, 1, 100)},
+		after:  []testRecord{rec("mutex", "", "deadbeefdeadbeef", "a", 1, 1, 1, 100)},
+		want:   []string{"matched mutex||deadbeefdeadbeef|"},
+	}, {
+		name:   "an unknown caller matches the unknown caller",
+		before: []testRecord{rec("mutex", "", "", "a", 1, 1, 1, 100)},
+		after:  []testRecord{rec("mutex", "", "", "b", 2, 2, 2, 100)},
+		want:   []string{"matched mutex|||"},
+	}, {
+		name:   "a function name with +0x that is not an offset is kept",
+		before: []testRecord{rec("mutex", "", "f+0xzz+0x10", "a", 1, 1, 1, 100)},
+		after:  []testRecord{rec("mutex", "", "f+0xzz+0x20", "a", 1, 1, 1, 100)},
+		want:   []string{"matched mutex||f+0xzz|"},
+	}, {
+		name:     "by thread: the same comm in other processes matches, other comms do not",
+		byThread: true,
+		before: []testRecord{
+			rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "ct-mmap-0", 10, 11, 1, 100),
+			rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "ct-mmap-1", 10, 12, 1, 100),
+		},
+		after: []testRecord{
+			rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "ct-mmap-0", 20, 21, 2, 100),
+			rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "ct-mmap-0", 20, 22, 2, 100),
+			rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "ct-mmap-10", 20, 23, 2, 100),
+		},
+		want: []string{
+			"gone rwsem:W|mmap_lock|__vm_munmap|ct-mmap-1", "matched rwsem:W|mmap_lock|__vm_munmap|ct-mmap-0",
+			"new rwsem:W|mmap_lock|__vm_munmap|ct-mmap-10",
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, a := diffCapture(t, sec, tt.before...), diffCapture(t, sec, tt.after...)
+			b.Meta.AddressesHashed, a.Meta.AddressesHashed = tt.hashed, tt.hashed
+			d := Compare(b, a, DiffOptions{ByThread: tt.byThread})
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if got := rowIDs(d); !slices.Equal(got, want) {
+				t.Errorf("rows\n%q\nwant\n%q", got, want)
+			}
+			// Every record's waits are in exactly one row of its side.
+			for side, c := range d.captures {
+				var records int
+				var total float64
+				for _, r := range d.Rows {
+					v := []DiffValues{r.Before, r.After}[side]
+					records += v.Records
+					total += v.TotalNS
+				}
+				var want uint64
+				for _, r := range c.Records {
+					want += r.TotalNS
+				}
+				if records != len(c.Records) || total != float64(want) {
+					t.Errorf("side %d: rows hold %d records and %v ns, want %d and %d", side, records, total, len(c.Records), want)
+				}
+			}
+		})
+	}
+}
+
+// TestComparePerSecond compares a 2 s capture with a 4 s one: per second by default, raw with
+// Absolute.
+func TestComparePerSecond(t *testing.T) {
+	before := []testRecord{
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "a", 1, 1, 1, 400_000_000, 600_000_000),
+		rec("mutex", "", "anon_pipe_write+0x43", "a", 1, 1, 2, 1_000, 3_000),
+	}
+	after := []testRecord{
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "a", 1, 1, 1, 500_000_000, 700_000_000, 1_800_000_000),
+		rec("mutex", "", "anon_pipe_write+0x43", "a", 1, 1, 2, 8_000),
+	}
+	b, a := diffCapture(t, 2_000_000_000, before...), diffCapture(t, 4_000_000_000, after...)
+
+	// What each row holds, from the waits above: per second is the total over the duration.
+	sum := func(waits []uint64) (total float64) {
+		for _, w := range waits {
+			total += float64(w)
+		}
+		return total
+	}
+	for _, tt := range []struct {
+		absolute       bool
+		scaleB, scaleA float64
+	}{{false, 2, 4}, {true, 1, 1}} {
+		t.Run(fmt.Sprintf("absolute=%v", tt.absolute), func(t *testing.T) {
+			d := Compare(b, a, DiffOptions{Absolute: tt.absolute})
+			if d.PerSecond == tt.absolute {
+				t.Errorf("PerSecond %v with Absolute %v", d.PerSecond, tt.absolute)
+			}
+			if len(d.Rows) != 2 {
+				t.Fatalf("rows %q, want the two matched", rowIDs(d))
+			}
+			for i, r := range d.Rows {
+				wantB, wantA := sum(before[i].waits)/tt.scaleB, sum(after[i].waits)/tt.scaleA
+				if r.Status != Matched || r.Type != before[i].Type || r.Before.TotalNS != wantB || r.After.TotalNS != wantA {
+					t.Errorf("row %d: %s %v -> %v, want matched %s %v -> %v", i, rowID(r), r.Before.TotalNS, r.After.TotalNS, before[i].Type, wantB, wantA)
+				}
+				if wantCount := float64(len(after[i].waits)) / tt.scaleA; r.After.Count != wantCount {
+					t.Errorf("row %d: %v waits after, want %v", i, r.After.Count, wantCount)
+				}
+				// Averages are of single waits: never scaled.
+				if wantMean := sum(after[i].waits) / float64(len(after[i].waits)); r.After.MeanNS != wantMean {
+					t.Errorf("row %d: average %v after, want %v", i, r.After.MeanNS, wantMean)
+				}
+			}
+			totalB, totalA, pct := d.TotalWaitChange()
+			wantB := (sum(before[0].waits) + sum(before[1].waits)) / tt.scaleB
+			wantA := (sum(after[0].waits) + sum(after[1].waits)) / tt.scaleA
+			if totalB != wantB || totalA != wantA || math.Abs(pct-100*(wantA-wantB)/wantB) > 1e-9 {
+				t.Errorf("TotalWaitChange() = %v, %v, %v%%, want %v, %v, %v%%", totalB, totalA, pct, wantB, wantA, 100*(wantA-wantB)/wantB)
+			}
+			// The lock types, from the histograms, agree with the rows.
+			for _, ty := range d.Types {
+				i := slices.IndexFunc(before, func(r testRecord) bool { return r.Type == ty.Type })
+				if ty.Before.TotalNS != sum(before[i].waits)/tt.scaleB || ty.After.Count != float64(len(after[i].waits))/tt.scaleA {
+					t.Errorf("type %s: %+v", ty.Type, ty)
+				}
+			}
+		})
+	}
+}
+
+func TestComparePercentiles(t *testing.T) {
+	var waits []uint64
+	for i := range uint64(1000) {
+		waits = append(waits, 1_000+i*i*37)
+	}
+	b := diffCapture(t, 1e9, rec("mutex", "", "f+0x1", "a", 1, 1, 1, waits...))
+	a := diffCapture(t, 1e9, rec("mutex", "", "f+0x1", "a", 1, 1, 1, waits[:10]...))
+	d := Compare(b, a, DiffOptions{})
+	sorted := slices.Sorted(slices.Values(waits))
+	exact := sorted[int(math.Ceil(0.99*float64(len(sorted))))-1] // nearest rank
+	if got := d.Types[0].BeforeDist.P99; math.Abs(float64(got)-float64(exact)) > float64(exact)/16 {
+		t.Errorf("p99 before %d, exact %d: off by more than 1/16", got, exact)
+	}
+	if got := d.Types[0].AfterDist.P99; got > waits[9] || got < waits[8] {
+		t.Errorf("p99 after %d, want between the two largest waits %d and %d", got, waits[8], waits[9])
+	}
+}
+
+func TestCompareNewGone(t *testing.T) {
+	b := diffCapture(t, 1e9,
+		rec("mutex", "", "kept+0x1", "a", 1, 1, 1, 1_000),
+		rec("mutex", "", "gone+0x1", "a", 1, 1, 1, 5_000),
+		rec("spinlock", "", "onlybefore+0x1", "a", 1, 1, 1, 7_000))
+	a := diffCapture(t, 1e9,
+		rec("mutex", "", "kept+0x1", "a", 1, 1, 1, 2_000),
+		rec("mutex", "", "new+0x1", "a", 1, 1, 1, 3_000),
+		rec("rwsem:R", "", "onlyafter+0x1", "a", 1, 1, 1, 9_000))
+	// A record of a function-probe capture may time holds only: without waits it is in no row.
+	a.Records = append(a.Records, capture.Record{Type: "mutex", Caller: "holdsonly+0x1", Stack: []string{}})
+	d := Compare(b, a, DiffOptions{})
+	want := []string{"new rwsem:R||onlyafter|", "gone spinlock||onlybefore|", "gone mutex||gone|", "new mutex||new|", "matched mutex||kept|"}
+	var got []string
+	for _, r := range d.Rows {
+		got = append(got, rowID(r))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows by absolute change\n%q\nwant\n%q", got, want)
+	}
+	for _, r := range d.Rows {
+		missing := map[DiffStatus]DiffValues{New: r.Before, Gone: r.After}
+		if v, ok := missing[r.Status]; ok && (v.Records != 0 || v.TotalNS != 0 || v.Count != 0 || v.MeanNS != 0 || v.MaxNS != 0 || v.Stack != nil) {
+			t.Errorf("%s has values on its missing side: %+v", rowID(r), r)
+		}
+	}
+	types := map[string]DiffStatus{}
+	for _, ty := range d.Types {
+		types[ty.Type] = ty.Status
+	}
+	if want := map[string]DiffStatus{"mutex": Matched, "spinlock": Gone, "rwsem:R": New}; !maps.Equal(types, want) {
+		t.Errorf("types %v, want %v", types, want)
+	}
+}
+
+func TestFailOver(t *testing.T) {
+	// Before: 1 s of waiting in 2 s; after: 2.2 s in 4 s, 10% more per second.
+	b := diffCapture(t, 2e9,
+		rec("mutex", "", "a+0x1", "x", 1, 1, 1, 600_000_000),
+		rec("mutex", "", "b+0x1", "x", 1, 1, 1, 300_000_000),
+		rec("mutex", "", "c+0x1", "x", 1, 1, 1, 100_000_000))
+	a := diffCapture(t, 4e9,
+		rec("mutex", "", "a+0x1", "x", 1, 1, 1, 1_000_000_000), // 0.3 -> 0.25 s/s
+		rec("mutex", "", "b+0x1", "x", 1, 1, 1, 800_000_000),   // 0.15 -> 0.2 s/s
+		rec("mutex", "", "c+0x1", "x", 1, 1, 1, 200_000_000),   // 0.05 -> 0.05 s/s
+		rec("mutex", "", "d+0x1", "x", 1, 1, 1, 200_000_000))   // new, 0.05 s/s
+	for _, tt := range []struct {
+		pct  float64
+		top  int
+		ok   bool
+		grew []string
+	}{
+		{pct: 10, ok: true},
+		{pct: 10.5, ok: true},
+		{pct: math.Nextafter(10, 0), ok: false, grew: []string{"matched mutex||b|", "new mutex||d|"}},
+		{pct: 0, top: 1, ok: false, grew: []string{"matched mutex||b|"}},
+		{pct: -50, ok: false, grew: []string{"matched mutex||b|", "new mutex||d|"}},
+	} {
+		d := Compare(b, a, DiffOptions{Top: tt.top})
+		if _, _, pct := d.TotalWaitChange(); pct != 10 {
+			t.Fatalf("the change is %v%%, not exactly 10%%", pct)
+		}
+		ok, grew := d.FailOver(tt.pct)
+		var ids []string
+		for _, r := range grew {
+			ids = append(ids, rowID(r))
+		}
+		if ok != tt.ok || !slices.Equal(ids, tt.grew) {
+			t.Errorf("FailOver(%v) with top %d = %v, %q; want %v, %q", tt.pct, tt.top, ok, ids, tt.ok, tt.grew)
+		}
+	}
+
+	// Absolute: 1 s -> 2.2 s is +120%.
+	d := Compare(b, a, DiffOptions{Absolute: true})
+	if ok, _ := d.FailOver(120); !ok {
+		t.Error("absolute: FailOver(120) fails on a growth of exactly 120%")
+	}
+	if ok, _ := d.FailOver(119.9); ok {
+		t.Error("absolute: FailOver(119.9) passes a growth of 120%")
+	}
+
+	// From nothing to something is infinite growth; nothing to nothing is none.
+	empty := diffCapture(t, 1e9)
+	if ok, grew := Compare(empty, a, DiffOptions{}).FailOver(1e300); ok || len(grew) != 4 {
+		t.Errorf("from no waits: FailOver(1e300) = %v, %d rows; want false, 4", ok, len(grew))
+	}
+	if _, _, pct := Compare(empty, a, DiffOptions{}).TotalWaitChange(); !math.IsInf(pct, 1) {
+		t.Errorf("from no waits: change %v, want +Inf", pct)
+	}
+	if ok, _ := Compare(empty, empty, DiffOptions{}).FailOver(0); !ok {
+		t.Error("no waits in either: FailOver(0) fails")
+	}
+	// Less waiting passes any bound of 0 or more.
+	if ok, _ := Compare(a, b, DiffOptions{}).FailOver(0); !ok {
+		t.Error("less waiting fails FailOver(0)")
+	}
+}
+
+func TestDiffWarnings(t *testing.T) {
+	base := diffCapture(t, 1e9, rec("mutex", "", "a+0x1", "x", 1, 1, 1, 100))
+	if w := Compare(base, base, DiffOptions{}).Warnings(); len(w) != 0 {
+		t.Errorf("identical settings give warnings %q", w)
+	}
+	tests := []struct {
+		name   string
+		change func(m *capture.Meta)
+		want   []string // in the one warning
+	}{
+		{"probe", func(m *capture.Meta) { m.Probe = "tracepoint" }, []string{"probe", "rawtp", "tracepoint"}},
+		{"stack depth", func(m *capture.Meta) { m.StackDepth = 4 }, []string{"stack depth", "16", "4 frames"}},
+		{"types", func(m *capture.Meta) { m.Types = []string{"mutex", "spinlock", "rwlock:R"} }, []string{"lock types", "only before: rwsem:R, rwsem:W", "only after: rwlock:R"}},
+		{"kernel", func(m *capture.Meta) { m.Kernel = "6.12.0-1-amd64" }, []string{"kernels differ", "6.1.0-18-amd64", "6.12.0-1-amd64"}},
+		{"comm filter", func(m *capture.Meta) { m.Comm = "make" }, []string{"process filters", "comm make"}},
+		{"pid filter", func(m *capture.Meta) { m.PIDs = []uint32{42} }, []string{"process filters", "PIDs 42"}},
+		{"lost events", func(m *capture.Meta) { m.Lost = []capture.Lost{{Reason: "aggregation map full", Count: 3}} }, []string{"after capture lost 3 events"}},
+		{"no duration", func(m *capture.Meta) { m.DurationNS = 0 }, []string{"after capture has no duration", "raw totals"}},
+		{"kallsyms", func(m *capture.Meta) { m.KallsymsRestricted = true }, []string{"raw addresses"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			after := *base
+			after.Meta.Types = slices.Clone(base.Meta.Types)
+			tt.change(&after.Meta)
+			d := Compare(base, &after, DiffOptions{})
+			w := d.Warnings()
+			if len(w) != 1 {
+				t.Fatalf("warnings %q, want one", w)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(w[0], s) {
+					t.Errorf("warning %q does not say %q", w[0], s)
+				}
+			}
+		})
+	}
+	// Without a duration nothing can be per second.
+	after := *base
+	after.Meta.DurationNS = 0
+	if d := Compare(base, &after, DiffOptions{}); d.PerSecond {
+		t.Error("per second with a capture of no duration")
+	}
+	// The warnings are a copy.
+	after.Meta.Probe = "x"
+	d := Compare(base, &after, DiffOptions{})
+	d.Warnings()[0] = "changed"
+	if d.Warnings()[0] == "changed" {
+		t.Error("Warnings returns the diff's own slice")
+	}
+}
+
+func diffSummary(t *testing.T, d *Diff, top int) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteDiffSummary(&b, d, top); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestWriteDiffSummary(t *testing.T) {
+	b := diffCapture(t, 2e9,
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "x", 1, 1, 1, 2_000_000),
+		rec("mutex", "", "\x1b[2Jevil+0x1", "\x1b[31m", 1, 1, 1, 9_000_000),
+		rec("spinlock", "", "small+0x1", "x", 1, 1, 1, 2_000),
+		rec("spinlock", "", "gone+0x1", "x", 1, 1, 1, 1_000_000))
+	a := diffCapture(t, 4e9,
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "x", 1, 1, 1, 40_000_000),
+		rec("mutex", "", "\x1b[2Jevil+0x1", "\x1b[31m", 1, 1, 1, 2_000_000),
+		rec("spinlock", "", "small+0x1", "x", 1, 1, 1, 4_000),
+		rec("rwsem:R", "", "new+0x1", "x", 1, 1, 1, 6_000_000))
+	a.Meta.Probe = "tracepoint"
+	a.Meta.CommandLine = []string{"klockstat", "--", "evil\x1b]0;x\x07"}
+	d := Compare(b, a, DiffOptions{})
+	out := diffSummary(t, d, 3)
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("summary holds control characters:\n%q", out)
+	}
+	lines := strings.Split(out, "\n")
+	// Per second: 1 ms -> 10 ms, 4.5 ms -> 0.5 ms, 0.5 ms -> gone, new 1.5 ms, 1 us -> 1 us.
+	wantOrder := []string{"vm_mmap_pgoff", "?[2Jevil", "new", "gone"}
+	var order []string
+	header := -1
+	for i, l := range lines {
+		if strings.Contains(l, "before/s") && strings.HasSuffix(l, "caller") {
+			header = i
+		}
+		if header >= 0 && i > header+1 && l != "" && !strings.HasPrefix(l, "...") {
+			fields := strings.Fields(l)
+			order = append(order, fields[len(fields)-1])
+			if len(order) == 3 {
+				break
+			}
+		}
+	}
+	if header < 0 {
+		t.Fatalf("no table header in\n%s", out)
+	}
+	if !slices.Equal(order, wantOrder[:3]) {
+		t.Errorf("rows %q, want %q, by absolute change\n%s", order, wantOrder[:3], out)
+	}
+	for _, want := range []string{
+		"before  bench1 · 6.1.0-18-amd64 · 2.00 s · klockstat -q --json a.json\n",
+		"after   bench1 · 6.1.0-18-amd64 · 4.00 s · klockstat -- 'evil?]0;x?'\n",
+		"total wait per second of capture: 6.00 ms -> 12.00 ms (+100.0%)\n",
+		"warning: the probe backends differ (before rawtp, after tracepoint)",
+		"   +9.00 ms   +900.0%   ", // vm_mmap_pgoff: 1 ms/s -> 10 ms/s
+		"   new   ",
+		"... 2 more rows not shown\n",
+		"\n3 matched, 1 new, 1 gone row, matched by lock type, caller function, lock name\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// The columns line up: every row ends a cell where the header does.
+	headerEnds := cellEnds(t, lines[header], []string{"before/s", "after/s", "delta", "change", "avg before", "avg after", "type", "lock"})
+	for _, l := range lines[header+2 : header+5] {
+		for _, end := range headerEnds {
+			if l[end-1] == ' ' || l[end] != ' ' {
+				t.Errorf("row %q has no cell ending at %d, where the header's does", l, end)
+			}
+		}
+	}
+
+	all := diffSummary(t, d, 0)
+	if strings.Contains(all, "not shown") || !strings.Contains(all, "small") {
+		t.Errorf("top 0 does not show all rows:\n%s", all)
+	}
+	abs := diffSummary(t, Compare(b, a, DiffOptions{Absolute: true, ByThread: true}), 0)
+	if !strings.Contains(abs, "total wait: 12.00 ms -> 48.00 ms (+300.0%)") || !strings.Contains(abs, "   thread   caller") || strings.Contains(abs, "/s") {
+		t.Errorf("absolute, by thread:\n%s", abs)
+	}
+	if empty := diffSummary(t, Compare(diffCapture(t, 1e9), diffCapture(t, 1e9), DiffOptions{}), 5); !strings.Contains(empty, "no lock contention recorded in either capture") {
+		t.Errorf("empty diff:\n%s", empty)
+	}
+}
+
+// hostileDiff compares two captures whose every string tries to run script in the page.
+func hostileDiff(t testing.TB, o DiffOptions) *Diff {
+	t.Helper()
+	b := diffCapture(t, 1e9,
+		rec(funcType, imgCanary, svgComm+"+0x10", svgComm, 1, 1, 0xffff888100000000, 5_000, 9_000),
+		rec("mutex", "", scriptBreak, commentOpen, 1, 2, 0xffff888100000040, 1_000),
+		rec("spinlock", "", "0xffffffffc0a81234", funcMarker, 1, 3, 0xffff888100000080, 2_000),
+	)
+	a := diffCapture(t, 2e9,
+		rec(funcType, imgCanary, svgComm+"+0x20", svgComm, 2, 1, 0xffff888100000100, 50_000),
+		rec(scriptBreak, "", funcMarker, scriptBreak, 2, 2, 0xffff888100000140, 700),
+	)
+	b.Records[0].Stack = []string{"mutex_lock+0x3d", svgComm + "+0x10", "0xffffffffc0a85678"}
+	a.Records[0].Stack = []string{scriptBreak, "0xffffffffc0a85678"}
+	for _, c := range []*capture.Capture{b, a} {
+		c.Meta.CommandLine = []string{"klockstat", "--", "sh", "-c", scriptBreak}
+		c.Meta.Hostname = imgCanary
+		c.Meta.Warnings = []string{svgComm}
+		c.Meta.Types = append(c.Meta.Types, scriptBreak, funcType)
+	}
+	a.Meta.Kernel = "6.12 " + svgComm
+	a.Meta.Comm = commentOpen
+	return Compare(b, a, o)
+}
+
+func renderDiff(t testing.TB, d *Diff, o HTMLOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := writeDiffHTML(&b, d, o, testKey); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+var diffChartIDs = []string{"klockDiffDoughnutBefore", "klockDiffDoughnutAfter", "klockDiffHistogram", "klockDiffBox", "klockDiffChanges"}
+
+func TestDiffHTMLHostileStrings(t *testing.T) {
+	for _, o := range []HTMLOptions{{Top: 100}, {Top: 100, RawAddresses: true}} {
+		for _, byThread := range []bool{false, true} {
+			page := renderDiff(t, hostileDiff(t, DiffOptions{ByThread: byThread}), o)
+			for _, h := range []string{svgComm, scriptBreak, imgCanary, commentOpen} {
+				if i := bytes.Index(page, []byte(h)); i >= 0 {
+					t.Errorf("%q appears unescaped at byte %d: %q", h, i, page[max(0, i-80):min(len(page), i+80)])
+				}
+			}
+			doc := parseHTML(t, page)
+			for _, id := range diffChartIDs {
+				if js := chartJS(t, doc, id); strings.Contains(js, "__f__") {
+					t.Errorf("chart %s options hold a function marker: %s", id, js)
+				}
+			}
+			walk(doc, func(n *html.Node) {
+				if n.Type != html.ElementNode {
+					return
+				}
+				for _, a := range n.Attr {
+					if strings.HasPrefix(a.Key, "on") {
+						t.Errorf("<%s> has event handler attribute %s=%q", n.Data, a.Key, a.Val)
+					}
+				}
+				if n.Data == "svg" || n.Data == "img" || n.Data == "iframe" {
+					t.Errorf("injected <%s> element", n.Data)
+				}
+			})
+			// ECharts, report.js, diff.js, the charts, and two JSON blocks.
+			if n, want := len(elements(doc, "script")), 3+len(diffChartIDs)+2; n != want {
+				t.Errorf("%d script elements, want %d", n, want)
+			}
+			for _, s := range elements(doc, "script") {
+				if js := strings.ToLower(textOf(s)); strings.Contains(js, "</") || strings.Contains(js, "<!--") {
+					t.Errorf("inline script holds </ or <!--")
+				}
+			}
+			texts := map[string]bool{}
+			walk(doc, func(n *html.Node) {
+				if n.Type == html.ElementNode && n.Data != "script" && n.Data != "style" {
+					texts[strings.TrimSpace(textOf(n))] = true
+				}
+			})
+			want := []string{
+				svgComm, scriptBreak, funcMarker, funcType, imgCanary, // caller, type, lock name
+				"klockstat -- sh -c '" + scriptBreak + "'", // command line
+				"6.12 " + svgComm + " x86_64",              // kernel
+			}
+			if byThread {
+				want = append(want, commentOpen) // thread
+			}
+			for _, w := range want {
+				if !texts[w] {
+					t.Errorf("byThread %v: no element shows %q as its text", byThread, w)
+				}
+			}
+		}
+	}
+}
+
+func TestDiffHTMLSelfContained(t *testing.T) {
+	doc := parseHTML(t, renderDiff(t, hostileDiff(t, DiffOptions{}), HTMLOptions{}))
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		switch n.Data {
+		case "link", "iframe", "object", "embed", "base":
+			t.Errorf("page has a <%s> element", n.Data)
+		}
+		for _, a := range n.Attr {
+			switch a.Key {
+			case "src", "href", "srcset", "action", "formaction", "poster", "data", "xlink:href":
+				if v := strings.ToLower(a.Val); strings.Contains(v, "http://") || strings.Contains(v, "https://") || strings.HasPrefix(v, "//") {
+					t.Errorf("<%s %s=%q> refers to the network", n.Data, a.Key, a.Val)
+				}
+				if n.Data == "script" {
+					t.Errorf("<script %s=%q>: scripts must be inline", a.Key, a.Val)
+				}
+			}
+		}
+	})
+	for _, style := range elements(doc, "style") {
+		if css := textOf(style); strings.Contains(css, "@import") || strings.Contains(css, "url(") {
+			t.Error("inline CSS loads something")
+		}
+	}
+	var csp string
+	for _, m := range elements(doc, "meta") {
+		if v, _ := attr(m, "http-equiv"); v == "Content-Security-Policy" {
+			csp, _ = attr(m, "content")
+		}
+	}
+	if !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "script-src 'unsafe-inline'") {
+		t.Errorf("Content-Security-Policy %q does not lock the page down", csp)
+	}
+	// Every inline script that runs is allowed by hash, and nothing else is.
+	if n := strings.Count(csp, "'sha256-"); n != 3+len(diffChartIDs) {
+		t.Errorf("CSP allows %d scripts, want %d", n, 3+len(diffChartIDs))
+	}
+}
+
+func TestDiffHTMLAddresses(t *testing.T) {
+	d := hostileDiff(t, DiffOptions{})
+	for _, addr := range []string{"ffffffffc0a81234", "ffffffffc0a85678"} {
+		if page := renderDiff(t, d, HTMLOptions{}); bytes.Contains(page, []byte(addr)) {
+			t.Errorf("hashed page shows address %s", addr)
+		}
+		if page := renderDiff(t, d, HTMLOptions{RawAddresses: true}); !bytes.Contains(page, []byte(addr)) {
+			t.Errorf("page with raw addresses lacks %s", addr)
+		}
+	}
+	// The diff itself keeps the addresses: hashing works on copies.
+	if !slices.ContainsFunc(d.Rows, func(r DiffRow) bool { return r.Caller == "0xffffffffc0a81234" }) {
+		t.Error("rendering changed the diff's rows")
+	}
+}
+
+// TestDiffHTMLTables checks the server-rendered tables against the diff: the rows in order, with
+// the numbers of each side, and the lock types with their p99.
+func TestDiffHTMLTables(t *testing.T) {
+	b := diffCapture(t, 2e9,
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "x", 1, 1, 1, 2_000_000, 1_000_000),
+		rec("mutex", "", "anon_pipe_write+0x43", "x", 1, 1, 1, 9_000_000),
+		rec("spinlock", "", "gone+0x1", "x", 1, 1, 1, 1_000_000))
+	a := diffCapture(t, 4e9,
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "x", 1, 1, 1, 40_000_000),
+		rec("mutex", "", "anon_pipe_write+0x43", "x", 1, 1, 1, 2_000_000),
+		rec("rwsem:R", "", "new+0x1", "x", 1, 1, 1, 6_000_000))
+	d := Compare(b, a, DiffOptions{})
+	doc := parseHTML(t, renderDiff(t, d, HTMLOptions{Top: 3}))
+
+	// The headings span two rows, so the cells follow the table's data-cols, not the headings' order.
+	table := func(id string) ([]string, [][]tableCell) {
+		all, rows := tableOf(t, doc, id)
+		headings := slices.DeleteFunc(all, func(k string) bool { return k == "" }) // group headings
+		cols, _ := attr(elementByID(t, doc, id), "data-cols")
+		keys := strings.Fields(cols)
+		if !slices.Equal(slices.Sorted(slices.Values(keys)), slices.Sorted(slices.Values(headings))) {
+			t.Errorf("%s: data-cols %q, headings %q", id, keys, headings)
+		}
+		return keys, rows
+	}
+	keys, rows := table("table-diff-rows")
+	if len(rows) != 3 {
+		t.Fatalf("%d rows on the first page, want 3", len(rows))
+	}
+	col := func(row []tableCell, key string) tableCell { return row[slices.Index(keys, key)] }
+	// vm_mmap_pgoff: 3 ms in 2 s -> 40 ms in 4 s: 1.5 ms/s -> 10 ms/s.
+	want := []struct{ status, caller, totalB, totalA, change, ratio, countB, avgA string }{
+		{"matched", "vm_mmap_pgoff", "1.50 ms", "10.00 ms", "+8.50 ms", "×6.67", "1.0", "40.00 ms"},
+		{"matched", "anon_pipe_write", "4.50 ms", "500.00 us", "-4.00 ms", "×0.11", "0.5", "2.00 ms"},
+		{"new", "new", "–", "1.50 ms", "+1.50 ms", "new", "–", "6.00 ms"},
+	}
+	for i, w := range want {
+		r := rows[i]
+		got := []string{col(r, "status").Text, col(r, "caller").Text, col(r, "total_b").Text, col(r, "total_a").Text,
+			col(r, "total_d").Text, col(r, "total_r").Text, col(r, "count_b").Text, col(r, "avg_a").Text}
+		if exp := []string{w.status, w.caller, w.totalB, w.totalA, w.change, w.ratio, w.countB, w.avgA}; !slices.Equal(got, exp) {
+			t.Errorf("row %d: %q, want %q", i, got, exp)
+		}
+	}
+	if c := col(rows[0], "total_d"); !strings.Contains(c.Class, "worse") {
+		t.Errorf("a growth is not marked worse: %+v", c)
+	}
+	if c := col(rows[1], "total_d"); !strings.Contains(c.Class, "better") {
+		t.Errorf("a reduction is not marked better: %+v", c)
+	}
+	p99 := col(rows[0], "p99")
+	if p99.Text != "per type" || !strings.Contains(p99.Title, "p99 of all rwsem:W waits: 2.00 ms before, 40.00 ms after") {
+		t.Errorf("p99 cell %+v", p99)
+	}
+	if c := col(rows[0], "lock"); c.Text != "mmap_lock" {
+		t.Errorf("lock cell %+v", c)
+	}
+	if c := col(rows[1], "lock"); c.Text != "unnamed" {
+		t.Errorf("lock cell of an unnamed lock %+v", c)
+	}
+
+	keys, rows = table("table-diff-types")
+	var types []string
+	for _, r := range rows {
+		types = append(types, r[slices.Index(keys, "type")].Text+" "+r[slices.Index(keys, "status")].Text+" "+r[slices.Index(keys, "p99_a")].Text)
+	}
+	// p99 of one wait is that wait.
+	if want := []string{"rwsem:W matched 40.00 ms", "mutex matched 2.00 ms", "rwsem:R new 6.00 ms", "spinlock gone –"}; !slices.Equal(types, want) {
+		t.Errorf("types %q, want %q", types, want)
+	}
+
+	// The embedded rows hold them all, for the script.
+	js := textOf(elementByID(t, doc, "klockstat-diff-rows"))
+	for _, r := range d.Rows {
+		if !strings.Contains(js, `"caller":"`+r.Caller+`"`) {
+			t.Errorf("row JSON lacks %s", rowID(r))
+		}
+	}
+	for _, want := range []string{"Waits and total wait are per second of capture (before 2.00 s, after 4.00 s)"} {
+		if got := textOf(elementByID(t, doc, "diff-basis")); !strings.Contains(got, want) {
+			t.Errorf("the page says %q, not %q", got, want)
+		}
+	}
+}
+
+// TestDiffHTMLCharts checks the charts' data against the diff: the histograms overlaid per second,
+// the doughnuts, the box chart and the biggest changes.
+func TestDiffHTMLCharts(t *testing.T) {
+	b := diffCapture(t, 2e9,
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "x", 1, 1, 1, 1_000, 3_000, 3_100),
+		rec("mutex", "", "anon_pipe_write+0x43", "x", 1, 1, 1, 100))
+	a := diffCapture(t, 4e9,
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "x", 1, 1, 1, 2_000, 2_100, 70_000, 70_001),
+		rec("spinlock", "", "new+0x1", "x", 1, 1, 1, 100))
+	d := Compare(b, a, DiffOptions{})
+	doc := parseHTML(t, renderDiff(t, d, HTMLOptions{}))
+	var data diffChartData
+	if err := json.Unmarshal([]byte(textOf(elementByID(t, doc, "klockstat-diff-charts"))), &data); err != nil {
+		t.Fatal(err)
+	}
+	// Waits per second in each power-of-two range, counted from the waits above.
+	perRange := func(scale float64, waits ...uint64) map[uint64]float64 {
+		m := map[uint64]float64{}
+		for _, w := range waits {
+			lo := uint64(1)
+			for lo*2 <= w {
+				lo *= 2
+			}
+			m[lo] += 1 / scale
+		}
+		return m
+	}
+	wantWaits := [2]map[uint64]float64{perRange(2, 1_000, 3_000, 3_100, 100), perRange(4, 2_000, 2_100, 70_000, 70_001, 100)}
+	if data.Ranges[0].LoNS != 64 || data.Ranges[len(data.Ranges)-1].LoNS != 65536 {
+		t.Errorf("ranges from %d to %d, want 64 to 65536", data.Ranges[0].LoNS, data.Ranges[len(data.Ranges)-1].LoNS)
+	}
+	for side := range 2 {
+		for i, r := range data.Ranges {
+			if got, want := data.Waits[side][i], wantWaits[side][r.LoNS]; got != want {
+				t.Errorf("side %d, range %d: %v waits/s, want %v", side, r.LoNS, got, want)
+			}
+		}
+	}
+	var names []string
+	for _, ty := range data.Types {
+		names = append(names, ty.Name)
+	}
+	// mutex waited 50 ns/s before, spinlock 25 ns/s after.
+	if want := []string{"rwsem:W", "mutex", "spinlock"}; !slices.Equal(names, want) {
+		t.Errorf("chart types %q, want %q (by wait in both)", names, want)
+	}
+	if !slices.Equal(data.Doughnuts[0], []int{0, 1}) || !slices.Equal(data.Doughnuts[1], []int{0, 2}) {
+		t.Errorf("doughnut slices %v", data.Doughnuts)
+	}
+	if data.Types[1].After != nil || data.Types[2].Before != nil || data.Types[0].After.P50NS == 0 {
+		t.Errorf("chart types %+v", data.Types)
+	}
+	box := chartOptions(t, doc, "klockDiffBox")
+	if n := len(path(t, box, "series").([]any)); n != 2 {
+		t.Errorf("box chart has %d series, want before and after", n)
+	}
+	if v := path(t, box, "series", 1, "data", 1, "value").([]any); len(v) != 0 {
+		t.Errorf("a box for mutex after, which had no waits: %v", v)
+	}
+	if got := len(data.Changes); got != len(d.Rows) {
+		t.Errorf("%d changes, want all %d rows", got, len(d.Rows))
+	}
+	for i, c := range data.Changes {
+		if c.DeltaNS != d.Rows[i].DeltaNS() {
+			t.Errorf("change %d: %v, want %v", i, c.DeltaNS, d.Rows[i].DeltaNS())
+		}
+	}
+}
+
+func TestDiffHTMLEmpty(t *testing.T) {
+	empty := diffCapture(t, 1e9)
+	doc := parseHTML(t, renderDiff(t, Compare(empty, empty, DiffOptions{}), HTMLOptions{}))
+	if !strings.Contains(textOf(doc), "No lock contention was recorded in either capture.") {
+		t.Error("the empty diff does not say so")
+	}
+	if n := len(elements(doc, "canvas")) + len(elements(doc, "figure")); n != 0 {
+		t.Errorf("%d charts in an empty diff", n)
+	}
+}
+
+// FuzzCompare compares captures whose strings are arbitrary: every record must end up in exactly one
+// row, matched rows must agree in what they are matched by, and the outputs must not fail.
+func FuzzCompare(f *testing.F) {
+	f.Add("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "ct-0", "vm_mmap_pgoff+0xe4", "ct-1", true, false)
+	f.Add("mutex", "", "0xffffffffc0a81234", svgComm, "0xffffffffc0a81234", scriptBreak, false, true)
+	f.Add("spinlock", imgCanary, "000000001a2b3c4d", "", "000000001a2b3c4d", "", true, true)
+	f.Fuzz(func(t *testing.T, typ, name, callerB, commB, callerA, commA string, byThread, hashed bool) {
+		if typ == "" || strings.ContainsAny(typ, " \t\n") {
+			t.Skip() // not a valid lock type
+		}
+		b := diffCapture(t, 1e9, rec(typ, name, callerB, commB, 1, 1, 1, 100), rec(typ, "", callerA, commA, 1, 2, 1, 50))
+		a := diffCapture(t, 3e9, rec(typ, name, callerA, commA, 2, 1, 1, 300))
+		b.Meta.AddressesHashed, a.Meta.AddressesHashed = hashed, hashed
+		d := Compare(b, a, DiffOptions{ByThread: byThread})
+		var records [2]int
+		for _, r := range d.Rows {
+			records[0] += r.Before.Records
+			records[1] += r.After.Records
+			if (r.Status == Matched) != (r.Before.Records > 0 && r.After.Records > 0) {
+				t.Errorf("row %s has records %d, %d", rowID(r), r.Before.Records, r.After.Records)
+			}
+		}
+		if records != [2]int{2, 1} {
+			t.Errorf("rows hold %v records, want 2 and 1", records)
+		}
+		if err := WriteDiffSummary(&bytes.Buffer{}, d, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeDiffHTML(&bytes.Buffer{}, d, HTMLOptions{}, testKey); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestFormatPct(t *testing.T) {
+	for _, tt := range []struct {
+		pct  float64
+		want string
+	}{
+		{0, "+0.0%"}, {12.54, "+12.5%"}, {-40, "-40.0%"}, {-100, "-100.0%"}, {999.94, "+999.9%"},
+		{1000, "×11.0"}, {9850, "×99.5"}, {9900, "×100"}, {12122620.2, "×121227"}, {math.Inf(1), "from 0"},
+	} {
+		if got := formatPct(tt.pct); got != tt.want {
+			t.Errorf("formatPct(%v) = %q, want %q", tt.pct, got, tt.want)
+		}
+	}
+}
+
+// TestDiffHTMLIsNoCapture: a diff page holds no capture, and reading it as one says so.
+func TestDiffHTMLIsNoCapture(t *testing.T) {
+	page := renderDiff(t, hostileDiff(t, DiffOptions{}), HTMLOptions{})
+	if _, err := ReadInput(bytes.NewReader(page)); err == nil || !strings.Contains(err.Error(), "not a klockstat capture") {
+		t.Errorf("ReadInput of a diff page: %v, want an error saying it is no capture", err)
+	}
+}
