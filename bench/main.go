@@ -1,0 +1,544 @@
+// Command bench measures what klockstat's probes cost, side by side in one
+// run with no tracing, an empty probe on the same tracepoints, bpftrace and
+// perf lock record: the probe time per contention event from the kernel's
+// BPF run statistics, and the throughput of the contention workloads
+// relative to no tracing (runs interleaved A B A B, median ratio, so drift
+// of the machine cancels). It prints Markdown tables for BENCHMARKS.md.
+//
+// As root:
+//
+//	go run ./bench [-workloads mmap,pipe,inode,spin] [-duration 3s] [-rounds 5]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/collector"
+	"github.com/klockstat/klockstat/examples/contend/workload"
+	"github.com/klockstat/klockstat/lockspec"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == childCommand {
+		os.Exit(runChild(os.Args[2:]))
+	}
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// childCommand makes this binary run one workload in a process of its own:
+// klockstat ignores the process it runs in.
+const childCommand = "__workload"
+
+func runChild(args []string) int {
+	fs := flag.NewFlagSet(childCommand, flag.ContinueOnError)
+	var o workload.Options
+	fs.StringVar(&o.Lock, "lock", "mmap", "")
+	fs.IntVar(&o.Threads, "threads", 4, "")
+	fs.DurationVar(&o.Duration, "duration", 3*time.Second, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	res, err := workload.Run(context.Background(), o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		return 1
+	}
+	return 0
+}
+
+type options struct {
+	workloads []string
+	duration  time.Duration
+	rounds    int
+	threads   int
+	locks     string
+}
+
+func run() error {
+	var (
+		o         options
+		workloads string
+	)
+	flag.StringVar(&workloads, "workloads", "mmap,pipe,inode,spin", "contention workloads to measure: "+strings.Join(workload.Names(), ", "))
+	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of one workload run")
+	flag.IntVar(&o.rounds, "rounds", 5, "interleaved baseline/traced pairs per configuration")
+	flag.IntVar(&o.threads, "threads", 4, "workload threads")
+	flag.StringVar(&o.locks, "locks", "locks.json", "lock catalogue")
+	flag.Parse()
+	o.workloads = strings.Split(workloads, ",")
+	if o.rounds < 1 || o.duration <= 0 || o.threads < 1 {
+		return errors.New("-rounds, -duration and -threads must be positive")
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("needs root to load BPF programs")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(o.locks)
+	if err != nil {
+		return fmt.Errorf("reading the lock catalogue (run from the repository root or pass -locks): %w", err)
+	}
+	spec, err := lockspec.Parse(o.locks, data)
+	if err != nil {
+		return err
+	}
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return fmt.Errorf("enabling BPF run-time statistics: %w", err)
+	}
+	defer stats.Close()
+
+	configs := []config{
+		{name: "empty BPF program (floor)", probe: func() (probe, error) { return startEmpty() }},
+		{name: "klockstat, no stacks", probe: klockstatProbe(spec, 0, 65536)},
+		{name: "klockstat, default (stack depth 16)", probe: klockstatProbe(spec, 16, 65536)},
+		{name: "klockstat, stack depth 127", probe: klockstatProbe(spec, 127, 65536)},
+		{name: "bpftrace, same data (stack depth 16)", probe: func() (probe, error) { return startBpftrace(16) }},
+		{name: "bpftrace, same data (stack depth 127)", probe: func() (probe, error) { return startBpftrace(127) }},
+		{name: "perf lock record -a", probe: func() (probe, error) { return startPerf() }},
+	}
+
+	printMachine(os.Stdout, o)
+	for _, w := range o.workloads {
+		fmt.Printf("\n### Workload `%s` (%d threads, %v per run, %d rounds)\n\n", w, o.threads, o.duration, o.rounds)
+		fmt.Println("| configuration | probe ns/event (median) | throughput vs untraced (median) | events/s | stacks walked, per round | events lost (all rounds) |")
+		fmt.Println("| --- | ---: | ---: | ---: | --- | --- |")
+		for _, c := range configs {
+			r, err := measure(o, w, c)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", w, c.name, err)
+			}
+			fmt.Println(r.row(c.name))
+		}
+	}
+	return capacity(o, spec)
+}
+
+// config is one way of tracing the workload.
+type config struct {
+	name  string
+	probe func() (probe, error)
+}
+
+// probe is tracing in progress.
+type probe interface {
+	// stop ends tracing and returns what it cost and captured.
+	stop() (probeResult, error)
+}
+
+type probeResult struct {
+	nsPerEvent float64           // NaN: not measured (perf records through perf events)
+	events     uint64            // contention events the probe saw; 0 with NaN cost
+	lost       map[string]uint64 // by reason; nil when the tool cannot tell
+	walked     string            // share of stacks walked rather than recognised
+}
+
+type result struct {
+	walked        []string
+	ratios, costs []float64
+	events        uint64
+	seconds       float64
+	lost          map[string]uint64 // nil when the tool cannot tell
+}
+
+// lostCell renders lost events as "0" or "3 (2 reason, 1 reason)".
+func lostCell(lost map[string]uint64) string {
+	if lost == nil {
+		return "n/a"
+	}
+	var total uint64
+	var parts []string
+	for _, reason := range slices.Sorted(maps.Keys(lost)) {
+		total += lost[reason]
+		parts = append(parts, fmt.Sprintf("%d %s", lost[reason], reason))
+	}
+	if total == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+func lostByReason(m capture.Meta) map[string]uint64 {
+	lost := map[string]uint64{}
+	for _, l := range m.Lost {
+		lost[l.Reason] += l.Count
+	}
+	return lost
+}
+
+func (r result) row(name string) string {
+	cost := "n/a"
+	if c := median(r.costs); !math.IsNaN(c) {
+		cost = fmt.Sprintf("%.0f", c)
+	}
+	rate := "n/a"
+	if r.events > 0 {
+		rate = fmt.Sprintf("%.0f", float64(r.events)/r.seconds)
+	}
+	walked := "n/a"
+	if len(r.walked) > 0 && r.walked[0] != "" {
+		walked = strings.Join(r.walked, " ")
+	}
+	return fmt.Sprintf("| %s | %s | %.1f%% | %s | %s | %s |", name, cost, 100*median(r.ratios), rate, walked, lostCell(r.lost))
+}
+
+// measure runs untraced and traced workloads in turn and keeps the ratio of
+// each pair.
+func measure(o options, w string, c config) (result, error) {
+	var r result
+	for range o.rounds {
+		base, err := runWorkload(o, w)
+		if err != nil {
+			return r, err
+		}
+		p, err := c.probe()
+		if err != nil {
+			return r, err
+		}
+		traced, werr := runWorkload(o, w)
+		pr, err := p.stop()
+		if werr != nil {
+			return r, werr
+		}
+		if err != nil {
+			return r, err
+		}
+		r.ratios = append(r.ratios, traced/base)
+		r.costs = append(r.costs, pr.nsPerEvent)
+		r.events += pr.events
+		r.seconds += o.duration.Seconds()
+		r.walked = append(r.walked, pr.walked)
+		if pr.lost != nil {
+			if r.lost == nil {
+				r.lost = map[string]uint64{}
+			}
+			for reason, n := range pr.lost {
+				r.lost[reason] += n
+			}
+		}
+	}
+	return r, nil
+}
+
+// runWorkload runs one workload in a child process and returns its
+// operations per second.
+func runWorkload(o options, w string) (float64, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(self, childCommand, "-lock", w, "-threads", fmt.Sprint(o.threads), "-duration", o.duration.String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("workload %s: %w: %s", w, err, stderr.String())
+	}
+	var res workload.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, fmt.Errorf("workload %s output: %w", w, err)
+	}
+	return res.OpsPerSec, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// klockstatProbe captures system-wide, as klockstat does by default.
+func klockstatProbe(spec *lockspec.Spec, depth int, mapSize uint32) func() (probe, error) {
+	return func() (probe, error) {
+		c, err := collector.Start(collector.Config{Spec: spec, Probe: "auto", StackDepth: depth, MapSize: mapSize})
+		if err != nil {
+			return nil, err
+		}
+		return klockstatRun{c}, nil
+	}
+}
+
+type klockstatRun struct{ c *collector.Collector }
+
+func (k klockstatRun) stop() (probeResult, error) {
+	defer k.c.Close()
+	cp, err := k.c.Stop()
+	if err != nil {
+		return probeResult{}, err
+	}
+	walked := "-"
+	if st := cp.Meta.Stacks; st.Walked+st.Known > 0 {
+		walked = fmt.Sprintf("%.0f%%", 100*float64(st.Walked)/float64(st.Walked+st.Known))
+	}
+	return probeResult{nsPerEvent: cp.Meta.ProbeNSPerEvent(), events: cp.Meta.Events.Begin, lost: lostByReason(cp.Meta), walked: walked}, nil
+}
+
+type emptyRun struct {
+	objs  emptyObjects
+	links []link.Link
+}
+
+func startEmpty() (*emptyRun, error) {
+	e := &emptyRun{}
+	if err := loadEmptyObjects(&e.objs, nil); err != nil {
+		return nil, fmt.Errorf("loading the empty probe: %w", err)
+	}
+	for name, prog := range map[string]*ebpf.Program{"contention_begin": e.objs.EmptyBegin, "contention_end": e.objs.EmptyEnd} {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("attaching the empty probe: %w", err)
+		}
+		e.links = append(e.links, l)
+	}
+	return e, nil
+}
+
+func (e *emptyRun) close() {
+	for _, l := range e.links {
+		l.Close()
+	}
+	e.objs.Close()
+}
+
+func (e *emptyRun) stop() (probeResult, error) {
+	defer e.close()
+	return costOf([]*ebpf.Program{e.objs.EmptyBegin, e.objs.EmptyEnd})
+}
+
+// costOf sums the programs' run time per run of the first (begin) one.
+func costOf(progs []*ebpf.Program) (probeResult, error) {
+	var runtime time.Duration
+	var begins uint64
+	for i, p := range progs {
+		s, err := p.Stats()
+		if err != nil {
+			return probeResult{}, err
+		}
+		runtime += s.Runtime
+		if i == 0 {
+			begins = s.RunCount
+		}
+	}
+	if begins == 0 {
+		return probeResult{nsPerEvent: math.NaN()}, nil
+	}
+	return probeResult{nsPerEvent: float64(runtime.Nanoseconds()) / float64(begins), events: begins}, nil
+}
+
+// bpftraceScript keeps what klockstat keeps: wait-time statistics per lock
+// address and kernel stack.
+const bpftraceScript = `
+tracepoint:lock:contention_begin { @start[tid] = nsecs; }
+tracepoint:lock:contention_end /@start[tid]/ {
+	@wait[args->lock_addr, kstack(%d)] = stats(nsecs - @start[tid]);
+	delete(@start[tid]);
+}`
+
+type bpftraceRun struct {
+	cmd   *exec.Cmd
+	progs []*ebpf.Program
+}
+
+func startBpftrace(depth int) (*bpftraceRun, error) {
+	before, err := maxProgramID()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("bpftrace", "-B", "line", "-e", fmt.Sprintf(bpftraceScript, depth))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting bpftrace (apt-get install bpftrace): %w", err)
+	}
+	attached := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "Attaching") {
+				close(attached)
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case <-attached:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, errors.New("bpftrace did not attach within 60s")
+	}
+	b := &bpftraceRun{cmd: cmd}
+	// bpftrace says it is attaching before it loads anything. The begin
+	// program first, as costOf expects.
+	for _, name := range []string{"contention_begi", "contention_end"} {
+		var p *ebpf.Program
+		for deadline := time.Now().Add(30 * time.Second); p == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			p = newProgramNamed(name, before)
+		}
+		if p == nil {
+			b.stop()
+			return nil, fmt.Errorf("bpftrace loaded no program named %s within 30s", name)
+		}
+		b.progs = append(b.progs, p)
+	}
+	time.Sleep(200 * time.Millisecond) // attached once both are loaded
+	return b, nil
+}
+
+func (b *bpftraceRun) stop() (probeResult, error) {
+	res, err := probeResult{nsPerEvent: math.NaN()}, error(nil)
+	if len(b.progs) == 2 {
+		res, err = costOf(b.progs)
+		res.walked = "all"
+	}
+	for _, p := range b.progs {
+		p.Close()
+	}
+	b.cmd.Process.Signal(os.Interrupt)
+	b.cmd.Wait()
+	return res, err
+}
+
+func maxProgramID() (ebpf.ProgramID, error) {
+	var id ebpf.ProgramID
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if errors.Is(err, os.ErrNotExist) {
+			return id, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing BPF programs: %w", err)
+		}
+		id = next
+	}
+}
+
+// newProgramNamed finds a program loaded after the program with id after,
+// or returns nil.
+func newProgramNamed(name string, after ebpf.ProgramID) *ebpf.Program {
+	for id := after; ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return nil
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if info, err := p.Info(); err == nil && info.Name == name {
+			return p
+		}
+		p.Close()
+	}
+}
+
+type perfRun struct {
+	cmd *exec.Cmd
+	dir string
+}
+
+func startPerf() (*perfRun, error) {
+	dir, err := os.MkdirTemp("", "klockstat-bench-perf-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("perf", "lock", "record", "-a", "-o", filepath.Join(dir, "perf.data"))
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting perf (apt-get install linux-perf): %w", err)
+	}
+	time.Sleep(time.Second) // perf attaches to every CPU before it records
+	return &perfRun{cmd: cmd, dir: dir}, nil
+}
+
+func (p *perfRun) stop() (probeResult, error) {
+	p.cmd.Process.Signal(os.Interrupt)
+	p.cmd.Wait()
+	os.RemoveAll(p.dir)
+	return probeResult{nsPerEvent: math.NaN()}, nil
+}
+
+func printMachine(w io.Writer, o options) {
+	var u unix.Utsname
+	unix.Uname(&u)
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	fmt.Fprintf(w, "Machine: %s, %d CPUs, kernel %s. Command: `go run ./bench -workloads %s -duration %v -rounds %d -threads %d`.\n",
+		model, runtime.NumCPU(), unix.ByteSliceToString(u.Release[:]), strings.Join(o.workloads, ","), o.duration, o.rounds, o.threads)
+}
+
+// capacity shows the busiest workload's event rate with default maps, and
+// what a map too small for the capture does: losses counted, not hidden.
+func capacity(o options, spec *lockspec.Spec) error {
+	fmt.Printf("\n### Capacity\n\n")
+	fmt.Println("| maps | workload | events/s | waits | records | events lost |")
+	fmt.Println("| --- | --- | ---: | ---: | ---: | --- |")
+	for _, mapSize := range []uint32{65536, 64} {
+		for _, w := range o.workloads {
+			c, err := collector.Start(collector.Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: mapSize})
+			if err != nil {
+				return err
+			}
+			_, werr := runWorkload(o, w)
+			cp, err := c.Stop()
+			c.Close()
+			if werr != nil {
+				return werr
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| --map-size %d | %s | %.0f | %d | %d | %s |\n", mapSize, w, float64(cp.Meta.Events.Begin)/cp.Meta.Duration().Seconds(),
+				cp.Meta.Events.Waits, len(cp.Records), lostCell(lostByReason(cp.Meta)))
+		}
+	}
+	return nil
+}
