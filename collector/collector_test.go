@@ -201,22 +201,41 @@ func TestPIDFilterKeepsOnlyThatProcess(t *testing.T) {
 
 func TestCommFilterAndThreadNames(t *testing.T) {
 	testenv.RequireRoot(t)
-	cfg := defaultConfig(t)
-	cfg.Comm = "contend"
-	cfg.Spec = loadSpec(t, "rwsem:R", "rwsem:W")
-	cp := capture1(t, cfg, func() {
-		waitContend(t, startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "2s", "-name", "kls<b>"))
-	})
-	if len(cp.Records) == 0 {
-		t.Fatal("nothing captured for comm contend")
+	// A name of its own: other tests run contend at the same time.
+	workload := filepath.Join(t.TempDir(), "kls-commcheck")
+	if err := os.Link(testenv.Build(t, "./examples/contend"), workload); err != nil {
+		t.Fatal(err)
 	}
+	cfg := defaultConfig(t)
+	cfg.Comm = filepath.Base(workload)
+	cfg.Spec = loadSpec(t, "rwsem:R", "rwsem:W")
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := exec.Command(workload, "-lock", "mmap", "-threads", "4", "-duration", "2s", "-name", "kls<b>")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid = uint32(cmd.Process.Pid)
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var named int
 	for _, r := range cp.Records {
-		if !strings.HasPrefix(r.Comm, "kls<b>") {
-			t.Errorf("record of thread %q passed the comm filter", r.Comm)
+		// The filter is on the process: its main thread keeps the
+		// binary's name, the workers took the hostile one.
+		if r.PID != pid {
+			t.Errorf("record of %q (pid %d) passed the comm filter for pid %d", r.Comm, r.PID, pid)
+		}
+		if strings.HasPrefix(r.Comm, "kls<b>") {
+			named++
 		}
 		if r.Type != "rwsem:R" && r.Type != "rwsem:W" {
 			t.Errorf("record of type %s passed the type filter", r.Type)
 		}
+	}
+	if named == 0 {
+		t.Fatalf("no record of the workers named kls<b> among %d records", len(cp.Records))
 	}
 }
 
