@@ -465,9 +465,18 @@ func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 		return c
 	}
 	cached, walked := start("rawtp"), start("tracepoint")
-	cmd := exec.Command(workload, "-lock", "pipe,mmap,spin", "-threads", "4", "-duration", "2s")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	// Run until paths repeat, however slow the machine (the QEMU matrix
+	// emulates its CPUs): a path is learnt once per kernel stack offset.
+	cmd := exec.Command(workload, "-lock", "pipe,mmap,spin", "-threads", "4", "-duration", "60s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); cached.Events() < 20000 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	a, err := cached.Stop()
 	if err != nil {
