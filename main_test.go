@@ -210,8 +210,8 @@ func TestInterruptStillWritesOutputs(t *testing.T) {
 	if h := readCaptureFile(t, html); h.Meta.DurationNS != c.Meta.DurationNS {
 		t.Errorf("default HTML report holds a capture of %v, the JSON %v", h.Meta.Duration(), c.Meta.Duration())
 	}
-	if d := c.Meta.Duration(); d < time.Second || d > 20*time.Second {
-		t.Errorf("capture lasted %v, want it cut short by the signal after 1.5s", d)
+	if d := c.Meta.Duration(); d <= 0 || d >= 60*time.Second {
+		t.Errorf("capture lasted %v, want it cut short of its 60s by the signal", d)
 	}
 	if !strings.Contains(stdout.String(), "contention events") {
 		t.Errorf("no summary after SIGINT:\n%s", stdout)
