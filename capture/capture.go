@@ -17,24 +17,30 @@ type Capture struct {
 	Meta       Meta        `json:"meta"`
 	Records    []Record    `json:"records"`
 	Histograms []Histogram `json:"histograms"` // one per lock type that had waits, in spec order
+	// HoldHistograms has one histogram of hold times per lock type that had holds timed, in spec
+	// order; only the function-probe backends time holds.
+	HoldHistograms []Histogram `json:"hold_histograms"`
 }
 
 // Meta describes how, where and with which settings a capture was taken, and how healthy it was.
 type Meta struct {
-	Tool               string            `json:"tool"` // "klockstat"
-	ToolVersion        string            `json:"tool_version"`
-	Kernel             string            `json:"kernel"`       // uname -r
-	KernelBuild        string            `json:"kernel_build"` // uname -v
-	Arch               string            `json:"arch"`
-	Hostname           string            `json:"hostname"`
-	CPUModel           string            `json:"cpu_model"`
-	CPUs               int               `json:"cpus"`
-	Start              time.Time         `json:"start"`
-	DurationNS         int64             `json:"duration_ns"`
-	CommandLine        []string          `json:"command_line"` // klockstat's own argv
-	Workload           []string          `json:"workload"`     // the `-- COMMAND ARGS` run during capture, or empty
-	WorkloadExit       *int              `json:"workload_exit,omitempty"`
-	Probe              string            `json:"probe"` // backend name: "rawtp", "tracepoint", ...
+	Tool         string    `json:"tool"` // "klockstat"
+	ToolVersion  string    `json:"tool_version"`
+	Kernel       string    `json:"kernel"`       // uname -r
+	KernelBuild  string    `json:"kernel_build"` // uname -v
+	Arch         string    `json:"arch"`
+	Hostname     string    `json:"hostname"`
+	CPUModel     string    `json:"cpu_model"`
+	CPUs         int       `json:"cpus"`
+	Start        time.Time `json:"start"`
+	DurationNS   int64     `json:"duration_ns"`
+	CommandLine  []string  `json:"command_line"` // klockstat's own argv
+	Workload     []string  `json:"workload"`     // the `-- COMMAND ARGS` run during capture, or empty
+	WorkloadExit *int      `json:"workload_exit,omitempty"`
+	Probe        string    `json:"probe"` // backend name: "tp_btf", "rawtp", "tracepoint", "fentry", "kprobe"
+	// Acquire describes a capture of a function-probe backend (fentry, kprobe), which times whole
+	// acquire calls, fast path included, instead of waits; nil for the tracepoint backends.
+	Acquire            *Acquire          `json:"acquire,omitempty"`
 	StackDepth         int               `json:"stack_depth"`
 	Types              []string          `json:"types"`     // lock types captured
 	PIDs               []uint32          `json:"pids"`      // --pid filter (empty: all)
@@ -47,6 +53,37 @@ type Meta struct {
 	KallsymsRestricted bool              `json:"kallsyms_restricted"` // addresses could not be symbolized
 	AddressesHashed    bool              `json:"addresses_hashed"`    // kernel addresses replaced by ids (HashAddresses)
 	Warnings           []string          `json:"warnings"`
+}
+
+// Acquire says how a function-probe backend told contended acquires from uncontended ones, and what
+// it probed. Its records hold acquire times: Count, TotalNS, MinNS and MaxNS of a record count only
+// the acquires longer than ThresholdNS.
+type Acquire struct {
+	ThresholdNS uint64      `json:"threshold_ns"` // an acquire longer than this counts as contended
+	Calibration Calibration `json:"calibration"`  // how ThresholdNS was chosen
+	Uncontended uint64      `json:"uncontended"`  // acquires no longer than the threshold (not in the records)
+	Holds       uint64      `json:"holds"`        // holds timed, acquire return to release
+	Functions   []string    `json:"functions"`    // kernel functions probed, as the kernel names them
+	Skipped     []Skipped   `json:"skipped"`      // functions of the lock catalogue not probed, and why
+}
+
+// Calibration is the uncontended cost of an acquire under the probes, measured at start-up on the
+// capturing machine: Samples acquires that could not be contended, their median, 99th percentile
+// and maximum, and the threshold derived from them.
+type Calibration struct {
+	Method  string `json:"method"` // what was driven to take the samples
+	Samples int    `json:"samples"`
+	P50NS   uint64 `json:"p50_ns"`
+	P99NS   uint64 `json:"p99_ns"`
+	MaxNS   uint64 `json:"max_ns"`
+	Rule    string `json:"rule"` // how the threshold follows from the samples, e.g. "2 × p99"
+}
+
+// Skipped is a function of the lock catalogue that a function-probe backend did not probe.
+type Skipped struct {
+	Function string `json:"function"`
+	Type     string `json:"type"`   // the lock type listing it
+	Reason   string `json:"reason"` // e.g. "not in this kernel (/proc/kallsyms)"
 }
 
 // Events counts what the probes saw, so a reader can judge how complete the records are.
@@ -140,6 +177,20 @@ type Record struct {
 	InProgress uint64   `json:"in_progress"` // waits included here that had not ended when capture stopped
 	Caller     string   `json:"caller"`      // "function+0xoff", the first frame outside lock functions
 	Stack      []string `json:"stack"`       // "function+0xoff" innermost first; unknown frames as "0xffffffff81234567"
+	// Hold times, from the acquire's return to the release, of the acquires of this record's key,
+	// contended or not (Count may be 0); only the function-probe backends time holds.
+	HoldCount   uint64 `json:"hold_count,omitempty"`
+	HoldTotalNS uint64 `json:"hold_total_ns,omitempty"`
+	HoldMinNS   uint64 `json:"hold_min_ns,omitempty"`
+	HoldMaxNS   uint64 `json:"hold_max_ns,omitempty"`
+}
+
+// HoldMeanNS is the average hold; 0 when no hold was timed.
+func (r Record) HoldMeanNS() float64 {
+	if r.HoldCount == 0 {
+		return 0
+	}
+	return float64(r.HoldTotalNS) / float64(r.HoldCount)
 }
 
 // MeanNS is the average wait; 0 for an empty record.
@@ -158,6 +209,7 @@ func (c Capture) MarshalJSON() ([]byte, error) {
 	type plain Capture // drops the methods, so json.Marshal does not recurse into this one
 	c.Records = nonNil(c.Records)
 	c.Histograms = nonNil(c.Histograms)
+	c.HoldHistograms = nonNil(c.HoldHistograms)
 	return json.Marshal(plain(c))
 }
 
@@ -175,6 +227,14 @@ func (m Meta) MarshalJSON() ([]byte, error) {
 	m.Programs = nonNil(m.Programs)
 	m.Warnings = nonNil(m.Warnings)
 	return json.Marshal(plain(m))
+}
+
+// MarshalJSON implements json.Marshaler.
+func (a Acquire) MarshalJSON() ([]byte, error) {
+	type plain Acquire
+	a.Functions = nonNil(a.Functions)
+	a.Skipped = nonNil(a.Skipped)
+	return json.Marshal(plain(a))
 }
 
 // MarshalJSON implements json.Marshaler.

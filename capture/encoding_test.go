@@ -20,6 +20,10 @@ func testCapture(t testing.TB) *Capture {
 	}
 	mutex := Histogram{Type: "mutex"}
 	mutex.Add(40_000)
+	mutexHold := Histogram{Type: "mutex"}
+	for _, ns := range []uint64{700, 1500, 300} {
+		mutexHold.Add(ns)
+	}
 	c := &Capture{
 		Version: FormatVersion,
 		Meta: Meta{
@@ -29,7 +33,15 @@ func testCapture(t testing.TB) *Capture {
 			DurationNS:  10_000_000_000,
 			CommandLine: []string{"klockstat", "-o", "out.json", "--", "make", "-j8"},
 			Workload:    []string{"make", "-j8"}, WorkloadExit: &exit,
-			Probe: "rawtp", StackDepth: 16, Types: []string{"spinlock", "mutex"}, PIDs: []uint32{42, 4242}, Comm: "make",
+			Probe: "fentry",
+			Acquire: &Acquire{
+				ThresholdNS: 250,
+				Calibration: Calibration{Method: "uncontended pipe writes", Samples: 4096, P50NS: 80, P99NS: 125, MaxNS: 9000, Rule: "2 × p99"},
+				Uncontended: 123456, Holds: 3,
+				Functions: []string{"_raw_spin_lock", "mutex_lock"},
+				Skipped:   []Skipped{{Function: "mutex_lock_io", Type: "mutex", Reason: "not in this kernel"}},
+			},
+			StackDepth: 16, Types: []string{"spinlock", "mutex"}, PIDs: []uint32{42, 4242}, Comm: "make",
 			MapSizes:           map[string]uint32{"records": 16384, "stacks": 4096},
 			Events:             Events{Begin: 1000, End: 990, Waits: 985, InProgress: 1, Nested: 2, UnmatchedBegin: 3, UnmatchedEnd: 4},
 			Lost:               []Lost{{Reason: "aggregation map full", Count: 7}},
@@ -44,9 +56,14 @@ func testCapture(t testing.TB) *Capture {
 			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Comm: "make", PID: 42, TID: 42,
 				Count: 1, TotalNS: 480, MinNS: 480, MaxNS: 480, Caller: "tick_do_update_jiffies64+0x2f", Stack: []string{}},
 			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Comm: "make", PID: 42, TID: 42,
-				Count: 1, TotalNS: 40_000, MinNS: 40_000, MaxNS: 40_000, Caller: "", Stack: []string{"0xffffffff81000000"}},
+				Count: 1, TotalNS: 40_000, MinNS: 40_000, MaxNS: 40_000, Caller: "", Stack: []string{"0xffffffff81000000"},
+				HoldCount: 1, HoldTotalNS: 700, HoldMinNS: 700, HoldMaxNS: 700},
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Comm: "make", PID: 42, TID: 44,
+				Caller: "pipe_write+0x3c", Stack: []string{"pipe_write+0x3c"},
+				HoldCount: 2, HoldTotalNS: 1800, HoldMinNS: 300, HoldMaxNS: 1500},
 		},
-		Histograms: []Histogram{spin, mutex},
+		Histograms:     []Histogram{spin, mutex},
+		HoldHistograms: []Histogram{mutexHold},
 	}
 	c.Sort()
 	return c
@@ -149,7 +166,13 @@ func TestReadErrors(t *testing.T) {
 		{name: "empty bucket", change: func(c *Capture) { c.Histograms[1].Buckets[0].Count = 0; c.Histograms[1].Count = 0 }, want: "histogram 1 (\"mutex\"): bucket 0: count is 0"},
 		{name: "bucket sum", change: func(c *Capture) { c.Histograms[0].Count++ }, want: "count 6 != 5"},
 		{name: "duplicate histogram", change: func(c *Capture) { c.Histograms[1] = c.Histograms[0] }, want: `histogram 1: second histogram of lock type "spinlock"`},
-		{name: "zero count", change: func(c *Capture) { c.Records[2].Count = 0 }, want: "record 2: count is 0"},
+		{name: "zero count", change: func(c *Capture) { c.Records[2].Count = 0 }, want: "record 2: count and hold_count are 0"},
+		{name: "holds only but a wait time", change: func(c *Capture) { c.Records[3].MaxNS = 5 }, want: "record 3: no waits, but total_ns 0, min_ns 0, max_ns 5"},
+		{name: "hold total below hold max", change: func(c *Capture) { c.Records[3].HoldTotalNS = 10 }, want: "record 3: hold_total_ns 10 < hold_max_ns 1500"},
+		{name: "hold time without holds", change: func(c *Capture) { c.Records[0].HoldMaxNS = 10 }, want: "record 0: no holds, but hold_total_ns 0, hold_min_ns 0, hold_max_ns 10"},
+		{name: "hold min above hold max", change: func(c *Capture) { c.Records[3].HoldMinNS = 1600 }, want: "record 3: hold_min_ns 1600 > hold_max_ns 1500"},
+		{name: "holds without a hold histogram", change: func(c *Capture) { c.HoldHistograms = nil }, want: `record 1: lock type "mutex" has no hold histogram`},
+		{name: "hold histogram sum", change: func(c *Capture) { c.HoldHistograms[0].Count++ }, want: `hold histogram 0 ("mutex"): count 4 != 3`},
 		{name: "min above max", change: func(c *Capture) { c.Records[1].MinNS, c.Records[1].MaxNS = 5, 3 }, want: "record 1: min_ns 5 > max_ns 3"},
 		{name: "total below max", change: func(c *Capture) { c.Records[0].TotalNS = 10 }, want: "record 0: total_ns 10 < max_ns 1000000"},
 		{name: "in progress above count", change: func(c *Capture) { c.Records[2].InProgress = 2 }, want: "record 2: in_progress 2 > count 1"},

@@ -12,19 +12,24 @@ import (
 // Type, Caller, Name, Lock and Comm hold the value all merged records share, or the zero value where
 // they differ (a ByCaller group spanning several locks has no single Lock or Name).
 type Group struct {
-	Key        string   `json:"key"`
-	Type       string   `json:"type"`
-	Caller     string   `json:"caller"`
-	Name       string   `json:"name"`
-	Lock       Addr     `json:"lock"`
-	Comm       string   `json:"comm"`
-	Count      uint64   `json:"count"`
-	TotalNS    uint64   `json:"total_ns"`
-	MaxNS      uint64   `json:"max_ns"`
-	MinNS      uint64   `json:"min_ns"`
-	InProgress uint64   `json:"in_progress"`
-	Records    int      `json:"records"` // how many records merged
-	Stack      []string `json:"stack"`   // stack of the record with the largest TotalNS in the group; never nil
+	Key        string `json:"key"`
+	Type       string `json:"type"`
+	Caller     string `json:"caller"`
+	Name       string `json:"name"`
+	Lock       Addr   `json:"lock"`
+	Comm       string `json:"comm"`
+	Count      uint64 `json:"count"`
+	TotalNS    uint64 `json:"total_ns"`
+	MaxNS      uint64 `json:"max_ns"`
+	MinNS      uint64 `json:"min_ns"`
+	InProgress uint64 `json:"in_progress"`
+	// Hold times, summed like the waits; zero unless a function-probe backend timed holds.
+	HoldCount   uint64   `json:"hold_count,omitempty"`
+	HoldTotalNS uint64   `json:"hold_total_ns,omitempty"`
+	HoldMinNS   uint64   `json:"hold_min_ns,omitempty"`
+	HoldMaxNS   uint64   `json:"hold_max_ns,omitempty"`
+	Records     int      `json:"records"` // how many records merged
+	Stack       []string `json:"stack"`   // stack of the record with the largest TotalNS in the group; never nil
 }
 
 // MeanNS is the average wait; 0 for an empty group.
@@ -33,6 +38,14 @@ func (g Group) MeanNS() float64 {
 		return 0
 	}
 	return float64(g.TotalNS) / float64(g.Count)
+}
+
+// HoldMeanNS is the average hold; 0 when no hold was timed.
+func (g Group) HoldMeanNS() float64 {
+	if g.HoldCount == 0 {
+		return 0
+	}
+	return float64(g.HoldTotalNS) / float64(g.HoldCount)
 }
 
 // GroupBy merges records by a key function and returns groups sorted by TotalNS descending (ties:
@@ -49,6 +62,7 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 			groups = append(groups, Group{
 				Key: k, Type: r.Type, Caller: r.Caller, Name: r.Name, Lock: r.Lock, Comm: r.Comm,
 				Count: r.Count, TotalNS: r.TotalNS, MaxNS: r.MaxNS, MinNS: r.MinNS, InProgress: r.InProgress,
+				HoldCount: r.HoldCount, HoldTotalNS: r.HoldTotalNS, HoldMinNS: r.HoldMinNS, HoldMaxNS: r.HoldMaxNS,
 				Records: 1,
 			})
 			heaviest = append(heaviest, r)
@@ -63,8 +77,23 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 		g.Count += r.Count
 		g.TotalNS += r.TotalNS
 		g.MaxNS = max(g.MaxNS, r.MaxNS)
-		g.MinNS = min(g.MinNS, r.MinNS)
+		// A record without waits has no minimum wait to contribute.
+		switch {
+		case g.Count == r.Count: // the group had no waits before this record
+			g.MinNS = r.MinNS
+		case r.Count > 0:
+			g.MinNS = min(g.MinNS, r.MinNS)
+		}
 		g.InProgress += r.InProgress
+		g.HoldCount += r.HoldCount
+		switch {
+		case g.HoldCount == r.HoldCount:
+			g.HoldMinNS = r.HoldMinNS
+		case r.HoldCount > 0:
+			g.HoldMinNS = min(g.HoldMinNS, r.HoldMinNS)
+		}
+		g.HoldTotalNS += r.HoldTotalNS
+		g.HoldMaxNS = max(g.HoldMaxNS, r.HoldMaxNS)
 		g.Records++
 		if compareRecords(r, heaviest[i]) < 0 {
 			heaviest[i] = r

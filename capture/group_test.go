@@ -90,3 +90,23 @@ func TestSort(t *testing.T) {
 		t.Errorf("sorted\n got %+v\nwant %+v", c.Records, want)
 	}
 }
+
+func TestGroupByHolds(t *testing.T) {
+	records := []Record{
+		// Holds only: an acquire that never waited.
+		{Type: "mutex", Caller: "f", HoldCount: 3, HoldTotalNS: 600, HoldMinNS: 50, HoldMaxNS: 400},
+		{Type: "mutex", Caller: "f", Count: 2, TotalNS: 90, MinNS: 40, MaxNS: 50, HoldCount: 1, HoldTotalNS: 1000, HoldMinNS: 1000, HoldMaxNS: 1000},
+		{Type: "mutex", Caller: "f", Count: 1, TotalNS: 70, MinNS: 70, MaxNS: 70},
+	}
+	groups := GroupBy(records, ByCaller)
+	if len(groups) != 1 {
+		t.Fatalf("%d groups, want 1", len(groups))
+	}
+	g := groups[0]
+	if g.Count != 3 || g.TotalNS != 160 || g.MinNS != 40 || g.MaxNS != 70 {
+		t.Errorf("waits: count %d total %d min %d max %d, want 3, 160, 40 (a record without waits has no minimum), 70", g.Count, g.TotalNS, g.MinNS, g.MaxNS)
+	}
+	if g.HoldCount != 4 || g.HoldTotalNS != 1600 || g.HoldMinNS != 50 || g.HoldMaxNS != 1000 || g.HoldMeanNS() != 400 {
+		t.Errorf("holds: count %d total %d min %d max %d mean %v, want 4, 1600, 50, 1000, 400", g.HoldCount, g.HoldTotalNS, g.HoldMinNS, g.HoldMaxNS, g.HoldMeanNS())
+	}
+}

@@ -9,8 +9,9 @@ import (
 
 // Validate checks what the rest of klockstat relies on: the format version, a histogram of the current
 // layout whose bucket counts add up for every lock type, and records whose numbers are consistent
-// (count > 0, min <= max <= total, in_progress <= count) and whose type has a histogram. The error names
-// the offending element, e.g. "record 12: min_ns 5 > max_ns 3".
+// (count > 0 or hold_count > 0, min <= max <= total, in_progress <= count, the same for holds) and whose
+// type has a histogram of waits if they have waits, of holds if they have holds. The error names the
+// offending element, e.g. "record 12: min_ns 5 > max_ns 3".
 func (c *Capture) Validate() error {
 	if c.Version != FormatVersion {
 		return fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, c.Version, FormatVersion)
@@ -18,25 +19,41 @@ func (c *Capture) Validate() error {
 	if err := c.Meta.validate(); err != nil {
 		return fmt.Errorf("meta: %w", err)
 	}
-	types := make(map[string]bool, len(c.Histograms))
-	for i, h := range c.Histograms {
-		if err := h.validate(); err != nil {
-			return fmt.Errorf("histogram %d (%q): %w", i, h.Type, err)
-		}
-		if types[h.Type] {
-			return fmt.Errorf("histogram %d: second histogram of lock type %q", i, h.Type)
-		}
-		types[h.Type] = true
+	types, err := histogramTypes("histogram", c.Histograms)
+	if err != nil {
+		return err
+	}
+	holdTypes, err := histogramTypes("hold histogram", c.HoldHistograms)
+	if err != nil {
+		return err
 	}
 	for i, r := range c.Records {
 		if err := r.validate(); err != nil {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
-		if !types[r.Type] {
+		if r.Count > 0 && !types[r.Type] {
 			return fmt.Errorf("record %d: lock type %q has no histogram", i, r.Type)
+		}
+		if r.HoldCount > 0 && !holdTypes[r.Type] {
+			return fmt.Errorf("record %d: lock type %q has no hold histogram", i, r.Type)
 		}
 	}
 	return nil
+}
+
+// histogramTypes validates histograms, at most one per lock type, and returns their types.
+func histogramTypes(what string, hists []Histogram) (map[string]bool, error) {
+	types := make(map[string]bool, len(hists))
+	for i, h := range hists {
+		if err := h.validate(); err != nil {
+			return nil, fmt.Errorf("%s %d (%q): %w", what, i, h.Type, err)
+		}
+		if types[h.Type] {
+			return nil, fmt.Errorf("%s %d: second %s of lock type %q", what, i, what, h.Type)
+		}
+		types[h.Type] = true
+	}
+	return types, nil
 }
 
 func (m Meta) validate() error {
@@ -65,8 +82,16 @@ func (r Record) validate() error {
 		return err
 	}
 	switch {
-	case r.Count == 0:
-		return errors.New("count is 0")
+	case r.Count == 0 && r.HoldCount == 0:
+		return errors.New("count and hold_count are 0")
+	case r.Count == 0 && (r.TotalNS != 0 || r.MinNS != 0 || r.MaxNS != 0 || r.InProgress != 0):
+		return fmt.Errorf("no waits, but total_ns %d, min_ns %d, max_ns %d, in_progress %d", r.TotalNS, r.MinNS, r.MaxNS, r.InProgress)
+	case r.HoldCount == 0 && (r.HoldTotalNS != 0 || r.HoldMinNS != 0 || r.HoldMaxNS != 0):
+		return fmt.Errorf("no holds, but hold_total_ns %d, hold_min_ns %d, hold_max_ns %d", r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS)
+	case r.HoldMinNS > r.HoldMaxNS:
+		return fmt.Errorf("hold_min_ns %d > hold_max_ns %d", r.HoldMinNS, r.HoldMaxNS)
+	case r.HoldTotalNS < r.HoldMaxNS:
+		return fmt.Errorf("hold_total_ns %d < hold_max_ns %d", r.HoldTotalNS, r.HoldMaxNS)
 	case r.MinNS > r.MaxNS:
 		return fmt.Errorf("min_ns %d > max_ns %d", r.MinNS, r.MaxNS)
 	case r.TotalNS < r.MaxNS:

@@ -8,6 +8,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/lockspec"
 )
 
 // A Backend attaches the BPF programs to one kind of kernel hook. All
@@ -15,13 +18,55 @@ import (
 type Backend interface {
 	// Name is the --probe value that selects the backend.
 	Name() string
-	// Programs names the programs of the BPF object the backend needs,
+	// Programs names the programs of the BPF object loaded with its maps,
 	// the one that sees a wait begin first; the others are not loaded.
 	Programs() []string
 	// StackLayout says how kernel stacks look from the backend's programs.
 	StackLayout() StackLayout
-	// Attach attaches the loaded programs, keyed by name.
-	Attach(progs map[string]*ebpf.Program) ([]link.Link, error)
+	// Detect attaches a program that does nothing to the backend's hook:
+	// nil if that works, an *UnavailableError if the kernel lacks the
+	// hook, another error if the check itself failed.
+	Detect(k *kernel, spec *lockspec.Spec) error
+	// Attach attaches the loaded object's programs, or copies of them it
+	// loads itself.
+	Attach(obj *object) (*attachment, error)
+}
+
+// object is the BPF object as loaded for a backend.
+type object struct {
+	spec   *ebpf.CollectionSpec // as configured, with every program
+	coll   *ebpf.Collection     // the maps and the backend's Programs
+	kernel *kernel
+	locks  *lockspec.Spec
+}
+
+// attachment is what a backend attached.
+type attachment struct {
+	links  []link.Link
+	probes []probe
+	// acquire describes what a function-probe backend probed; nil for
+	// tracepoints.
+	acquire  *capture.Acquire
+	warnings []string
+}
+
+// probe is one loaded program whose run-time statistics go in the capture.
+type probe struct {
+	name   string
+	prog   *ebpf.Program
+	begins bool // sees waits (or acquires) begin: a run the kernel skipped loses one
+	owned  bool // loaded by the backend, not part of the collection
+}
+
+func (a *attachment) close() {
+	closeLinks(a.links)
+	a.links = nil
+	for _, p := range a.probes {
+		if p.owned {
+			p.prog.Close()
+		}
+	}
+	a.probes = nil
 }
 
 // StackLayout describes kernel stacks as a backend's programs see them.
@@ -35,11 +80,17 @@ type StackLayout struct {
 	// can be recognised from the raw stack above it instead of walked
 	// again.
 	ContextOnStack bool
+	// Lead is how many of the first frames after Skip may be the first
+	// above the context, on one kernel or another; the programs try each.
+	// 1 when Skip is exact.
+	Lead uint32
 }
 
-// Backends lists every backend in the order "auto" tries them.
+// Backends lists every backend in the order "auto" tries them: the
+// contention tracepoints where the kernel has them (5.19+), cheapest hook
+// first, else the lock functions themselves.
 func Backends() []Backend {
-	return []Backend{rawTracepoint{}, perfTracepoint{}}
+	return []Backend{btfTracepoint{}, rawTracepoint{}, perfTracepoint{}, fentryBackend, kprobeBackend}
 }
 
 // BackendNames lists the valid --probe values.
@@ -60,8 +111,60 @@ func backendByName(name string) (Backend, error) {
 	return nil, fmt.Errorf("unknown probe backend %q (want one of %v)", name, BackendNames())
 }
 
+// tracepointProbes lists a tracepoint backend's loaded programs.
+func tracepointProbes(coll *ebpf.Collection, names []string) []probe {
+	probes := make([]probe, len(names))
+	for i, name := range names {
+		probes[i] = probe{name: name, prog: coll.Programs[name], begins: i == 0}
+	}
+	return probes
+}
+
+// btfTracepoint attaches BTF-enabled raw tracepoints (tp_btf, Linux 5.5+)
+// to lock:contention_begin/end: raw tracepoints whose programs the verifier
+// checks against the tracepoint's typed arguments.
+type btfTracepoint struct{}
+
+func (btfTracepoint) Name() string { return "tp_btf" }
+
+func (btfTracepoint) Programs() []string {
+	return []string{"btf_contention_begin", "btf_contention_end"}
+}
+
+// As for raw tracepoints, bpf_trace_runN calls the program with its
+// argument array, on the probed thread's stack.
+func (btfTracepoint) StackLayout() StackLayout { return rawTracepoint{}.StackLayout() }
+
+func (b btfTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
+	if u := noContentionTracepoint(k, b.Name()); u != nil {
+		return u
+	}
+	return detectHook(ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: contentionTracepoint},
+		func(p *ebpf.Program) (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: p}) },
+		func(err error) *UnavailableError {
+			switch {
+			case errors.Is(err, ebpf.ErrNotSupported):
+				return &UnavailableError{Backend: b.Name(), Missing: "BTF-enabled tracepoints unavailable: they need Linux 5.5 or later with BTF (CONFIG_DEBUG_INFO_BTF)", Err: err}
+			case refused(err):
+				return &UnavailableError{Backend: b.Name(), Missing: "BTF-enabled tracepoints refused by the kernel although klockstat runs with CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON", Err: err}
+			}
+			return nil
+		})
+}
+
+func (b btfTracepoint) Attach(obj *object) (*attachment, error) {
+	names := b.Programs()
+	links, err := attachEach([]string{"contention_begin", "contention_end"}, func(i int, _ string) (link.Link, error) {
+		return link.AttachTracing(link.TracingOptions{Program: obj.coll.Programs[names[i]]})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &attachment{links: links, probes: tracepointProbes(obj.coll, names)}, nil
+}
+
 // rawTracepoint attaches to the lock:contention_begin/end raw tracepoints
-// (Linux 5.19+): no perf event and no tracefs, the cheapest hook.
+// (Linux 5.19+): no perf event and no tracefs.
 type rawTracepoint struct{}
 
 func (rawTracepoint) Name() string { return "rawtp" }
@@ -74,16 +177,37 @@ func (rawTracepoint) Programs() []string {
 // __bpf_trace_* follow on some kernels only. The context is bpf_trace_runN's
 // argument array, on the probed thread's stack.
 func (rawTracepoint) StackLayout() StackLayout {
-	return StackLayout{Skip: 2, ContextOnStack: true}
+	return StackLayout{Skip: 2, ContextOnStack: true, Lead: 1}
 }
 
-func (rawTracepoint) Attach(progs map[string]*ebpf.Program) ([]link.Link, error) {
-	return attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
-		return link.AttachRawTracepoint(link.RawTracepointOptions{
-			Name:    event,
-			Program: progs[rawTracepoint{}.Programs()[i]],
+func (b rawTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
+	if u := noContentionTracepoint(k, b.Name()); u != nil {
+		return u
+	}
+	return detectHook(ebpf.ProgramSpec{Type: ebpf.RawTracepoint},
+		func(p *ebpf.Program) (link.Link, error) {
+			return link.AttachRawTracepoint(link.RawTracepointOptions{Name: contentionTracepoint, Program: p})
+		},
+		func(err error) *UnavailableError {
+			switch {
+			case errors.Is(err, ebpf.ErrNotSupported):
+				return &UnavailableError{Backend: b.Name(), Missing: "raw tracepoints unavailable: they need Linux 4.17 or later", Err: err}
+			case refused(err):
+				return &UnavailableError{Backend: b.Name(), Missing: "raw tracepoints refused by the kernel although klockstat runs with CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON", Err: err}
+			}
+			return nil
 		})
+}
+
+func (b rawTracepoint) Attach(obj *object) (*attachment, error) {
+	names := b.Programs()
+	links, err := attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: obj.coll.Programs[names[i]]})
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &attachment{links: links, probes: tracepointProbes(obj.coll, names)}, nil
 }
 
 // perfTracepoint attaches through perf events to the lock:contention_*
@@ -99,15 +223,40 @@ func (perfTracepoint) Programs() []string {
 
 // Perf events unwind from the tracepoint's caller; the context is the perf
 // event's record buffer.
-func (perfTracepoint) StackLayout() StackLayout { return StackLayout{} }
+func (perfTracepoint) StackLayout() StackLayout { return StackLayout{Lead: 1} }
 
-func (perfTracepoint) Attach(progs map[string]*ebpf.Program) ([]link.Link, error) {
+func (b perfTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
+	if err := mountTracefs(); err != nil {
+		return err
+	}
+	if u := noContentionTracepoint(k, b.Name()); u != nil {
+		return u
+	}
+	return detectHook(ebpf.ProgramSpec{Type: ebpf.TracePoint},
+		func(p *ebpf.Program) (link.Link, error) { return link.Tracepoint("lock", contentionTracepoint, p, nil) },
+		func(err error) *UnavailableError {
+			switch {
+			case errors.Is(err, ebpf.ErrNotSupported):
+				return &UnavailableError{Backend: b.Name(), Missing: "perf-event tracepoints unavailable: they need CONFIG_PERF_EVENTS and CONFIG_BPF_EVENTS", Err: err}
+			case refused(err):
+				return &UnavailableError{Backend: b.Name(), Missing: "perf-event tracepoints refused by the kernel although klockstat runs with CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON", Err: err}
+			}
+			return nil
+		})
+}
+
+func (b perfTracepoint) Attach(obj *object) (*attachment, error) {
 	if err := mountTracefs(); err != nil {
 		return nil, err
 	}
-	return attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
-		return link.Tracepoint("lock", event, progs[perfTracepoint{}.Programs()[i]], nil)
+	names := b.Programs()
+	links, err := attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
+		return link.Tracepoint("lock", event, obj.coll.Programs[names[i]], nil)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &attachment{links: links, probes: tracepointProbes(obj.coll, names)}, nil
 }
 
 // attachEach attaches one link per event and closes them all if one fails.
@@ -134,7 +283,7 @@ const tracefsPath = "/sys/kernel/tracing"
 
 // mountTracefs mounts tracefs where the kernel expects it unless some tracefs
 // is mounted already. Boot does not always mount it, and perf-event
-// tracepoints are looked up there.
+// tracepoints and tracefs kprobes are created there.
 func mountTracefs() error {
 	if _, err := os.Stat(tracefsPath + "/events"); err == nil {
 		return nil

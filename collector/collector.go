@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
@@ -40,6 +39,10 @@ type Config struct {
 	MapSize    uint32         // entries of the aggregation, stack and per-thread maps
 	PIDs       []uint32       // capture only these processes (tgids); empty: all
 	Comm       string         // capture only processes whose main thread has this name
+	// Log receives the warnings of Start as they arise (a lock function
+	// skipped, a backend that failed before another one worked), one per
+	// line; nil is os.Stderr. The capture's warnings repeat them.
+	Log io.Writer
 }
 
 // Validate reports the first problem with the configuration, before any
@@ -70,14 +73,17 @@ type Collector struct {
 	cfg      Config
 	backend  Backend
 	coll     *ebpf.Collection
-	links    []link.Link
+	att      *attachment
 	stats    io.Closer // keeps kernel.bpf_stats_enabled on while open
 	start    time.Time
 	warnings []string
 }
 
 // Start loads the BPF programs, attaches them with the configured backend
-// (or the first that works, for "auto") and starts counting.
+// (or the first that works, for "auto") and starts counting. When no
+// backend can attach, the error says what the kernel lacks for each, and
+// which --probe values work; errors.Is(err, ErrUnavailable) tells a kernel
+// without the hooks from a failure.
 func Start(cfg Config) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -98,36 +104,105 @@ func Start(cfg Config) (*Collector, error) {
 	// them on only while this descriptor is open, so a crash cannot leave
 	// the sysctl set behind.
 	if c.stats, err = ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err != nil {
-		c.warnings = append(c.warnings, fmt.Sprintf("probe cost not measured: enabling BPF run-time stats: %v", err))
+		c.warn("probe cost not measured: enabling BPF run-time stats: %v", err)
 	}
 
+	k := &kernel{}
 	candidates := Backends()
 	if cfg.Probe != "auto" {
 		b, _ := backendByName(cfg.Probe)
 		candidates = []Backend{b}
 	}
-	var errs []error
+	var failed []backendError
 	for _, b := range candidates {
-		coll, links, err := loadAndAttach(spec, b)
+		err := b.Detect(k, cfg.Spec)
 		if err == nil {
-			c.backend, c.coll, c.links = b, coll, links
+			err = c.load(spec, b, k)
+		}
+		if err == nil {
 			break
 		}
 		if errors.Is(err, ErrPermission) {
 			c.Close()
 			return nil, err
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", b.Name(), err))
+		failed = append(failed, backendError{b.Name(), err})
 	}
 	if c.backend == nil {
 		c.Close()
-		return nil, fmt.Errorf("no probe backend could attach: %w", errors.Join(errs...))
+		return nil, noBackend(cfg, k, failed)
 	}
-	for _, err := range errs {
-		c.warnings = append(c.warnings, fmt.Sprintf("backend %v; using %s", err, c.backend.Name()))
+	for _, f := range failed {
+		c.warn("backend %v; using %s", f, c.backend.Name())
+	}
+	for _, w := range c.att.warnings {
+		c.warn("%s", w)
+	}
+	if c.att.acquire != nil {
+		if err := c.calibrate(); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	c.start = time.Now()
 	return c, nil
+}
+
+func (c *Collector) warn(format string, args ...any) {
+	w := fmt.Sprintf(format, args...)
+	c.warnings = append(c.warnings, w)
+	log := c.cfg.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	fmt.Fprintf(log, "klockstat: warning: %s\n", w)
+}
+
+// backendError is why one backend could not be used.
+type backendError struct {
+	backend string
+	err     error
+}
+
+func (e backendError) Error() string { return e.backend + ": " + e.err.Error() }
+func (e backendError) Unwrap() error { return e.err }
+
+// noBackendError is why each backend "auto" tried could not attach.
+type noBackendError []backendError
+
+func (e noBackendError) Error() string {
+	reasons := make([]string, len(e))
+	for i, f := range e {
+		reasons[i] = f.Error()
+	}
+	return "no probe backend works on this kernel: " + strings.Join(reasons, "; ")
+}
+
+func (e noBackendError) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, f := range e {
+		errs[i] = f
+	}
+	return errs
+}
+
+// noBackend explains why no backend could attach: what each tried lacks,
+// and which --probe values work on this kernel.
+func noBackend(cfg Config, k *kernel, failed []backendError) error {
+	if cfg.Probe == "auto" {
+		return noBackendError(failed)
+	}
+	var work []string
+	for _, b := range Backends() {
+		if b.Name() != cfg.Probe && b.Detect(k, cfg.Spec) == nil {
+			work = append(work, b.Name())
+		}
+	}
+	alternatives := "no other --probe value works on this kernel either"
+	if len(work) > 0 {
+		alternatives = fmt.Sprintf("--probe values that work on this kernel: %s (auto picks %s)", strings.Join(work, ", "), work[0])
+	}
+	return fmt.Errorf("--probe %w; %s", failed[0], alternatives)
 }
 
 // configure writes the run-time options into the object before it is loaded.
@@ -152,11 +227,13 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		}
 	}
 
-	spec.Maps["aggregate"].MaxEntries = cfg.MapSize
-	spec.Maps["thread_waits"].MaxEntries = cfg.MapSize
-	spec.Maps["stacks"].MaxEntries = cfg.MapSize
+	for _, name := range []string{"aggregate", "thread_waits", "stacks", "holds", "hold_aggregate"} {
+		spec.Maps[name].MaxEntries = cfg.MapSize
+	}
 	spec.Maps["stacks"].ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
-	spec.Maps["histogram"].MaxEntries = uint32(len(cfg.Spec.Types) * histBuckets)
+	for _, name := range []string{"histogram", "hold_histogram"} {
+		spec.Maps[name].MaxEntries = uint32(len(cfg.Spec.Types) * histBuckets)
+	}
 	pids := spec.Maps["pid_filter"]
 	pids.MaxEntries = uint32(max(len(cfg.PIDs), 1))
 	for _, pid := range cfg.PIDs {
@@ -176,44 +253,63 @@ func setVariable(spec *ebpf.CollectionSpec, name string, value any) error {
 	return nil
 }
 
-// loadAndAttach loads only the backend's programs (a program for a hook the
-// kernel lacks would fail to load) and attaches them.
-func loadAndAttach(spec *ebpf.CollectionSpec, b Backend) (*ebpf.Collection, []link.Link, error) {
-	spec = spec.Copy()
+// load loads the object for a backend, only the programs it needs (a
+// program for a hook the kernel lacks would fail to load), and attaches it.
+func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) error {
+	spec := configured.Copy()
 	layout := b.StackLayout()
-	if err := setVariable(spec, "stack_skip", layout.Skip); err != nil {
-		return nil, nil, err
+	fb, functions := b.(functionBackend)
+	vars := []struct {
+		name  string
+		value any
+	}{
+		{"stack_skip", layout.Skip},
+		{"ctx_on_stack", layout.ContextOnStack},
+		{"lead_frames", layout.Lead},
+		{"fn_cookie", functions && fb.cookies()},
 	}
-	if err := setVariable(spec, "ctx_on_stack", layout.ContextOnStack); err != nil {
-		return nil, nil, err
+	for _, v := range vars {
+		if err := setVariable(spec, v.name, v.value); err != nil {
+			return err
+		}
 	}
+	if !functions {
+		// Only the function probes time holds and calibrate.
+		for _, name := range []string{"holds", "hold_aggregate", "hold_histogram", "calib_samples"} {
+			spec.Maps[name].MaxEntries = 1
+		}
+	}
+	loaded := spec.Copy()
 	keep := map[string]bool{}
 	for _, name := range b.Programs() {
 		keep[name] = true
 	}
-	for name := range spec.Programs {
+	for name := range loaded.Programs {
 		if !keep[name] {
-			delete(spec.Programs, name)
+			delete(loaded.Programs, name)
 		}
 	}
-	coll, err := ebpf.NewCollection(spec)
+	coll, err := ebpf.NewCollection(loaded)
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, nil, fmt.Errorf("loading BPF programs: %+v", ve)
+			return fmt.Errorf("loading BPF programs: %+v", ve)
 		}
-		return nil, nil, permissionError(fmt.Errorf("loading BPF programs: %w", err))
+		return permissionError(fmt.Errorf("loading BPF programs: %w", err))
 	}
-	links, err := b.Attach(coll.Programs)
+	att, err := b.Attach(&object{spec: spec, coll: coll, kernel: k, locks: c.cfg.Spec})
 	if err != nil {
 		coll.Close()
-		return nil, nil, permissionError(err)
+		return permissionError(err)
 	}
-	return coll, links, nil
+	c.backend, c.coll, c.att = b, coll, att
+	return nil
 }
 
+// permissionError marks a refusal as missing privileges, unless klockstat
+// has them all: then the kernel refused for another reason.
 func permissionError(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+	if (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) && !privileged() {
 		return fmt.Errorf("%w (%v)", ErrPermission, err)
 	}
 	return err
@@ -234,8 +330,9 @@ func (c *Collector) Events() uint64 {
 
 // Close detaches and frees everything. It is safe to call more than once.
 func (c *Collector) Close() error {
-	closeLinks(c.links)
-	c.links = nil
+	if c.att != nil {
+		c.att.close()
+	}
 	if c.coll != nil {
 		c.coll.Close()
 		c.coll = nil

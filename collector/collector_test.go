@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,15 @@ func capture1(t *testing.T, cfg Config, during func()) *capture.Capture {
 }
 
 func defaultConfig(t *testing.T) Config {
-	return Config{Spec: loadSpec(t), Probe: "auto", StackDepth: 16, MapSize: 16384}
+	return Config{Spec: loadSpec(t), Probe: "auto", StackDepth: 16, MapSize: 16384, Log: testLog{t}}
+}
+
+// testLog sends what the collector logs to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
 
 func hasFrame(stack []string, funcs ...string) bool {
@@ -104,8 +113,8 @@ func TestCaptureMmapLockContention(t *testing.T) {
 		waitContend(t, cmd)
 	})
 
-	if cp.Meta.Probe != "rawtp" {
-		t.Errorf("auto picked backend %q, want rawtp on this kernel", cp.Meta.Probe)
+	if want := firstClaimed(t); cp.Meta.Probe != want {
+		t.Errorf("auto picked backend %q, want %s, the first this kernel claims", cp.Meta.Probe, want)
 	}
 	var mmapWaits uint64
 	for _, r := range cp.Records {
@@ -439,7 +448,7 @@ func TestConfigValidate(t *testing.T) {
 
 func ExampleBackendNames() {
 	fmt.Println(BackendNames())
-	// Output: [auto rawtp tracepoint]
+	// Output: [auto tp_btf rawtp tracepoint fentry kprobe]
 }
 
 // TestKnownPathsAttributeLikeFullWalks runs the raw-tracepoint backend,
@@ -448,15 +457,11 @@ func ExampleBackendNames() {
 // caller) must get the same number of waits from both.
 func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir := t.TempDir()
-	workload := filepath.Join(dir, "kls-pathcheck")
-	if err := os.Link(testenv.Build(t, "./examples/contend"), workload); err != nil {
-		t.Fatal(err)
-	}
+	w := startWorkload(t, "-lock", "pipe,mmap,spin", "-threads", "4")
 	start := func(probe string) *Collector {
 		cfg := defaultConfig(t)
 		cfg.Probe = probe
-		cfg.Comm = filepath.Base(workload)
+		cfg.PIDs = []uint32{w.pid}
 		c, err := Start(cfg)
 		if err != nil {
 			t.Fatalf("starting the %s collector: %v", probe, err)
@@ -465,19 +470,9 @@ func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 		return c
 	}
 	cached, walked := start("rawtp"), start("tracepoint")
-	// Run until paths repeat, however slow the machine (the QEMU matrix
-	// emulates its CPUs): a path is learnt once per kernel stack offset.
-	cmd := exec.Command(workload, "-lock", "pipe,mmap,spin", "-threads", "4", "-duration", "60s")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); cached.Events() < 20000 && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-	}
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%v: %v", cmd.Args, err)
-	}
+	w.run(t)
+	// Paths repeat, and are recognised, only after a few hundred waits.
+	w.stopWhen(t, cached, 300)
 	a, err := cached.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -493,7 +488,78 @@ func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 		t.Fatalf("perf-event backend claims %d recognised paths without a stack context", b.Meta.Stacks.Known)
 	}
 	t.Logf("rawtp stacks %+v, tracepoint stacks %+v", a.Meta.Stacks, b.Meta.Stacks)
+	compareCallers(t, "rawtp", a, "tracepoint", b)
+}
 
+// workload is contend, started paused by startWorkload. Filters name it by
+// its pid, known before it runs (a shell that waits, then execs contend in
+// its place): contend's workers may run on, and rename, its main thread,
+// so its process name cannot be relied on.
+type workload struct {
+	cmd   *exec.Cmd
+	pid   uint32
+	stdin io.WriteCloser
+	out   bytes.Buffer
+}
+
+// startWorkload starts contend paused, to run for a minute at most once
+// run is called; stopWhen ends it.
+func startWorkload(t *testing.T, args ...string) *workload {
+	t.Helper()
+	args = append([]string{"-c", `read go && exec "$0" "$@"`, testenv.Build(t, "./examples/contend")}, args...)
+	w := &workload{cmd: exec.Command("/bin/sh", append(args, "-duration", time.Minute.String())...)}
+	var err error
+	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.out
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.pid = uint32(w.cmd.Process.Pid)
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		w.cmd.Wait()
+	})
+	return w
+}
+
+func (w *workload) run(t *testing.T) {
+	t.Helper()
+	if _, err := w.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatalf("starting contend: %v", err)
+	}
+	w.stdin.Close()
+}
+
+// stopWhen lets the workload run for at least two seconds, and on until c
+// has seen events contention events (or its minute is up): under emulation
+// (the kernel matrix) contention comes far more slowly than on hardware.
+func (w *workload) stopWhen(t *testing.T, c *Collector, events uint64) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- w.cmd.Wait() }()
+	wait := func(err error) {
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", w.cmd.Args, err, w.out.String())
+		}
+	}
+	for start := time.Now(); time.Since(start) < 2*time.Second || c.Events() < events; {
+		select {
+		case err := <-done: // its minute is up, or it failed
+			wait(err)
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	w.cmd.Process.Signal(os.Interrupt)
+	wait(<-done)
+}
+
+// compareCallers requires two captures of the same events to count the
+// same waits for every (type, caller).
+func compareCallers(t *testing.T, nameA string, a *capture.Capture, nameB string, b *capture.Capture) {
+	t.Helper()
 	counts := func(c *capture.Capture) map[string]uint64 {
 		m := map[string]uint64{}
 		for _, g := range capture.GroupBy(c.Records, capture.ByCaller) {
@@ -510,12 +576,12 @@ func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 		// Both see the same events; a begin dropped for recursion by one
 		// collector alone is the only allowed difference.
 		if diff > 2+nb/200 {
-			t.Errorf("%s: %d waits with recognised paths, %d with full walks", key, na, nb)
+			t.Errorf("%s: %d waits by %s, %d by %s", key, na, nameA, nb, nameB)
 		}
 	}
 	for key, na := range ca {
 		if _, ok := cb[key]; !ok && na > 2 {
-			t.Errorf("%s: %d waits with recognised paths, none with full walks", key, na)
+			t.Errorf("%s: %d waits by %s, none by %s", key, na, nameA, nameB)
 		}
 	}
 	if total == 0 {

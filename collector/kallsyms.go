@@ -209,6 +209,19 @@ func LoadKallsyms() (*Kallsyms, error) {
 // be resolved.
 func (k *Kallsyms) Restricted() bool { return k.restricted }
 
+// TextNames returns the names of every function of vmlinux and the modules,
+// BPF programs aside. Names are listed even where kptr_restrict hides the
+// addresses.
+func (k *Kallsyms) TextNames() map[string]bool {
+	names := make(map[string]bool)
+	for _, s := range k.syms {
+		if isTextType(s.Type) && s.Module != "bpf" {
+			names[s.Name] = true
+		}
+	}
+	return names
+}
+
 // Len returns the number of symbols in the table.
 func (k *Kallsyms) Len() int { return len(k.syms) }
 

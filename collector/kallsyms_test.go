@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -489,4 +490,22 @@ func FuzzParseKallsyms(f *testing.F) {
 			t.Fatalf("Len() = %d, have %d symbols", k.Len(), len(k.syms))
 		}
 	})
+}
+
+func TestKallsymsTextNames(t *testing.T) {
+	want := []string{"srso_alias_untrain_ret", "_stext", "_text", "__pfx_local_fn", "local_fn", "global_alias",
+		"__pfx_vm_mmap_pgoff", "vm_mmap_pgoff", "__pfx_weak_fn", "weak_fn", "_etext", "_sinittext", "start_kernel",
+		"_einittext", "__pfx_mod_fn", "mod_fn", "mod_exported"}
+	restricted := regexp.MustCompile(`(?m)^[0-9a-f]+ `).ReplaceAllString(kallsymsFixture, "0000000000000000 ")
+	for name, input := range map[string]string{"readable": kallsymsFixture, "restricted": restricted} {
+		got := mustParse(t, input).TextNames()
+		if len(got) != len(want) {
+			t.Errorf("%s: %d names, want %d: %v", name, len(got), len(want), got)
+		}
+		for _, fn := range want {
+			if !got[fn] {
+				t.Errorf("%s: %s missing", name, fn)
+			}
+		}
+	}
 }

@@ -3,7 +3,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * klockstat's kernel side: pair lock:contention_begin/end per thread and
- * aggregate the waits in maps that user space reads once, at the end.
+ * aggregate the waits in maps that user space reads once, at the end. Where
+ * the tracepoints are missing, time the acquire functions of locks.json
+ * instead (fentry/fexit or kprobe/kretprobe), and their hold time.
  *
  * The programs run inside lock slow paths, so they take no locks of their own
  * on the steady-state path: spinning waits live in a per-CPU stack (a spinning
@@ -36,6 +38,11 @@ const volatile __u32 stack_skip = 0;
  * (raw tracepoints: bpf_trace_runN's argument array), so the raw stack
  * above it can be read to recognise a path. */
 const volatile bool ctx_on_stack = false;
+/* How many first frames of a walk to try as the first above the context. */
+const volatile __u32 lead_frames = 1;
+/* Function probes read their FN_* value from the BPF cookie (else from a
+ * patched constant, see fn_info). */
+const volatile bool fn_cookie = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_comm = false;
 const volatile char comm_filter[16] = {};
@@ -118,9 +125,50 @@ struct {
 	__uint(max_entries, 1); /* resized to the number of --pid values */
 } pid_filter SEC(".maps");
 
+/* Function probes: the threshold and the calibration state. An array, not
+ * a global, so that user space can write it on kernels without mmapable
+ * maps (before 5.5). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct fn_control);
+	__uint(max_entries, 1);
+} control SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, CALIB_SAMPLES);
+} calib_samples SEC(".maps");
+
+/* Locks held now, by thread: when each acquire returned. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct hold_key);
+	__type(value, struct hold_slot);
+	__uint(max_entries, 16384); /* resized by the loader */
+} holds SEC(".maps");
+
+/* Hold times, keyed like the waits of the same acquire. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct wait_key);
+	__type(value, struct wait_stats);
+	__uint(max_entries, 16384); /* resized by the loader */
+} hold_aggregate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, MAX_TYPES * HIST_BUCKETS); /* resized to the types in use */
+} hold_histogram SEC(".maps");
+
 /* Force BTF for the types bpf2go generates Go code for. */
 const enum counter unused_counter __attribute__((unused));
 const enum lock_name unused_lock_name __attribute__((unused));
+const enum fn_info unused_fn_info __attribute__((unused));
 
 static __always_inline void count(__u32 which, __u64 n)
 {
@@ -211,17 +259,18 @@ struct learn {
 	struct path *path;
 	const struct scratch *sc;
 	__u32 nips, nwords;
+	__u32 first; /* index of the first walked frame found in the window */
 };
 
 static long learn_word(__u64 i, struct learn *l)
 {
 	struct path *p = l->path;
-	__u32 n = p->nframes;
+	__u32 n = p->nframes, f = l->first + n;
 
-	if (i >= l->nwords || n >= l->nips || n >= VERIFY_FRAMES)
+	if (i >= l->nwords || f >= l->nips || n >= VERIFY_FRAMES)
 		return 1;
-	if (l->sc->window[i & (STACK_WINDOW_WORDS - 1)] == l->sc->ips[n & MAX_STACK_DEPTH]) {
-		p->ip[n & (VERIFY_FRAMES - 1)] = l->sc->ips[n & MAX_STACK_DEPTH];
+	if (l->sc->window[i & (STACK_WINDOW_WORDS - 1)] == l->sc->ips[f & MAX_STACK_DEPTH]) {
+		p->ip[n & (VERIFY_FRAMES - 1)] = l->sc->ips[f & MAX_STACK_DEPTH];
 		p->pos[n & (VERIFY_FRAMES - 1)] = i;
 		p->nframes = n + 1;
 	}
@@ -230,16 +279,24 @@ static long learn_word(__u64 i, struct learn *l)
 
 /*
  * learn_path finds the walked frames' return addresses in the raw window, in
- * one pass: each frame's return address lies above the previous one's, and
- * the stack skip makes the first frame the first one above the context.
- * bpf_loop keeps the verifier from exploring every (word, frame) pair.
+ * one pass: each frame's return address lies above the previous one's. The
+ * stack skip makes the first frame the first one above the context where it
+ * can (tracepoints); where the first frame may lie below it (the return of
+ * a kprobed function), the pass starts at each of the first lead_frames
+ * frames in turn, until one is found above the context. bpf_loop keeps the
+ * verifier from exploring every (word, frame) pair.
  */
 static __always_inline void learn_path(struct path *p, const struct scratch *sc, __u32 nips, __u32 nwords)
 {
-	struct learn l = { .path = p, .sc = sc, .nips = nips, .nwords = nwords };
+	struct learn l = { .path = p, .sc = sc, .nips = nips, .nwords = nwords, .first = 0 };
 
-	p->nframes = 0;
-	bpf_loop(STACK_WINDOW_WORDS, learn_word, &l, 0);
+	for (__u32 first = 0; first < LEAD_FRAMES && first < lead_frames && first < nips; first++) {
+		l.first = first;
+		p->nframes = 0;
+		bpf_loop(STACK_WINDOW_WORDS, learn_word, &l, 0);
+		if (p->nframes)
+			break;
+	}
 }
 
 /*
@@ -429,7 +486,29 @@ static __always_inline __u32 name_lock(__u64 lock)
 	return LOCK_NAME_NONE;
 }
 
-static __always_inline void record(struct wait_slot *w, __u64 delta)
+/* hist_bucket is capture.BucketIndex: log-linear, HIST_SUB_BITS per power of two. */
+static __always_inline __u32 hist_bucket(__u64 delta)
+{
+	__u64 v = delta;
+	__u32 m = 0;
+
+	if (delta < (1 << (HIST_SUB_BITS)))
+		return delta;
+	/* m = floor(log2(delta)) without a loop */
+	if (v >> 32) { v >>= 32; m += 32; }
+	if (v >> 16) { v >>= 16; m += 16; }
+	if (v >> 8) { v >>= 8; m += 8; }
+	if (v >> 4) { v >>= 4; m += 4; }
+	if (v >> 2) { v >>= 2; m += 2; }
+	if (v >> 1) { m += 1; }
+	return (m - HIST_SUB_BITS + 1) * (1 << HIST_SUB_BITS) +
+	       ((delta >> (m - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
+}
+
+/* record_in adds one wait (or hold) of w's key to an aggregation map and its
+ * type's histogram; lost is the counter of what a full map drops. */
+static __always_inline void record_in(void *agg, void *hist, __u32 lost,
+				      struct wait_slot *w, __u64 delta)
 {
 	struct wait_key key = {
 		.lock = w->lock,
@@ -439,10 +518,10 @@ static __always_inline void record(struct wait_slot *w, __u64 delta)
 		.type = w->type,
 	};
 	struct wait_stats *v;
-	__u32 bucket, idx;
+	__u32 idx;
 	__u64 *h;
 
-	v = bpf_map_lookup_elem(&aggregate, &key);
+	v = bpf_map_lookup_elem(agg, &key);
 	if (v) {
 		/* The key holds the thread, so only this thread writes here. */
 		v->count++;
@@ -462,33 +541,22 @@ static __always_inline void record(struct wait_slot *w, __u64 delta)
 
 		bpf_get_current_comm(&init.comm, sizeof(init.comm));
 		init.lock_name = name_lock(w->lock);
-		err = bpf_map_update_elem(&aggregate, &key, &init, BPF_NOEXIST);
+		err = bpf_map_update_elem(agg, &key, &init, BPF_NOEXIST);
 		if (err) {
-			count(CNT_LOST_AGG_FULL, 1);
+			count(lost, 1);
 			return;
 		}
 	}
 
-	if (delta < (1 << (HIST_SUB_BITS))) {
-		bucket = delta;
-	} else {
-		__u64 v = delta;
-		__u32 m = 0;
-
-		/* m = floor(log2(delta)) without a loop */
-		if (v >> 32) { v >>= 32; m += 32; }
-		if (v >> 16) { v >>= 16; m += 16; }
-		if (v >> 8) { v >>= 8; m += 8; }
-		if (v >> 4) { v >>= 4; m += 4; }
-		if (v >> 2) { v >>= 2; m += 2; }
-		if (v >> 1) { m += 1; }
-		bucket = (m - HIST_SUB_BITS + 1) * (1 << HIST_SUB_BITS) +
-			 ((delta >> (m - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
-	}
-	idx = w->type * HIST_BUCKETS + bucket;
-	h = bpf_map_lookup_elem(&histogram, &idx);
+	idx = w->type * HIST_BUCKETS + hist_bucket(delta);
+	h = bpf_map_lookup_elem(hist, &idx);
 	if (h)
 		*h += 1;
+}
+
+static __always_inline void record(struct wait_slot *w, __u64 delta)
+{
+	record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta);
 }
 
 static __always_inline int on_end(__u64 lock)
@@ -547,6 +615,186 @@ out:
 	return 0;
 }
 
+/*
+ * Function probes time whole acquire calls of sleeping locks, fast path
+ * included: entry saves the lock and the time per thread, the return reads
+ * them back, never the argument registers, which the function may have
+ * reused. An acquire longer than the calibrated threshold counts as
+ * contended; only then, or when hold time is wanted, is the stack taken.
+ * Spinning locks are left to the tracepoints: a probe on their acquire
+ * functions would run at every spin_lock in the kernel.
+ */
+
+/* fn_info returns the attachment's FN_* value: its BPF cookie, or the
+ * constant the loader patched into this copy of the program. */
+static __always_inline __u32 fn_info(void *ctx)
+{
+	__u64 v;
+
+	if (fn_cookie)
+		return bpf_get_attach_cookie(ctx);
+	asm volatile("%0 = %1" : "=r"(v) : "i"(FN_MARK));
+	return v;
+}
+
+static __always_inline int fn_enter(__u64 lock, __u32 info)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, pid = id >> 32, zero = 0;
+	struct fn_control *ctl;
+	struct wait_slot *s;
+	bool skip;
+	__u32 *b;
+
+	b = enter();
+	if (!b) {
+		count(CNT_LOST_REENTERED, 1);
+		return 0;
+	}
+	ctl = bpf_map_lookup_elem(&control, &zero);
+	if (!ctl)
+		goto out;
+	if (ctl->calib_tid) {
+		/* Calibrating: only the calibrating thread is timed. */
+		if (tid != ctl->calib_tid)
+			goto out;
+		skip = false;
+	} else {
+		skip = !wanted(pid);
+	}
+
+	s = bpf_map_lookup_elem(&thread_waits, &tid);
+	if (s && s->lock) {
+		if (s->lock == lock) {
+			/* A listed function calling another for this lock. */
+			s->repeat++;
+			goto out;
+		}
+		/* One acquire per thread: the return of the old one was
+		 * lost, or it called this one for another lock. */
+		count(CNT_UNMATCHED_BEGIN, 1);
+	}
+	if (!s) {
+		struct wait_slot empty = {};
+		int err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
+
+		if (err && err != -EEXIST) {
+			count(CNT_LOST_WAIT_FULL, 1);
+			goto out;
+		}
+		s = bpf_map_lookup_elem(&thread_waits, &tid);
+		if (!s)
+			goto out;
+	}
+	s->lock = lock;
+	s->tid = tid;
+	s->pid = pid;
+	s->type = info & FN_TYPE_MASK;
+	s->skip = skip;
+	s->stack = 0;
+	s->repeat = 0;
+	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
+	/* Last: the acquire time must not include our own work. */
+	s->ts = bpf_ktime_get_ns();
+out:
+	*b = 0;
+	return 0;
+}
+
+static __always_inline int fn_exit(void *ctx, __u32 info)
+{
+	/* First: the acquire time must not include our own work. */
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	struct fn_control *ctl;
+	struct wait_slot w, *s;
+	bool contended;
+	__u64 delta;
+	__u32 *b;
+
+	b = enter();
+	if (!b)
+		return 0;
+	s = bpf_map_lookup_elem(&thread_waits, &tid);
+	if (!s || !s->lock)
+		goto unmatched;
+	if (s->repeat) {
+		s->repeat--;
+		goto out;
+	}
+	w = *s;
+	s->lock = 0;
+	ctl = bpf_map_lookup_elem(&control, &zero);
+	if (w.skip || !ctl)
+		goto out;
+	delta = now - w.ts;
+
+	if (ctl->calib_tid) {
+		__u32 n = ctl->calib_n;
+		__u64 *sample;
+
+		if (tid != ctl->calib_tid || n >= CALIB_SAMPLES)
+			goto out;
+		sample = bpf_map_lookup_elem(&calib_samples, &n);
+		if (sample) {
+			*sample = delta;
+			ctl->calib_n = n + 1;
+		}
+		goto out;
+	}
+
+	contended = delta > ctl->threshold_ns;
+	count(contended ? CNT_END : CNT_FAST, 1);
+	if (!contended && !(info & FN_HOLD))
+		goto out;
+	w.stack = get_stack(ctx, w.type);
+	if (contended)
+		record(&w, delta);
+	if (info & FN_HOLD) {
+		struct hold_key hk = { .lock = w.lock, .tid = tid };
+		struct hold_slot hs = { .ts = now, .stack = w.stack, .pid = w.pid, .type = w.type };
+
+		if (bpf_map_update_elem(&holds, &hk, &hs, BPF_ANY))
+			count(CNT_LOST_HOLD_FULL, 1);
+	}
+	goto out;
+unmatched:
+	count(CNT_UNMATCHED_END, 1);
+out:
+	*b = 0;
+	return 0;
+}
+
+/* fn_release ends a hold timed since its acquire returned. Holds of locks
+ * acquired before the capture, or by threads filtered out, are not found. */
+static __always_inline int fn_release(__u64 lock)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct hold_key hk = { .lock = lock, .tid = tid };
+	struct hold_slot *h;
+	struct wait_slot w;
+	__u32 *b;
+
+	b = enter();
+	if (!b)
+		return 0;
+	h = bpf_map_lookup_elem(&holds, &hk);
+	if (!h)
+		goto out;
+	w.lock = lock;
+	w.stack = h->stack;
+	w.pid = h->pid;
+	w.tid = tid;
+	w.type = h->type;
+	count(CNT_HOLD, 1);
+	record_in(&hold_aggregate, &hold_histogram, CNT_LOST_HOLD_AGG_FULL, &w, now - h->ts);
+	bpf_map_delete_elem(&holds, &hk);
+out:
+	*b = 0;
+	return 0;
+}
+
 SEC("raw_tp/contention_begin")
 int raw_contention_begin(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -569,4 +817,56 @@ SEC("tracepoint/lock/contention_end")
 int tp_contention_end(struct trace_event_raw_contention_end *ctx)
 {
 	return on_end((__u64)ctx->lock_addr);
+}
+
+/* BTF-enabled raw tracepoints: the arguments, typed, without a helper call
+ * to read them. */
+SEC("tp_btf/contention_begin")
+int btf_contention_begin(__u64 *ctx)
+{
+	return on_begin(ctx, ctx[0], (__u32)ctx[1]);
+}
+
+SEC("tp_btf/contention_end")
+int btf_contention_end(__u64 *ctx)
+{
+	return on_end(ctx[0]);
+}
+
+/* Templates: the loader attaches a copy per function of locks.json, so the
+ * attach targets named here are placeholders. */
+SEC("fentry/klockstat_acquire")
+int fentry_acquire(__u64 *ctx)
+{
+	return fn_enter(ctx[0], fn_info(ctx));
+}
+
+SEC("fexit/klockstat_acquire")
+int fexit_acquire(__u64 *ctx)
+{
+	return fn_exit(ctx, fn_info(ctx));
+}
+
+SEC("fentry/klockstat_release")
+int fentry_release(__u64 *ctx)
+{
+	return fn_release(ctx[0]);
+}
+
+SEC("kprobe/klockstat_acquire")
+int kprobe_acquire(struct pt_regs *ctx)
+{
+	return fn_enter(PT_REGS_ARG1(ctx), fn_info(ctx));
+}
+
+SEC("kretprobe/klockstat_acquire")
+int kretprobe_acquire(struct pt_regs *ctx)
+{
+	return fn_exit(ctx, fn_info(ctx));
+}
+
+SEC("kprobe/klockstat_release")
+int kprobe_release(struct pt_regs *ctx)
+{
+	return fn_release(PT_REGS_ARG1(ctx));
 }

@@ -16,20 +16,24 @@ import (
 type lockstatCounter uint32
 
 const (
-	lockstatCounterCNT_BEGIN           lockstatCounter = 0
-	lockstatCounterCNT_END             lockstatCounter = 1
-	lockstatCounterCNT_FILTERED        lockstatCounter = 2
-	lockstatCounterCNT_NESTED          lockstatCounter = 3
-	lockstatCounterCNT_UNMATCHED_BEGIN lockstatCounter = 4
-	lockstatCounterCNT_UNMATCHED_END   lockstatCounter = 5
-	lockstatCounterCNT_LOST_AGG_FULL   lockstatCounter = 6
-	lockstatCounterCNT_LOST_WAIT_FULL  lockstatCounter = 7
-	lockstatCounterCNT_LOST_NEST_DEPTH lockstatCounter = 8
-	lockstatCounterCNT_LOST_REENTERED  lockstatCounter = 9
-	lockstatCounterCNT_STACK_FAILED    lockstatCounter = 10
-	lockstatCounterCNT_STACK_WALKED    lockstatCounter = 11
-	lockstatCounterCNT_STACK_KNOWN     lockstatCounter = 12
-	lockstatCounterCNT_MAX             lockstatCounter = 13
+	lockstatCounterCNT_BEGIN              lockstatCounter = 0
+	lockstatCounterCNT_END                lockstatCounter = 1
+	lockstatCounterCNT_FILTERED           lockstatCounter = 2
+	lockstatCounterCNT_NESTED             lockstatCounter = 3
+	lockstatCounterCNT_UNMATCHED_BEGIN    lockstatCounter = 4
+	lockstatCounterCNT_UNMATCHED_END      lockstatCounter = 5
+	lockstatCounterCNT_LOST_AGG_FULL      lockstatCounter = 6
+	lockstatCounterCNT_LOST_WAIT_FULL     lockstatCounter = 7
+	lockstatCounterCNT_LOST_NEST_DEPTH    lockstatCounter = 8
+	lockstatCounterCNT_LOST_REENTERED     lockstatCounter = 9
+	lockstatCounterCNT_STACK_FAILED       lockstatCounter = 10
+	lockstatCounterCNT_STACK_WALKED       lockstatCounter = 11
+	lockstatCounterCNT_STACK_KNOWN        lockstatCounter = 12
+	lockstatCounterCNT_FAST               lockstatCounter = 13
+	lockstatCounterCNT_HOLD               lockstatCounter = 14
+	lockstatCounterCNT_LOST_HOLD_FULL     lockstatCounter = 15
+	lockstatCounterCNT_LOST_HOLD_AGG_FULL lockstatCounter = 16
+	lockstatCounterCNT_MAX                lockstatCounter = 17
 )
 
 type lockstatCpuWaits struct {
@@ -37,6 +41,36 @@ type lockstatCpuWaits struct {
 	Depth uint32
 	Pad   uint32
 	Slot  [4]lockstatWaitSlot
+}
+
+type lockstatFnControl struct {
+	_           structs.HostLayout
+	ThresholdNs uint64
+	CalibTid    uint32
+	CalibN      uint32
+}
+
+type lockstatFnInfo uint32
+
+const (
+	lockstatFnInfoFN_TYPE_MASK lockstatFnInfo = 65535
+	lockstatFnInfoFN_HOLD      lockstatFnInfo = 65536
+	lockstatFnInfoFN_MARK      lockstatFnInfo = 1802269547
+)
+
+type lockstatHoldKey struct {
+	_    structs.HostLayout
+	Lock uint64
+	Tid  uint32
+	Pad  uint32
+}
+
+type lockstatHoldSlot struct {
+	_     structs.HostLayout
+	Ts    uint64
+	Stack uint64
+	Pid   uint32
+	Type  uint32
 }
 
 type lockstatLockName uint32
@@ -80,15 +114,15 @@ type lockstatWaitKey struct {
 }
 
 type lockstatWaitSlot struct {
-	_     structs.HostLayout
-	Lock  uint64
-	Ts    uint64
-	Stack uint64
-	Tid   uint32
-	Pid   uint32
-	Type  uint16
-	Skip  uint16
-	Pad   uint32
+	_      structs.HostLayout
+	Lock   uint64
+	Ts     uint64
+	Stack  uint64
+	Tid    uint32
+	Pid    uint32
+	Type   uint16
+	Skip   uint16
+	Repeat uint32
 }
 
 type lockstatWaitStats struct {
@@ -108,14 +142,27 @@ type lockstatWaitStats struct {
 const (
 	lockstatMapAggregate           = "aggregate"
 	lockstatMapBusy                = "busy"
+	lockstatMapCalibSamples        = "calib_samples"
+	lockstatMapControl             = "control"
 	lockstatMapCounters            = "counters"
 	lockstatMapHistogram           = "histogram"
+	lockstatMapHoldAggregate       = "hold_aggregate"
+	lockstatMapHoldHistogram       = "hold_histogram"
+	lockstatMapHolds               = "holds"
 	lockstatMapPaths               = "paths"
 	lockstatMapPidFilter           = "pid_filter"
 	lockstatMapScratch             = "scratch"
 	lockstatMapSpinWaits           = "spin_waits"
 	lockstatMapStacks              = "stacks"
 	lockstatMapThreadWaits         = "thread_waits"
+	lockstatProgBtfContentionBegin = "btf_contention_begin"
+	lockstatProgBtfContentionEnd   = "btf_contention_end"
+	lockstatProgFentryAcquire      = "fentry_acquire"
+	lockstatProgFentryRelease      = "fentry_release"
+	lockstatProgFexitAcquire       = "fexit_acquire"
+	lockstatProgKprobeAcquire      = "kprobe_acquire"
+	lockstatProgKprobeRelease      = "kprobe_release"
+	lockstatProgKretprobeAcquire   = "kretprobe_acquire"
 	lockstatProgRawContentionBegin = "raw_contention_begin"
 	lockstatProgRawContentionEnd   = "raw_contention_end"
 	lockstatProgTpContentionBegin  = "tp_contention_begin"
@@ -125,10 +172,13 @@ const (
 	lockstatVarFilterComm          = "filter_comm"
 	lockstatVarFilterPids          = "filter_pids"
 	lockstatVarFlagType            = "flag_type"
+	lockstatVarFnCookie            = "fn_cookie"
+	lockstatVarLeadFrames          = "lead_frames"
 	lockstatVarSelfTgid            = "self_tgid"
 	lockstatVarStackDepth          = "stack_depth"
 	lockstatVarStackSkip           = "stack_skip"
 	lockstatVarUnusedCounter       = "unused_counter"
+	lockstatVarUnusedFnInfo        = "unused_fn_info"
 	lockstatVarUnusedLockName      = "unused_lock_name"
 )
 
@@ -174,6 +224,14 @@ type lockstatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatProgramSpecs struct {
+	BtfContentionBegin *ebpf.ProgramSpec `ebpf:"btf_contention_begin"`
+	BtfContentionEnd   *ebpf.ProgramSpec `ebpf:"btf_contention_end"`
+	FentryAcquire      *ebpf.ProgramSpec `ebpf:"fentry_acquire"`
+	FentryRelease      *ebpf.ProgramSpec `ebpf:"fentry_release"`
+	FexitAcquire       *ebpf.ProgramSpec `ebpf:"fexit_acquire"`
+	KprobeAcquire      *ebpf.ProgramSpec `ebpf:"kprobe_acquire"`
+	KprobeRelease      *ebpf.ProgramSpec `ebpf:"kprobe_release"`
+	KretprobeAcquire   *ebpf.ProgramSpec `ebpf:"kretprobe_acquire"`
 	RawContentionBegin *ebpf.ProgramSpec `ebpf:"raw_contention_begin"`
 	RawContentionEnd   *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
 	TpContentionBegin  *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
@@ -184,16 +242,21 @@ type lockstatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatMapSpecs struct {
-	Aggregate   *ebpf.MapSpec `ebpf:"aggregate"`
-	Busy        *ebpf.MapSpec `ebpf:"busy"`
-	Counters    *ebpf.MapSpec `ebpf:"counters"`
-	Histogram   *ebpf.MapSpec `ebpf:"histogram"`
-	Paths       *ebpf.MapSpec `ebpf:"paths"`
-	PidFilter   *ebpf.MapSpec `ebpf:"pid_filter"`
-	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
-	SpinWaits   *ebpf.MapSpec `ebpf:"spin_waits"`
-	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
-	ThreadWaits *ebpf.MapSpec `ebpf:"thread_waits"`
+	Aggregate     *ebpf.MapSpec `ebpf:"aggregate"`
+	Busy          *ebpf.MapSpec `ebpf:"busy"`
+	CalibSamples  *ebpf.MapSpec `ebpf:"calib_samples"`
+	Control       *ebpf.MapSpec `ebpf:"control"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	Histogram     *ebpf.MapSpec `ebpf:"histogram"`
+	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
+	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
+	Holds         *ebpf.MapSpec `ebpf:"holds"`
+	Paths         *ebpf.MapSpec `ebpf:"paths"`
+	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
+	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	SpinWaits     *ebpf.MapSpec `ebpf:"spin_waits"`
+	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
+	ThreadWaits   *ebpf.MapSpec `ebpf:"thread_waits"`
 }
 
 // lockstatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -205,10 +268,13 @@ type lockstatVariableSpecs struct {
 	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterPids     *ebpf.VariableSpec `ebpf:"filter_pids"`
 	FlagType       *ebpf.VariableSpec `ebpf:"flag_type"`
+	FnCookie       *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	LeadFrames     *ebpf.VariableSpec `ebpf:"lead_frames"`
 	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
 	StackDepth     *ebpf.VariableSpec `ebpf:"stack_depth"`
 	StackSkip      *ebpf.VariableSpec `ebpf:"stack_skip"`
 	UnusedCounter  *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedFnInfo   *ebpf.VariableSpec `ebpf:"unused_fn_info"`
 	UnusedLockName *ebpf.VariableSpec `ebpf:"unused_lock_name"`
 }
 
@@ -232,24 +298,34 @@ func (o *lockstatObjects) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatMaps struct {
-	Aggregate   *ebpf.Map `ebpf:"aggregate"`
-	Busy        *ebpf.Map `ebpf:"busy"`
-	Counters    *ebpf.Map `ebpf:"counters"`
-	Histogram   *ebpf.Map `ebpf:"histogram"`
-	Paths       *ebpf.Map `ebpf:"paths"`
-	PidFilter   *ebpf.Map `ebpf:"pid_filter"`
-	Scratch     *ebpf.Map `ebpf:"scratch"`
-	SpinWaits   *ebpf.Map `ebpf:"spin_waits"`
-	Stacks      *ebpf.Map `ebpf:"stacks"`
-	ThreadWaits *ebpf.Map `ebpf:"thread_waits"`
+	Aggregate     *ebpf.Map `ebpf:"aggregate"`
+	Busy          *ebpf.Map `ebpf:"busy"`
+	CalibSamples  *ebpf.Map `ebpf:"calib_samples"`
+	Control       *ebpf.Map `ebpf:"control"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	Histogram     *ebpf.Map `ebpf:"histogram"`
+	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
+	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
+	Holds         *ebpf.Map `ebpf:"holds"`
+	Paths         *ebpf.Map `ebpf:"paths"`
+	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
+	Scratch       *ebpf.Map `ebpf:"scratch"`
+	SpinWaits     *ebpf.Map `ebpf:"spin_waits"`
+	Stacks        *ebpf.Map `ebpf:"stacks"`
+	ThreadWaits   *ebpf.Map `ebpf:"thread_waits"`
 }
 
 func (m *lockstatMaps) Close() error {
 	return _LockstatClose(
 		m.Aggregate,
 		m.Busy,
+		m.CalibSamples,
+		m.Control,
 		m.Counters,
 		m.Histogram,
+		m.HoldAggregate,
+		m.HoldHistogram,
+		m.Holds,
 		m.Paths,
 		m.PidFilter,
 		m.Scratch,
@@ -268,10 +344,13 @@ type lockstatVariables struct {
 	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
 	FilterPids     *ebpf.Variable `ebpf:"filter_pids"`
 	FlagType       *ebpf.Variable `ebpf:"flag_type"`
+	FnCookie       *ebpf.Variable `ebpf:"fn_cookie"`
+	LeadFrames     *ebpf.Variable `ebpf:"lead_frames"`
 	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
 	StackDepth     *ebpf.Variable `ebpf:"stack_depth"`
 	StackSkip      *ebpf.Variable `ebpf:"stack_skip"`
 	UnusedCounter  *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedFnInfo   *ebpf.Variable `ebpf:"unused_fn_info"`
 	UnusedLockName *ebpf.Variable `ebpf:"unused_lock_name"`
 }
 
@@ -279,6 +358,14 @@ type lockstatVariables struct {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatPrograms struct {
+	BtfContentionBegin *ebpf.Program `ebpf:"btf_contention_begin"`
+	BtfContentionEnd   *ebpf.Program `ebpf:"btf_contention_end"`
+	FentryAcquire      *ebpf.Program `ebpf:"fentry_acquire"`
+	FentryRelease      *ebpf.Program `ebpf:"fentry_release"`
+	FexitAcquire       *ebpf.Program `ebpf:"fexit_acquire"`
+	KprobeAcquire      *ebpf.Program `ebpf:"kprobe_acquire"`
+	KprobeRelease      *ebpf.Program `ebpf:"kprobe_release"`
+	KretprobeAcquire   *ebpf.Program `ebpf:"kretprobe_acquire"`
 	RawContentionBegin *ebpf.Program `ebpf:"raw_contention_begin"`
 	RawContentionEnd   *ebpf.Program `ebpf:"raw_contention_end"`
 	TpContentionBegin  *ebpf.Program `ebpf:"tp_contention_begin"`
@@ -287,6 +374,14 @@ type lockstatPrograms struct {
 
 func (p *lockstatPrograms) Close() error {
 	return _LockstatClose(
+		p.BtfContentionBegin,
+		p.BtfContentionEnd,
+		p.FentryAcquire,
+		p.FentryRelease,
+		p.FexitAcquire,
+		p.KprobeAcquire,
+		p.KprobeRelease,
+		p.KretprobeAcquire,
 		p.RawContentionBegin,
 		p.RawContentionEnd,
 		p.TpContentionBegin,

@@ -22,6 +22,8 @@ var lostReasons = []struct {
 	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (raise --map-size)"},
 	{lockstatCounterCNT_LOST_NEST_DEPTH, "more than 4 nested waits on one CPU"},
 	{lockstatCounterCNT_LOST_REENTERED, "probe re-entered from its own map update"},
+	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-size)"},
+	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-size)"},
 }
 
 // Stop detaches the probes and reads everything they aggregated into a
@@ -29,8 +31,8 @@ var lostReasons = []struct {
 // in progress. Host, command-line and tool fields of the metadata are left
 // to the caller.
 func (c *Collector) Stop() (*capture.Capture, error) {
-	closeLinks(c.links)
-	c.links = nil
+	closeLinks(c.att.links)
+	c.att.links = nil
 	stopNS, err := monotonicNow()
 	if err != nil {
 		return nil, err
@@ -51,37 +53,40 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		return nil, fmt.Errorf("symbolizing: %w", err)
 	}
 	b := builder{
-		spec:    c.cfg.Spec,
-		ksyms:   ksyms,
-		stacks:  c.coll.Maps["stacks"],
-		byKey:   map[lockstatWaitKey]int{},
-		frames:  map[uint64][]string{},
-		buckets: make([][]uint64, len(c.cfg.Spec.Types)),
+		spec:   c.cfg.Spec,
+		ksyms:  ksyms,
+		stacks: c.coll.Maps["stacks"],
+		byKey:  map[lockstatWaitKey]int{},
+		frames: map[uint64][]string{},
 	}
-	for i := range b.buckets {
-		b.buckets[i] = make([]uint64, histBuckets)
-	}
-	if err := b.readAggregate(c.coll.Maps["aggregate"]); err != nil {
+	if err := b.readAggregate(c.coll.Maps["aggregate"], addWaits); err != nil {
 		return nil, err
 	}
-	if err := b.readHistogram(c.coll.Maps["histogram"]); err != nil {
-		return nil, err
-	}
-	inProgress, err := b.readOpenWaits(c.coll.Maps["thread_waits"], c.coll.Maps["spin_waits"], stopNS)
+	buckets, err := b.readHistogram(c.coll.Maps["histogram"])
 	if err != nil {
 		return nil, err
 	}
-
-	cp := &capture.Capture{
-		Version: capture.FormatVersion,
-		Records: b.records,
+	var threshold uint64 // an open acquire no longer than this is not a wait
+	if a := c.att.acquire; a != nil {
+		threshold = a.ThresholdNS
 	}
-	for i, t := range c.cfg.Spec.Types {
-		if h := b.histogram(i); h.Count > 0 {
-			h.Type = t.Name
-			cp.Histograms = append(cp.Histograms, h)
+	inProgress, err := b.readOpenWaits(c.coll.Maps["thread_waits"], c.coll.Maps["spin_waits"], stopNS, threshold, buckets)
+	if err != nil {
+		return nil, err
+	}
+	cp := &capture.Capture{Version: capture.FormatVersion}
+	cp.Histograms = b.histograms(buckets, waitStats)
+	if c.att.acquire != nil {
+		if err := b.readAggregate(c.coll.Maps["hold_aggregate"], addHolds); err != nil {
+			return nil, err
 		}
+		holdBuckets, err := b.readHistogram(c.coll.Maps["hold_histogram"])
+		if err != nil {
+			return nil, err
+		}
+		cp.HoldHistograms = b.histograms(holdBuckets, holdStats)
 	}
+	cp.Records = b.records
 	m := &cp.Meta
 	m.Start = c.start
 	m.DurationNS = duration.Nanoseconds()
@@ -116,8 +121,20 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	}
 	// A wait is lost when its begin is: a missed end leaves the begin
 	// open, and it is counted as unmatched when the next one replaces it.
-	if misses := progs[0].RecursionMisses; misses > 0 {
+	var misses uint64
+	for i, p := range c.att.probes {
+		if p.begins {
+			misses += progs[i].RecursionMisses
+		}
+	}
+	if misses > 0 {
 		m.Lost = append(m.Lost, capture.Lost{Reason: "kernel skipped the probe: a BPF program was already running on the CPU", Count: misses})
+	}
+	if a := c.att.acquire; a != nil {
+		acquire := *a
+		acquire.Uncontended = counters[lockstatCounterCNT_FAST]
+		acquire.Holds = counters[lockstatCounterCNT_HOLD]
+		m.Acquire = &acquire
 	}
 	m.KallsymsRestricted = ksyms.Restricted()
 	m.Warnings = append(m.Warnings, c.warnings...)
@@ -141,13 +158,13 @@ func monotonicNow() (uint64, error) {
 
 func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 	var out []capture.ProgramStats
-	for _, name := range c.backend.Programs() {
-		s, err := c.coll.Programs[name].Stats()
+	for _, p := range c.att.probes {
+		s, err := p.prog.Stats()
 		if err != nil {
-			return nil, fmt.Errorf("reading run statistics of BPF program %s: %w", name, err)
+			return nil, fmt.Errorf("reading run statistics of BPF program %s: %w", p.name, err)
 		}
 		out = append(out, capture.ProgramStats{
-			Name:            name,
+			Name:            p.name,
 			RunCount:        s.RunCount,
 			RunTimeNS:       uint64(s.Runtime.Nanoseconds()),
 			RecursionMisses: s.RecursionMisses,
@@ -176,32 +193,46 @@ type builder struct {
 	records []capture.Record
 	byKey   map[lockstatWaitKey]int
 	frames  map[uint64][]string
-	buckets [][]uint64 // per type, dense, as in the BPF histogram map
 }
 
-func (b *builder) readAggregate(m *ebpf.Map) error {
+// addWaits and addHolds put an aggregate's numbers into its record.
+func addWaits(r *capture.Record, v *lockstatWaitStats) {
+	r.Count, r.TotalNS, r.MinNS, r.MaxNS = v.Count, v.TotalNs, v.MinNs, v.MaxNs
+}
+
+func addHolds(r *capture.Record, v *lockstatWaitStats) {
+	r.HoldCount, r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS = v.Count, v.TotalNs, v.MinNs, v.MaxNs
+}
+
+// readAggregate reads an aggregation map (waits, or holds of the same
+// keys) into the records.
+func (b *builder) readAggregate(m *ebpf.Map, add func(*capture.Record, *lockstatWaitStats)) error {
 	var (
 		k lockstatWaitKey
 		v lockstatWaitStats
 	)
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		r, err := b.newRecord(k)
-		if err != nil {
-			return err
+		i, ok := b.byKey[k]
+		if !ok {
+			r, err := b.newRecord(k)
+			if err != nil {
+				return err
+			}
+			r.Comm = cString(v.Comm[:])
+			switch lockstatLockName(v.LockName) {
+			case lockstatLockNameLOCK_NAME_MMAP:
+				r.Name = "mmap_lock"
+			case lockstatLockNameLOCK_NAME_SIGHAND:
+				r.Name = "siglock"
+			}
+			b.add(k, r)
+			i = len(b.records) - 1
 		}
-		r.Comm = cString(v.Comm[:])
-		r.Count, r.TotalNS, r.MinNS, r.MaxNS = v.Count, v.TotalNs, v.MinNs, v.MaxNs
-		switch lockstatLockName(v.LockName) {
-		case lockstatLockNameLOCK_NAME_MMAP:
-			r.Name = "mmap_lock"
-		case lockstatLockNameLOCK_NAME_SIGHAND:
-			r.Name = "siglock"
-		}
-		b.add(k, r)
+		add(&b.records[i], &v)
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("reading the aggregation map: %w", err)
+		return fmt.Errorf("reading the aggregation map %s: %w", m, err)
 	}
 	return nil
 }
@@ -256,22 +287,28 @@ func (b *builder) stack(id uint64) ([]string, error) {
 	return frames, nil
 }
 
-func (b *builder) readHistogram(m *ebpf.Map) error {
+// readHistogram reads a per-type histogram map: dense bucket counts per
+// type, as the BPF programs index them.
+func (b *builder) readHistogram(m *ebpf.Map) ([][]uint64, error) {
+	buckets := make([][]uint64, len(b.spec.Types))
 	var perCPU []uint64
-	for i := range b.buckets {
-		for j := range b.buckets[i] {
+	for i := range buckets {
+		buckets[i] = make([]uint64, histBuckets)
+		for j := range buckets[i] {
 			if err := m.Lookup(uint32(i*histBuckets+j), &perCPU); err != nil {
-				return fmt.Errorf("reading histogram bucket %d: %w", i*histBuckets+j, err)
+				return nil, fmt.Errorf("reading histogram bucket %d: %w", i*histBuckets+j, err)
 			}
-			b.buckets[i][j] = sum(perCPU)
+			buckets[i][j] = sum(perCPU)
 		}
 	}
-	return nil
+	return buckets, nil
 }
 
-// readOpenWaits charges the waits still open at stopNS up to then, and
-// returns how many there were.
-func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS uint64) (uint64, error) {
+// readOpenWaits charges the waits still open at stopNS up to then, adds
+// them to their type's buckets, and returns how many there were. The
+// function probes open one at every acquire: those no longer than the
+// threshold are not waits.
+func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS, threshold uint64, buckets [][]uint64) (uint64, error) {
 	var open []lockstatWaitSlot
 	var (
 		tid  uint32
@@ -300,6 +337,9 @@ func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS uint64) (uint64
 			continue
 		}
 		wait := stopNS - s.Ts
+		if wait <= threshold {
+			continue
+		}
 		k := lockstatWaitKey{Lock: s.Lock, Stack: s.Stack, Pid: s.Pid, Tid: s.Tid, Type: uint32(s.Type)}
 		i, ok := b.byKey[k]
 		if !ok {
@@ -313,12 +353,15 @@ func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS uint64) (uint64
 			i = len(b.records) - 1
 		}
 		r := &b.records[i]
+		if r.Count == 0 {
+			r.MinNS = wait
+		}
 		r.Count++
 		r.InProgress++
 		r.TotalNS += wait
 		r.MinNS = min(r.MinNS, wait)
 		r.MaxNS = max(r.MaxNS, wait)
-		b.buckets[s.Type][capture.BucketIndex(wait)]++
+		buckets[s.Type][capture.BucketIndex(wait)]++
 		n++
 	}
 	return n, nil
@@ -334,21 +377,41 @@ func threadName(pid, tid uint32) string {
 	return strings.TrimSuffix(string(b), "\n")
 }
 
-// histogram builds type i's histogram, with exact totals from its records.
-func (b *builder) histogram(i int) capture.Histogram {
-	h := capture.NewHistogram(b.spec.Types[i].Name, b.buckets[i])
-	first := true
-	h.TotalNS, h.MinNS, h.MaxNS = 0, 0, 0
-	for _, r := range b.records {
-		if r.Type != b.spec.Types[i].Name {
+// stats picks a record's waits or holds: count, total, min and max.
+type stats func(capture.Record) (count, total, lo, hi uint64)
+
+func waitStats(r capture.Record) (uint64, uint64, uint64, uint64) {
+	return r.Count, r.TotalNS, r.MinNS, r.MaxNS
+}
+
+func holdStats(r capture.Record) (uint64, uint64, uint64, uint64) {
+	return r.HoldCount, r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS
+}
+
+// histograms builds the histogram of every type with waits (or holds), with
+// exact totals from its records.
+func (b *builder) histograms(buckets [][]uint64, of stats) []capture.Histogram {
+	var hists []capture.Histogram
+	for i, t := range b.spec.Types {
+		h := capture.NewHistogram(t.Name, buckets[i])
+		if h.Count == 0 {
 			continue
 		}
-		h.TotalNS += r.TotalNS
-		if first || r.MinNS < h.MinNS {
-			h.MinNS = r.MinNS
+		first := true
+		h.TotalNS, h.MinNS, h.MaxNS = 0, 0, 0
+		for _, r := range b.records {
+			count, total, lo, hi := of(r)
+			if r.Type != t.Name || count == 0 {
+				continue
+			}
+			h.TotalNS += total
+			if first || lo < h.MinNS {
+				h.MinNS = lo
+			}
+			h.MaxNS = max(h.MaxNS, hi)
+			first = false
 		}
-		h.MaxNS = max(h.MaxNS, r.MaxNS)
-		first = false
+		hists = append(hists, h)
 	}
-	return h
+	return hists
 }

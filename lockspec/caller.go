@@ -3,8 +3,14 @@ package lockspec
 import "strings"
 
 // tracingPrefixes name the BPF and tracing machinery that sits on top of a
-// stack captured from a tracepoint.
-var tracingPrefixes = []string{"bpf_", "__bpf_trace_", "__traceiter_", "trace_", "__probestub_", "bpf_prog_", "perf_"}
+// stack captured from a tracepoint, a BPF trampoline (fentry/fexit) or a
+// kprobe: kprobes enter through ftrace or an int3 exception, kretprobes
+// through the rethook trampoline.
+var tracingPrefixes = []string{
+	"bpf_", "__bpf_trace_", "__traceiter_", "trace_", "__probestub_", "bpf_prog_", "perf_",
+	"kprobe_", "kretprobe_", "__kretprobe_", "rethook_", "arch_rethook_", "ftrace_", "arch_ftrace_",
+	"asm_exc_int3", "exc_int3", "do_int3",
+}
 
 // IsLockFunction reports whether a kernel function name (no offset) is an
 // acquire, release or internal function of any type in the spec. Compiler

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -29,7 +30,7 @@ func (k jsonKind) String() string {
 type jsonNode struct {
 	kind    jsonKind
 	off     int
-	text    string       // value of a string, literal of a number
+	text    string       // value of a string, literal of a number or boolean
 	members []jsonMember // object members in document order
 	elems   []*jsonNode  // list elements
 }
@@ -140,7 +141,7 @@ func (w *treeWalker) value() (*jsonNode, *offsetError) {
 	case json.Number:
 		n.kind, n.text = jsonNumber, tok.String()
 	case bool:
-		n.kind = jsonBool
+		n.kind, n.text = jsonBool, strconv.FormatBool(tok)
 	case nil:
 		n.kind = jsonNull
 	}

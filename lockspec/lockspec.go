@@ -63,6 +63,21 @@ type Type struct {
 	Acquire     []string
 	Release     []string
 	Internal    []string
+	// Hold asks the function-probe backends to time holds, from an
+	// acquire function's return to a release function on the same thread.
+	Hold bool
+}
+
+// Spinning reports whether the type is a spinning lock: every flag
+// combination has SPIN and none MUTEX (a mutex spins only optimistically).
+// Its waits happen with preemption off, on one CPU.
+func (t Type) Spinning() bool {
+	for _, f := range t.Flags {
+		if f&FlagSpin == 0 || f&FlagMutex != 0 {
+			return false
+		}
+	}
+	return len(t.Flags) > 0
 }
 
 // Spec is a validated lock catalogue. Build it with Parse or Select: they also

@@ -275,12 +275,56 @@ func TestTracingFrames(t *testing.T) {
 		{[]string{"bpf_prog_3c85bede53fbd903_raw_contention_begin+0x5a1 [bpf]", "bpf_trace_run2+0x159", "__traceiter_contention_begin+0x2f", "rwsem_down_read_slowpath+0x335", "down_read+0x44"}, 3},
 		{[]string{"0xffffffffc0001234", "__bpf_trace_contention_begin+0xb", "queued_spin_lock_slowpath+0x1e1"}, 2},
 		{[]string{"__pv_queued_spin_lock_slowpath+0x10e", "_raw_spin_lock+0x3b"}, 0},
+		// fexit: the trampoline, then the acquire function it returned from.
+		{[]string{"bpf_trampoline_6442485123+0x63 [bpf]", "down_write_killable+0x5", "vm_mmap_pgoff+0xa1"}, 1},
+		// kretprobe: the rethook and perf handlers, then the caller.
+		{[]string{"trace_call_bpf+0xee", "kretprobe_perf_func+0x5f", "kretprobe_dispatcher+0x8d", "kretprobe_rethook_handler+0x5e",
+			"rethook_trampoline_handler+0x8c", "arch_rethook_trampoline_callback+0x3b", "arch_rethook_trampoline+0x2c", "__vm_munmap+0x78"}, 7},
+		// kprobe through ftrace, and through an int3.
+		{[]string{"kprobe_perf_func+0x4c", "kprobe_ftrace_handler+0x10c", "0xffffffffc0204099", "mutex_lock+0x5", "anon_pipe_write+0x43"}, 3},
+		{[]string{"kprobe_int3_handler+0xa1", "exc_int3+0x5e", "asm_exc_int3+0x39", "mutex_lock+0x1"}, 3},
 		{[]string{"bpf_trace_run2+0x159", "__traceiter_contention_begin+0x2f"}, 0},
 		{[]string{"0xffffffff81000000", "0xffffffff81000010"}, 0},
 		{nil, 0},
 	} {
 		if got := TracingFrames(tc.stack); got != tc.want {
 			t.Errorf("TracingFrames(%q) = %d, want %d", tc.stack, got, tc.want)
+		}
+	}
+}
+
+func TestSpinning(t *testing.T) {
+	s := catalogue(t)
+	spinning := map[string]bool{"spinlock": true, "rwlock:R": true, "rwlock:W": true}
+	for _, typ := range s.Types {
+		if got := typ.Spinning(); got != spinning[typ.Name] {
+			t.Errorf("%s: Spinning() = %v, want %v (flags %v)", typ.Name, got, spinning[typ.Name], typ.Flags)
+		}
+	}
+	if (Type{}).Spinning() {
+		t.Error("a type without flags spins")
+	}
+}
+
+func TestKernelFunctions(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		kernel []string // functions of the kernel
+		want   []string
+	}{
+		{"mutex_lock", []string{"mutex_lock"}, []string{"mutex_lock"}},
+		// CONFIG_DEBUG_LOCK_ALLOC: mutex_lock is a macro for mutex_lock_nested.
+		{"mutex_lock", []string{"mutex_lock_nested", "mutex_unlock"}, []string{"mutex_lock_nested"}},
+		// ...while down_read stays and down_read_nested joins it.
+		{"down_read", []string{"down_read", "down_read_nested"}, []string{"down_read", "down_read_nested"}},
+		{"down_read", []string{"down_read_trylock"}, nil},
+		{"mutex_lock_nested", []string{"mutex_lock_nested", "mutex_lock_nested_nested"}, []string{"mutex_lock_nested"}},
+		{"__mutex_lock.constprop.0", []string{"__mutex_lock.constprop.0", "__mutex_lock.constprop.0_nested"}, []string{"__mutex_lock.constprop.0"}},
+		{"klockstat_missing", nil, nil},
+	} {
+		exists := func(fn string) bool { return slices.Contains(tc.kernel, fn) }
+		if got := KernelFunctions(tc.name, exists); !slices.Equal(got, tc.want) {
+			t.Errorf("KernelFunctions(%q) on a kernel with %v = %v, want %v", tc.name, tc.kernel, got, tc.want)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func (e *Error) Error() string {
 var (
 	topKeys      = []string{"version", "types"}
 	topRequired  = []string{"version", "types"}
-	typeKeys     = []string{"name", "description", "flags", "acquire", "release", "internal"}
+	typeKeys     = []string{"name", "description", "flags", "acquire", "release", "internal", "hold"}
 	typeRequired = []string{"name", "flags", "acquire"}
 
 	// A C identifier, optionally with the suffixes compilers append to
@@ -152,6 +152,19 @@ func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int, cla
 			t.Release = funcs
 		} else {
 			t.Internal = funcs
+		}
+	}
+
+	if h, ok := fields["hold"]; ok {
+		if h.kind != jsonBool {
+			return t, c.wrongKind(h, path+".hold", jsonBool)
+		}
+		t.Hold = h.text == "true"
+		switch {
+		case t.Hold && len(t.Release) == 0:
+			return t, c.errorAt(h.off, path+".hold", "hold time needs the release functions: list them in \"release\", or remove the key")
+		case t.Hold && t.Spinning():
+			return t, c.errorAt(h.off, path+".hold", "hold time is measured for sleeping locks only: probing every release of a spinning lock would cost more than the holds it measures")
 		}
 	}
 	return t, nil

@@ -85,6 +85,22 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+func TestParseHold(t *testing.T) {
+	for _, tc := range []struct {
+		hold string
+		want bool
+	}{{``, false}, {`, "hold": false`, false}, {`, "hold": true`, true}} {
+		doc := replaceOnce(t, validDoc, `"acquire": ["mutex_lock"]`, `"acquire": ["mutex_lock"], "release": ["mutex_unlock"]`+tc.hold)
+		s, err := Parse("t.json", []byte(doc))
+		if err != nil {
+			t.Fatalf("hold %q: %v", tc.hold, err)
+		}
+		if s.Types[1].Hold != tc.want || s.Types[0].Hold {
+			t.Errorf("hold %q: mutex Hold = %v, spinlock Hold = %v, want %v and false", tc.hold, s.Types[1].Hold, s.Types[0].Hold, tc.want)
+		}
+	}
+}
+
 func TestParseAcceptsCompilerSuffixesAndEmptyCombination(t *testing.T) {
 	doc := replaceOnce(t, validDoc, `["mutex_lock"]`, `["mutex_lock", "__mutex_lock.constprop.0", "rwsem_wake.isra.0"]`)
 	doc = replaceOnce(t, doc, `[["SPIN"]]`, `[["SPIN"], []]`)
@@ -120,7 +136,7 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key in a type",
 			doc:  replaceOnce(t, validDoc, `"acquire": ["mutex_lock"]`, `"aquire": ["mutex_lock"]`),
 			at:   `"aquire"`,
-			want: `types[1]: unknown key "aquire" (known keys: name, description, flags, acquire, release, internal)`,
+			want: `types[1]: unknown key "aquire" (known keys: name, description, flags, acquire, release, internal, hold)`,
 		},
 		{
 			name: "duplicate key",
@@ -234,6 +250,24 @@ func TestParseErrors(t *testing.T) {
 			nth:  1,
 			want: fmt.Sprintf(`types[0].acquire[1]: duplicate function "_raw_spin_lock" (first listed at t.json:%s)`,
 				position(validDoc, strings.Index(validDoc, `"_raw_spin_lock"`))),
+		},
+		{
+			name: "hold that is not a boolean",
+			doc:  replaceOnce(t, validDoc, `"acquire": ["mutex_lock"]`, `"acquire": ["mutex_lock"], "release": ["mutex_unlock"], "hold": "yes"`),
+			at:   `"yes"`,
+			want: `types[1].hold: got string, want boolean`,
+		},
+		{
+			name: "hold without release functions",
+			doc:  replaceOnce(t, validDoc, `"acquire": ["mutex_lock"]`, `"acquire": ["mutex_lock"], "hold": true`),
+			at:   `true`,
+			want: `types[1].hold: hold time needs the release functions: list them in "release", or remove the key`,
+		},
+		{
+			name: "hold of a spinning lock",
+			doc:  replaceOnce(t, validDoc, `"release": ["_raw_spin_unlock"],`, `"release": ["_raw_spin_unlock"], "hold": true,`),
+			at:   `true`,
+			want: `types[0].hold: hold time is measured for sleeping locks only`,
 		},
 		{
 			name: "wrong version",

@@ -102,9 +102,12 @@ type callerSummary struct {
 	MeanNS  float64 `json:"mean_ns"`
 }
 
-// chartData is what the tooltips show, in the order of the charts' data.
+// chartData is what the tooltips show, in the order of the charts' data. Holds has one entry per box
+// chart category (Types, then the types with holds only), Count 0 where a type had no holds.
 type chartData struct {
+	Measure measure         `json:"measure"`
 	Types   []typeSummary   `json:"types"`
+	Holds   []typeSummary   `json:"holds"`
 	Ranges  []waitRange     `json:"ranges"`
 	Callers []callerSummary `json:"callers"`
 }
@@ -123,9 +126,39 @@ func rangeBounds(p int) waitRange {
 	return waitRange{1 << (p - 1), 1 << p}
 }
 
-// buildCharts builds the four charts and the JSON their tooltips read.
-func buildCharts(types []typeSummary, byCaller []capture.Group, top int) ([]chart, template.JS, error) {
-	data := chartData{Types: types, Callers: []callerSummary{}}
+// holdSummaries summarises the hold histograms for the box chart's categories: the wait types, then
+// the types with holds only, whose names it returns.
+func holdSummaries(types []typeSummary, holdHists []capture.Histogram) ([]typeSummary, []string) {
+	byType := map[string]typeSummary{}
+	for _, t := range summarizeTypes(holdHists) {
+		byType[t.Name] = t
+	}
+	var holds []typeSummary
+	var holdOnly []string
+	for _, t := range types {
+		h := byType[t.Name]
+		h.Name, h.Color = t.Name, t.Color
+		holds = append(holds, h)
+		delete(byType, t.Name)
+	}
+	for i, h := range summarizeTypes(holdHists) {
+		if _, ok := byType[h.Name]; ok {
+			h.Color = typeColors[(len(types)+i)%len(typeColors)]
+			holds = append(holds, h)
+			holdOnly = append(holdOnly, h.Name)
+		}
+	}
+	return holds, holdOnly
+}
+
+// buildCharts builds the four charts and the JSON their tooltips read. byCaller holds the groups with
+// waits only; holdHists the histograms of hold times, if any.
+func buildCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []capture.Group, top int, ms measure) ([]chart, template.JS, error) {
+	data := chartData{Measure: ms, Types: types, Holds: []typeSummary{}, Callers: []callerSummary{}}
+	var holdOnly []string
+	if len(holdHists) > 0 {
+		data.Holds, holdOnly = holdSummaries(types, holdHists)
+	}
 	colors := make(map[string]string, len(types))
 	for _, t := range types {
 		colors[t.Name] = t.Color
@@ -143,14 +176,14 @@ func buildCharts(types []typeSummary, byCaller []capture.Group, top int) ([]char
 		chart
 		options echartsChart
 	}{
-		{chart{ID: "klockDoughnut", Title: "Wait time by lock type", Caption: "Share of the total wait time per lock type.", Height: 340},
-			doughnutChart(types)},
-		{chart{ID: "klockBox", Title: "Wait distribution by lock type", Caption: "Min, 25th percentile, median, 75th percentile and max of single waits (log scale).", Height: 340},
-			boxChart(types)},
-		{chart{ID: "klockHistogram", Title: "Wait time histogram", Caption: "Number of waits per power-of-two range of wait time, all locks, stacked by lock type.", Height: 360, Wide: true},
-			histogramChart(types, data.Ranges, counts)},
-		{chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total wait", len(data.Callers)), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(data.Callers), Wide: true},
-			callersChart(data.Callers)},
+		{chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
+			doughnutChart(types, ms)},
+		{chart{ID: "klockBox", Title: title(ms.Time + " distribution by lock type"), Caption: boxCaption(ms, len(data.Holds) > 0), Height: 340},
+			boxChart(types, data.Holds, holdOnly, ms)},
+		{chart{ID: "klockHistogram", Title: title(ms.Time + " time histogram"), Caption: fmt.Sprintf("Number of %s per power-of-two range of %s time, all locks, stacked by lock type.", ms.Events, ms.Time), Height: 360, Wide: true},
+			histogramChart(types, data.Ranges, counts, ms)},
+		{chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(data.Callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(data.Callers), Wide: true},
+			callersChart(data.Callers, ms)},
 	}
 	out := make([]chart, len(built))
 	for i, b := range built {
@@ -234,7 +267,18 @@ func baseOptions(tooltip opts.Tooltip) []charts.GlobalOpts {
 	return []charts.GlobalOpts{charts.WithAnimation(false), charts.WithTooltipOpts(tooltip)}
 }
 
-func doughnutChart(types []typeSummary) echartsChart {
+// title capitalises a chart title's first letter.
+func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+func boxCaption(ms measure, holds bool) string {
+	c := fmt.Sprintf("Min, 25th percentile, median, 75th percentile and max of single %s (log scale).", ms.Events)
+	if holds {
+		c += " The legend switches to hold times: acquire return to release."
+	}
+	return c
+}
+
+func doughnutChart(types []typeSummary, ms measure) echartsChart {
 	var total uint64
 	for _, t := range types {
 		total += t.TotalNS
@@ -244,7 +288,7 @@ func doughnutChart(types []typeSummary) echartsChart {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Orient: "vertical", Right: "8", Top: "middle"}),
 		// The total in the hole of the doughnut.
 		charts.WithTitleOpts(opts.Title{
-			Title: FormatDuration(float64(total)), Subtitle: "total wait", Left: "38%", Top: "middle", TextAlign: "center",
+			Title: FormatDuration(float64(total)), Subtitle: "total " + ms.Time, Left: "38%", Top: "middle", TextAlign: "center",
 			TitleStyle: &opts.TextStyle{FontSize: 18, Color: "#1f2328"}, SubtitleStyle: &opts.TextStyle{FontSize: 12, Color: "#656d76"},
 		}),
 	)...)
@@ -255,7 +299,7 @@ func doughnutChart(types []typeSummary) echartsChart {
 			data[i].Label = &opts.Label{Show: opts.Bool(false)} // its label would only pile up with others
 		}
 	}
-	pie.AddSeries("wait time", data,
+	pie.AddSeries(ms.Time+" time", data,
 		charts.WithPieChartOpts(opts.PieChart{Radius: []string{"42%", "70%"}, Center: []string{"38%", "50%"}}),
 		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: string(opts.FuncOpts("klock.label.share"))}),
 		charts.WithItemStyleOpts(opts.ItemStyle{BorderColor: "#fff", BorderWidth: 1}),
@@ -263,30 +307,55 @@ func doughnutChart(types []typeSummary) echartsChart {
 	return pie
 }
 
-func boxChart(types []typeSummary) echartsChart {
+// boxChart draws one box per type of single waits and, when holds were timed, a second series of
+// hold times over the same categories (holds, then the types with holds only), one series shown at a
+// time: the legend switches between them.
+func boxChart(types, holds []typeSummary, holdOnly []string, ms measure) echartsChart {
 	box := charts.NewBoxPlot()
+	legend := opts.Legend{Show: opts.Bool(false)}
+	axis := ms.Time + " time"
+	if len(holds) > 0 {
+		legend = opts.Legend{Show: opts.Bool(true), SelectedMode: "single", Top: "0", Data: []string{ms.Time, "hold"}}
+		axis = "time"
+	}
 	box.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "item", Formatter: opts.FuncOpts("klock.tooltip.box")}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithLegendOpts(legend),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0", HideOverlap: opts.Bool(true)}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "wait time", AxisLabel: &opts.AxisLabel{Formatter: opts.FuncOpts("klock.axisNS")}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: axis, AxisLabel: &opts.AxisLabel{Formatter: opts.FuncOpts("klock.axisNS")}}),
 		charts.WithGridOpts(opts.Grid{Left: "12", Right: "16", Top: "40", Bottom: "8", ContainLabel: opts.Bool(true)}),
 	)...)
-	names := make([]string, len(types))
-	data := make([]opts.BoxPlotData, len(types))
-	for i, t := range types {
-		names[i] = chartText(t.Name)
-		// A log axis cannot show 0; a 0 ns wait is drawn at 1 ns (the tooltip says 0).
-		values := []uint64{t.MinNS, t.P25NS, t.P50NS, t.P75NS, t.MaxNS}
-		for j := range values {
-			values[j] = max(values[j], 1)
-		}
-		data[i] = opts.BoxPlotData{Name: names[i], Value: values, ItemStyle: &opts.ItemStyle{Color: t.Color + "40", BorderColor: t.Color, BorderWidth: 1.5}}
+	var names []string
+	for _, t := range types {
+		names = append(names, chartText(t.Name))
 	}
-	box.SetXAxis(names).AddSeries("wait", data)
+	for _, name := range holdOnly {
+		names = append(names, chartText(name))
+	}
+	series := func(summaries []typeSummary) []opts.BoxPlotData {
+		data := make([]opts.BoxPlotData, len(names))
+		for i := range names {
+			data[i] = opts.BoxPlotData{Name: names[i], Value: []string{"-", "-", "-", "-", "-"}} // nothing to draw
+			if i >= len(summaries) || summaries[i].Count == 0 {
+				continue
+			}
+			t := summaries[i]
+			// A log axis cannot show 0; a 0 ns wait is drawn at 1 ns (the tooltip says 0).
+			values := []uint64{t.MinNS, t.P25NS, t.P50NS, t.P75NS, t.MaxNS}
+			for j := range values {
+				values[j] = max(values[j], 1)
+			}
+			data[i] = opts.BoxPlotData{Name: names[i], Value: values, ItemStyle: &opts.ItemStyle{Color: t.Color + "40", BorderColor: t.Color, BorderWidth: 1.5}}
+		}
+		return data
+	}
+	box.SetXAxis(names).AddSeries(ms.Time, series(types))
+	if len(holds) > 0 {
+		box.AddSeries("hold", series(holds))
+	}
 	return box
 }
 
-func histogramChart(types []typeSummary, ranges []waitRange, counts [][]uint64) echartsChart {
+func histogramChart(types []typeSummary, ranges []waitRange, counts [][]uint64, ms measure) echartsChart {
 	bar := charts.NewBar()
 	colors := make(opts.Colors, len(types))
 	for i, t := range types {
@@ -295,8 +364,8 @@ func histogramChart(types []typeSummary, ranges []waitRange, counts [][]uint64) 
 	bar.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "axis", Formatter: opts.FuncOpts("klock.tooltip.histogram"), AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithColorsOpts(colors),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "wait time (range start)", NameLocation: "middle", NameGap: 28}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "waits", AxisLabel: &opts.AxisLabel{}}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: ms.Time + " time (range start)", NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: ms.Events, AxisLabel: &opts.AxisLabel{}}),
 		charts.WithGridOpts(opts.Grid{Left: "12", Right: "24", Top: "48", Bottom: "32", ContainLabel: opts.Bool(true)}),
 	)...)
 	labels := make([]string, len(ranges))
@@ -314,11 +383,11 @@ func histogramChart(types []typeSummary, ranges []waitRange, counts [][]uint64) 
 	return bar
 }
 
-func callersChart(callers []callerSummary) echartsChart {
+func callersChart(callers []callerSummary, ms measure) echartsChart {
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "item", Formatter: opts.FuncOpts("klock.tooltip.callers")}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "total wait", NameLocation: "middle", NameGap: 28, AxisLabel: &opts.AxisLabel{Formatter: opts.FuncOpts("klock.axisNS")}}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "total " + ms.Time, NameLocation: "middle", NameGap: 28, AxisLabel: &opts.AxisLabel{Formatter: opts.FuncOpts("klock.axisNS")}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", Width: 300, Overflow: "truncate"}}),
 		charts.WithGridOpts(opts.Grid{Left: "12", Right: "40", Top: "8", Bottom: "28", ContainLabel: opts.Bool(true)}),
 	)...)
@@ -329,7 +398,7 @@ func callersChart(callers []callerSummary) echartsChart {
 		data[i] = opts.BarData{Value: c.TotalNS, ItemStyle: &opts.ItemStyle{Color: c.Color}}
 	}
 	bar.SetXAxis(labels).XYReversal()
-	bar.AddSeries("total wait", data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))
+	bar.AddSeries("total "+ms.Time, data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))
 	return bar
 }
 

@@ -33,22 +33,52 @@ func formatStart(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05 MST")
 }
 
+// measure names what a capture's records time, for labels: waits, from the contention tracepoints, or
+// whole acquire calls, fast path included, from the function probes, of which only those longer than
+// the calibrated threshold are counted ("contended acquires").
+type measure struct {
+	Time   string `json:"time"`   // "wait", "acquire": what Total, Avg and Max are of
+	Events string `json:"events"` // "waits", "contended acquires"
+	Count  string `json:"-"`      // column label of the count
+}
+
+func measureOf(m capture.Meta) measure {
+	if m.Acquire != nil {
+		return measure{Time: "acquire", Events: "contended acquires", Count: "Contended"}
+	}
+	return measure{Time: "wait", Events: "waits", Count: "Waits"}
+}
+
+// holdsTimed reports whether any record has hold times.
+func holdsTimed(records []capture.Record) bool {
+	for _, r := range records {
+		if r.HoldCount > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // highlights are the few numbers a reader should see first: how much waiting there was, where most of
 // it went, and whether the capture can be trusted.
 func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Group) []highlight {
 	m := c.Meta
+	ms := measureOf(m)
 	var total, waits uint64
 	locks := make(map[string]bool)
 	threads := make(map[uint32]bool)
 	for _, r := range c.Records {
+		if r.Count == 0 {
+			continue // holds only
+		}
 		total += r.TotalNS
 		waits += r.Count
 		locks[capture.ByLock(r)] = true
 		threads[r.TID] = true
 	}
 	hs := []highlight{{
-		Label: "Total wait", Value: FormatDuration(float64(total)), Title: nsTitle(total),
-		Detail: fmt.Sprintf("%d waits", waits),
+		Label: "Total " + ms.Time, Value: FormatDuration(float64(total)), Title: nsTitle(total),
+		Detail: fmt.Sprintf("%d %s", waits, ms.Events),
 	}}
 	if m.DurationNS > 0 {
 		hs[0].Detail += fmt.Sprintf(", %.2f threads waiting on average", float64(total)/float64(m.DurationNS))
@@ -57,7 +87,7 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 		t := types[0]
 		hs = append(hs, highlight{
 			Label: "Top lock type", Value: t.Name,
-			Detail: fmt.Sprintf("%.1f%% of the wait, %s", 100*t.Share, FormatDuration(float64(t.TotalNS))),
+			Detail: fmt.Sprintf("%.1f%% of the %s time, %s", 100*t.Share, ms.Time, FormatDuration(float64(t.TotalNS))),
 		})
 	}
 	if len(byCaller) > 0 {
@@ -68,7 +98,7 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 		}
 		hs = append(hs, highlight{
 			Label: "Top caller", Value: callerText(g.Caller), Title: g.Type + " " + callerText(g.Caller), Symbol: true,
-			Detail: fmt.Sprintf("%s, %.1f%% of the wait, %s", g.Type, 100*share, FormatDuration(float64(g.TotalNS))),
+			Detail: fmt.Sprintf("%s, %.1f%% of the %s time, %s", g.Type, 100*share, ms.Time, FormatDuration(float64(g.TotalNS))),
 		})
 	}
 	hs = append(hs, highlight{
@@ -114,8 +144,27 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 	if m.AddressesHashed {
 		addresses = "hashed ids, as the kernel's %p prints them; the same address has the same id within this report"
 	}
+	measures, functions := "waits: lock:contention_begin to contention_end", "none: the contention tracepoints"
+	var measuresTitle, functionsTitle string
+	holds := "not timed (only the function probes time holds)"
+	if a := m.Acquire; a != nil {
+		cal := a.Calibration
+		measures = fmt.Sprintf("whole acquire calls, fast path included; an acquire counts as contended above %s (%s of %d uncontended acquires: p50 %s, p99 %s, max %s)",
+			FormatDuration(float64(a.ThresholdNS)), cal.Rule, cal.Samples, FormatDuration(float64(cal.P50NS)), FormatDuration(float64(cal.P99NS)), FormatDuration(float64(cal.MaxNS)))
+		measuresTitle = "calibration: " + cal.Method
+		functions = fmt.Sprintf("%d probed, %d skipped", len(a.Functions), len(a.Skipped))
+		var lines []string
+		lines = append(lines, "probed: "+listOr(a.Functions, "none"))
+		for _, s := range a.Skipped {
+			lines = append(lines, fmt.Sprintf("skipped %s (%s): %s", s.Function, s.Type, s.Reason))
+		}
+		functionsTitle = strings.Join(lines, "\n")
+		holds = fmt.Sprintf("%d timed, acquire return to release; %d uncontended acquires", a.Holds, a.Uncontended)
+	}
 	settings = []field{
 		{Label: "Probe", Value: m.Probe},
+		{Label: "Measures", Value: measures, Title: measuresTitle},
+		{Label: "Functions", Value: functions, Title: functionsTitle},
 		{Label: "Stack depth", Value: fmt.Sprintf("%d frames", m.StackDepth)},
 		{Label: "Lock types", Value: listOr(m.Types, "all")},
 		{Label: "PID filter", Value: listOr(uintStrings(m.PIDs), "all processes")},
@@ -126,6 +175,10 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 	}
 
 	e := m.Events
+	events := fmt.Sprintf("%d begin, %d end", e.Begin, e.End)
+	if m.Acquire != nil {
+		events = fmt.Sprintf("%d acquires timed, %d contended", e.Begin, e.End)
+	}
 	lost := "none"
 	if total := m.LostTotal(); total > 0 {
 		var reasons []string
@@ -139,8 +192,9 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		programs = append(programs, fmt.Sprintf("%s: %d runs, %s, %d recursion misses", p.Name, p.RunCount, FormatDuration(float64(p.RunTimeNS)), p.RecursionMisses))
 	}
 	health = []field{
-		{Label: "Contention events", Value: fmt.Sprintf("%d begin, %d end", e.Begin, e.End)},
+		{Label: "Contention events", Value: events},
 		{Label: "Waits recorded", Value: fmt.Sprintf("%d, %d still in progress at the end", e.Waits, e.InProgress)},
+		{Label: "Holds", Value: holds},
 		{Label: "Nested", Value: strconv.FormatUint(e.Nested, 10)},
 		{Label: "Unmatched", Value: fmt.Sprintf("%d begin, %d end", e.UnmatchedBegin, e.UnmatchedEnd)},
 		{Label: "Stacks", Value: fmt.Sprintf("%d walked, %d recognised without a walk, %d failed", m.Stacks.Walked, m.Stacks.Known, m.Stacks.Failed), Bad: m.Stacks.Failed > 0},

@@ -179,12 +179,14 @@ func newPage(c *capture.Capture, o HTMLOptions, a *assets) (*page, error) {
 	p.Subtitle = strings.Join(sub, " · ")
 
 	byCaller := capture.GroupBy(c.Records, capture.ByCaller)
+	// Groups of holds only (uncontended acquires) have no place in the charts of waits.
+	contended := slices.DeleteFunc(slices.Clone(byCaller), func(g capture.Group) bool { return g.Count == 0 })
 	types := summarizeTypes(c.Histograms)
-	p.Highlights = highlights(c, types, byCaller)
+	p.Highlights = highlights(c, types, contended)
 	p.Captured, p.Settings, p.Health = headerFields(m)
 
 	if !p.Empty {
-		charts, data, err := buildCharts(types, byCaller, o.Top)
+		charts, data, err := buildCharts(types, c.HoldHistograms, contended, o.Top, measureOf(m))
 		if err != nil {
 			return nil, err
 		}
@@ -193,10 +195,11 @@ func newPage(c *capture.Capture, o HTMLOptions, a *assets) (*page, error) {
 	}
 
 	lockLabel := lockLabeler(m.AddressesHashed)
+	ms, holds := measureOf(m), holdsTimed(c.Records)
 	p.Tables = []table{
-		recordTable(topRecords(c.Records, o.Top), len(c.Records), lockLabel),
-		groupTable("callers", "By caller", "all threads and locks merged per lock type and caller", callerColumns, byCaller, o.Top, lockLabel),
-		groupTable("locks", "By lock", "all threads and callers merged per lock", lockColumns, capture.GroupBy(c.Records, capture.ByLock), o.Top, lockLabel),
+		recordTable(topRecords(c.Records, o.Top), len(c.Records), recordColumns(ms, holds), lockLabel),
+		groupTable("callers", "By caller", "all threads and locks merged per lock type and caller", callerColumns(ms, holds), byCaller, o.Top, lockLabel),
+		groupTable("locks", "By lock", "all threads and callers merged per lock", lockColumns(ms, holds), capture.GroupBy(c.Records, capture.ByLock), o.Top, lockLabel),
 	}
 
 	js, err := captureJSON(c)

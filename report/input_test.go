@@ -70,7 +70,7 @@ func TestReadInputErrors(t *testing.T) {
 		{"HTML with bad JSON", `<html><script type="application/json" id="klockstat-capture">{"version":1,</script>`, "the report's embedded capture: decoding capture: "},
 		{"JSON without version", `{"meta":{}}`, `decoding capture: no "version" field`},
 		{"JSON of another version", `{"version":2}`, "unsupported capture format version 2"},
-		{"invalid capture", `{"version":1,"records":[{"type":"mutex","count":0}]}`, "invalid capture: record 0: count is 0"},
+		{"invalid capture", `{"version":1,"records":[{"type":"mutex","count":0}]}`, "invalid capture: record 0: count and hold_count are 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

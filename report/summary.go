@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -15,16 +16,17 @@ import (
 )
 
 // WriteSummary writes the perf-lock-contention-style table of the top n groups by caller
-// (capture.ByCaller): contended, total wait, max wait, avg wait, type, caller. Then one health line with
-// events, waits, lost events (with reasons when any), and probe cost per event and as a share of CPU,
-// then the capture's warnings, one per line. When there are more groups than n it says how many were
-// omitted; n <= 0 shows all groups.
+// (capture.ByCaller): contended, total wait, max wait, avg wait, type, caller; for the function-probe
+// backends, acquire times instead of waits. Then one health line with events, waits, lost events (with
+// reasons when any), and probe cost per event and as a share of CPU, then the capture's warnings, one
+// per line. When there are more groups than n it says how many were omitted; n <= 0 shows all groups.
+// Groups of holds only, without a contended acquire, are not contention and are left out.
 //
 // Callers, types, reasons and warnings come from an untrusted file (thread names end up in them), so
 // control characters are printed as '?' and cannot drive the terminal.
 func WriteSummary(w io.Writer, c *capture.Capture, n int) error {
 	var b bytes.Buffer
-	groups := capture.GroupBy(c.Records, capture.ByCaller)
+	groups := slices.DeleteFunc(capture.GroupBy(c.Records, capture.ByCaller), func(g capture.Group) bool { return g.Count == 0 })
 	shown := groups
 	if n > 0 && len(groups) > n {
 		shown = groups[:n]
@@ -32,7 +34,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, n int) error {
 	if len(groups) == 0 {
 		b.WriteString("no lock contention recorded\n")
 	} else {
-		writeTable(&b, shown)
+		writeTable(&b, shown, measureOf(c.Meta))
 		if omitted := len(groups) - len(shown); omitted > 0 {
 			fmt.Fprintf(&b, "... %d more %s not shown\n", omitted, plural(omitted, "caller", "callers"))
 		}
@@ -49,8 +51,8 @@ func WriteSummary(w io.Writer, c *capture.Capture, n int) error {
 
 // writeTable aligns the columns to their widest cell: numbers and the type to the right as perf does,
 // the caller, which is last, to the left.
-func writeTable(b *bytes.Buffer, groups []capture.Group) {
-	rows := [][]string{{"contended", "total wait", "max wait", "avg wait", "type", "caller"}}
+func writeTable(b *bytes.Buffer, groups []capture.Group, ms measure) {
+	rows := [][]string{{"contended", "total " + ms.Time, "max " + ms.Time, "avg " + ms.Time, "type", "caller"}}
 	for _, g := range groups {
 		caller := sanitize(g.Caller)
 		if caller == "" {
@@ -97,7 +99,12 @@ func writeColumns(b *bytes.Buffer, rows [][]string) {
 // probe cost 152 ns/event, 0.01% CPU".
 func healthLine(m capture.Meta) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d contention events in %s, %d waits", m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits)
+	if a := m.Acquire; a != nil {
+		fmt.Fprintf(&b, "%s: %d acquires timed in %s, %d contended (longer than %s), %d holds",
+			m.Probe, m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits, FormatDuration(float64(a.ThresholdNS)), a.Holds)
+	} else {
+		fmt.Fprintf(&b, "%d contention events in %s, %d waits", m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits)
+	}
 	if m.Events.InProgress > 0 {
 		fmt.Fprintf(&b, " (%d in progress)", m.Events.InProgress)
 	}

@@ -33,29 +33,40 @@ type table struct {
 	Total              int // rows of the whole view; Rows holds the first page
 }
 
-var (
-	recordColumns = []column{
+// The tables' columns: the numbers of waits (or contended acquires) and, when holds were timed, of
+// holds, after what identifies a row and before its stack.
+func recordColumns(ms measure, holds bool) []column {
+	return withNumbers([]column{
 		{Key: "lock", Label: "Lock"}, {Key: "type", Label: "Type"}, {Key: "comm", Label: "Thread"},
 		{Key: "pid", Label: "PID", Num: true}, {Key: "tid", Label: "TID", Num: true},
-		{Key: "count", Label: "Waits", Num: true}, {Key: "total", Label: "Total wait", Num: true},
-		{Key: "avg", Label: "Avg wait", Num: true}, {Key: "max", Label: "Max wait", Num: true},
-		{Key: "caller", Label: "Caller"}, {Key: "stack", Label: "Stack"},
-	}
-	callerColumns = []column{
+	}, ms, holds, column{Key: "caller", Label: "Caller"}, column{Key: "stack", Label: "Stack"})
+}
+
+func callerColumns(ms measure, holds bool) []column {
+	return withNumbers([]column{
 		{Key: "caller", Label: "Caller"}, {Key: "type", Label: "Type"}, {Key: "lock", Label: "Lock"},
 		{Key: "comm", Label: "Thread"}, {Key: "records", Label: "Records", Num: true},
-		{Key: "count", Label: "Waits", Num: true}, {Key: "total", Label: "Total wait", Num: true},
-		{Key: "avg", Label: "Avg wait", Num: true}, {Key: "max", Label: "Max wait", Num: true},
-		{Key: "stack", Label: "Heaviest stack"},
-	}
-	lockColumns = []column{
+	}, ms, holds, column{Key: "stack", Label: "Heaviest stack"})
+}
+
+func lockColumns(ms measure, holds bool) []column {
+	return withNumbers([]column{
 		{Key: "lock", Label: "Lock"}, {Key: "type", Label: "Type"}, {Key: "caller", Label: "Caller"},
 		{Key: "comm", Label: "Thread"}, {Key: "records", Label: "Records", Num: true},
-		{Key: "count", Label: "Waits", Num: true}, {Key: "total", Label: "Total wait", Num: true},
-		{Key: "avg", Label: "Avg wait", Num: true}, {Key: "max", Label: "Max wait", Num: true},
-		{Key: "stack", Label: "Heaviest stack"},
+	}, ms, holds, column{Key: "stack", Label: "Heaviest stack"})
+}
+
+func withNumbers(head []column, ms measure, holds bool, tail ...column) []column {
+	cols := append(head,
+		column{Key: "count", Label: ms.Count, Num: true}, column{Key: "total", Label: "Total " + ms.Time, Num: true},
+		column{Key: "avg", Label: "Avg " + ms.Time, Num: true}, column{Key: "max", Label: "Max " + ms.Time, Num: true})
+	if holds {
+		cols = append(cols,
+			column{Key: "hold_count", Label: "Holds", Num: true}, column{Key: "hold_total", Label: "Total hold", Num: true},
+			column{Key: "hold_avg", Label: "Avg hold", Num: true}, column{Key: "hold_max", Label: "Max hold", Num: true})
 	}
-)
+	return append(cols, tail...)
+}
 
 // row holds the values of one table row, a record or a group, ready for any column.
 type row struct {
@@ -66,6 +77,8 @@ type row struct {
 	records                            int
 	count, total, max                  uint64
 	mean                               float64
+	holdCount, holdTotal, holdMax      uint64
+	holdMean                           float64
 	stack                              []string
 }
 
@@ -97,6 +110,14 @@ func (r row) cell(key string) cell {
 		return cell{Text: FormatDuration(r.mean), Title: fmt.Sprintf("%.1f ns", r.mean), Class: "num"}
 	case "max":
 		return cell{Text: FormatDuration(float64(r.max)), Title: nsTitle(r.max), Class: "num"}
+	case "hold_count":
+		return cell{Text: strconv.FormatUint(r.holdCount, 10), Class: "num"}
+	case "hold_total":
+		return cell{Text: FormatDuration(float64(r.holdTotal)), Title: nsTitle(r.holdTotal), Class: "num"}
+	case "hold_avg":
+		return cell{Text: FormatDuration(r.holdMean), Title: fmt.Sprintf("%.1f ns", r.holdMean), Class: "num"}
+	case "hold_max":
+		return cell{Text: FormatDuration(float64(r.holdMax)), Title: nsTitle(r.holdMax), Class: "num"}
 	case "caller":
 		if r.callerVarious {
 			return various
@@ -124,7 +145,7 @@ func newTable(id, title, caption string, columns []column, rows []row, total int
 }
 
 // recordTable shows the top records of total records, sorted by total wait.
-func recordTable(top []capture.Record, total int, lockLabel func(string, capture.Addr) (string, string)) table {
+func recordTable(top []capture.Record, total int, columns []column, lockLabel func(string, capture.Addr) (string, string)) table {
 	var rows []row
 	for _, r := range top {
 		lock, title := lockLabel(r.Name, r.Lock)
@@ -132,9 +153,10 @@ func recordTable(top []capture.Record, total int, lockLabel func(string, capture
 			lock: lock, lockTitle: title, typ: r.Type, comm: r.Comm, caller: r.Caller,
 			pid: r.PID, tid: r.TID, records: 1,
 			count: r.Count, total: r.TotalNS, max: r.MaxNS, mean: r.MeanNS(), stack: r.Stack,
+			holdCount: r.HoldCount, holdTotal: r.HoldTotalNS, holdMax: r.HoldMaxNS, holdMean: r.HoldMeanNS(),
 		})
 	}
-	return newTable("threads", "By thread", "one row per lock, thread, call stack and lock type", recordColumns, rows, total)
+	return newTable("threads", "By thread", "one row per lock, thread, call stack and lock type", columns, rows, total)
 }
 
 // groupTable shows the first n groups. Its first column must be what the groups are keyed by; any other
@@ -152,6 +174,7 @@ func groupTable(id, title, caption string, columns []column, groups []capture.Gr
 			commVarious:   merged && g.Comm == "",
 			callerVarious: merged && key != "caller" && g.Caller == "",
 			records:       g.Records, count: g.Count, total: g.TotalNS, max: g.MaxNS, mean: g.MeanNS(), stack: g.Stack,
+			holdCount: g.HoldCount, holdTotal: g.HoldTotalNS, holdMax: g.HoldMaxNS, holdMean: g.HoldMeanNS(),
 		})
 	}
 	return newTable(id, title, caption, columns, rows, len(groups))

@@ -68,18 +68,21 @@
 
   klock.tooltip = {
     doughnut(p) {
+      const m = data().measure;
       const t = data().types[p.dataIndex];
       return tipTable(dot(t.color) + esc(t.name), [
-        ["total wait", klock.fmtNS(t.total_ns) + " (" + pct(t.share) + ")"],
-        ["waits", String(t.count)],
+        ["total " + m.time, klock.fmtNS(t.total_ns) + " (" + pct(t.share) + ")"],
+        [m.events, String(t.count)],
         ["average", klock.fmtNS(t.mean_ns)],
       ]);
     },
+    // The box chart's second series, when there is one, is of hold times.
     box(p) {
-      const t = data().types[p.dataIndex];
+      const hold = p.seriesIndex === 1;
+      const t = (hold ? data().holds : data().types)[p.dataIndex];
       const f = klock.fmtNS;
       return tipTable(dot(t.color) + esc(t.name), [
-        ["waits", String(t.count)],
+        [hold ? "holds" : data().measure.events, String(t.count)],
         ["min", f(t.min_ns)], ["p25", f(t.p25_ns)], ["median", f(t.p50_ns)], ["p75", f(t.p75_ns)],
         ["p95", f(t.p95_ns)], ["p99", f(t.p99_ns)], ["max", f(t.max_ns)], ["mean", f(t.mean_ns)],
       ]);
@@ -105,14 +108,15 @@
       for (const [t, n] of rows) {
         html += "<tr><td>" + dot(t.color) + esc(t.name) + "</td><td>" + esc(n) + "</td></tr>";
       }
-      return html + "<tr><td>all types</td><td>" + esc(total) + " waits</td></tr></table></div>";
+      return html + "<tr><td>all types</td><td>" + esc(total) + " " + esc(d.measure.events) + "</td></tr></table></div>";
     },
     callers(p) {
+      const m = data().measure;
       const c = data().callers[p.dataIndex];
       return tipTable(esc(c.caller), [
         ["lock type", c.type],
-        ["total wait", klock.fmtNS(c.total_ns)],
-        ["waits", String(c.count)],
+        ["total " + m.time, klock.fmtNS(c.total_ns)],
+        [m.events, String(c.count)],
         ["average", klock.fmtNS(c.mean_ns)],
         ["max", klock.fmtNS(c.max_ns)],
       ]);
@@ -132,8 +136,11 @@
 
   const text = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
+  const mean = (total, n) => (n === 0 ? 0 : total / n);
+
   // A row is a record of the capture, or a group of records with the same fields, where a field its
-  // records differ in is null ("various").
+  // records differ in is null ("various"). Hold columns exist when holds were timed; a record of holds
+  // only has no waits.
   function makeColumns(hashed) {
     const lockID = (a) => (hashed ? a.slice(2).padStart(16, "0") : a);
     return {
@@ -150,8 +157,12 @@
       records: { num: (r) => r.records },
       count: { num: (r) => r.count },
       total: { ns: (r) => r.total_ns },
-      avg: { ns: (r) => r.total_ns / r.count, title: (r) => (r.total_ns / r.count).toFixed(1) + " ns" },
+      avg: { ns: (r) => mean(r.total_ns, r.count), title: (r) => mean(r.total_ns, r.count).toFixed(1) + " ns" },
       max: { ns: (r) => r.max_ns },
+      hold_count: { num: (r) => r.hold_count || 0 },
+      hold_total: { ns: (r) => r.hold_total_ns || 0 },
+      hold_avg: { ns: (r) => mean(r.hold_total_ns || 0, r.hold_count || 0), title: (r) => mean(r.hold_total_ns || 0, r.hold_count || 0).toFixed(1) + " ns" },
+      hold_max: { ns: (r) => r.hold_max_ns || 0 },
       caller: { text: (r) => (r.caller === null ? null : r.caller || "[unknown]"), cls: "mono" },
       stack: { stack: true, text: (r) => r.stack.join("\n") },
     };
@@ -182,7 +193,8 @@
       if (g === undefined) {
         g = {
           key: k, type: r.type, lock: r.lock, name: r.name, comm: r.comm, caller: r.caller,
-          count: 0, total_ns: 0, max_ns: 0, records: 0, stack: r.stack, heaviest: r.total_ns,
+          count: 0, total_ns: 0, max_ns: 0, hold_count: 0, hold_total_ns: 0, hold_max_ns: 0,
+          records: 0, stack: r.stack, heaviest: r.total_ns,
         };
         byKey.set(k, g);
         groups.push(g);
@@ -205,6 +217,9 @@
       g.count += r.count;
       g.total_ns += r.total_ns;
       g.max_ns = Math.max(g.max_ns, r.max_ns);
+      g.hold_count += r.hold_count || 0;
+      g.hold_total_ns += r.hold_total_ns || 0;
+      g.hold_max_ns = Math.max(g.hold_max_ns, r.hold_max_ns || 0);
       g.records++;
     }
     // The order of capture.GroupBy: total wait, count, key.

@@ -22,6 +22,8 @@
 #define STACK_WINDOW_WORDS 128
 /* Return addresses compared before a path counts as already walked. */
 #define VERIFY_FRAMES 16
+/* Most first frames of a walk learn_path tries (see lead_frames). */
+#define LEAD_FRAMES 4
 /* Paths remembered per context offset: several paths can share one. */
 #define PATH_WAYS 4
 /* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
@@ -62,7 +64,7 @@ struct wait_slot {
 	__u32 pid;
 	__u16 type;
 	__u16 skip;  /* begin was filtered out: pair it, record nothing */
-	__u32 _pad;
+	__u32 repeat; /* function probes: entries of listed functions calling one another for this lock */
 };
 
 /*
@@ -99,6 +101,42 @@ struct cpu_waits {
 	struct wait_slot slot[MAX_NEST];
 };
 
+/*
+ * The function-probe backends (fentry/fexit, kprobe/kretprobe) learn which
+ * locks.json entry fired from a per-attachment value (a BPF cookie, or a
+ * constant patched into a per-function copy of the program): the lock type's
+ * index in the low bits, and FN_HOLD if hold time is wanted.
+ */
+enum fn_info {
+	FN_TYPE_MASK = 0xffff,
+	FN_HOLD = 1 << 16,    /* measure hold time, acquire return to release */
+	FN_MARK = 0x6b6c736b, /* the marked `mov rX, imm` the loader patches per function */
+};
+
+/* Set from user space while the programs run. */
+struct fn_control {
+	__u64 threshold_ns; /* an acquire longer than this counts as contended */
+	__u32 calib_tid;    /* non-zero: calibrating, only this thread's acquires count, as samples */
+	__u32 calib_n;      /* samples taken */
+};
+
+/* Uncontended acquire times taken while calibrating. */
+#define CALIB_SAMPLES 8192
+
+/* A lock one thread holds, for hold time. */
+struct hold_key {
+	__u64 lock;
+	__u32 tid;
+	__u32 _pad;
+};
+
+struct hold_slot {
+	__u64 ts;    /* bpf_ktime_get_ns() when the acquire returned */
+	__u64 stack;
+	__u32 pid;
+	__u32 type;
+};
+
 /* Per-CPU counters, summed in user space. */
 enum counter {
 	CNT_BEGIN = 0,          /* contention_begin events accepted by the filters */
@@ -114,6 +152,10 @@ enum counter {
 	CNT_STACK_FAILED,       /* wait stored without a stack: stack walk failed or stack map full */
 	CNT_STACK_WALKED,       /* stacks taken by walking the kernel stack */
 	CNT_STACK_KNOWN,        /* stacks recognised from a path walked before */
+	CNT_FAST,               /* function probes: acquires no longer than the threshold */
+	CNT_HOLD,               /* function probes: holds recorded */
+	CNT_LOST_HOLD_FULL,     /* hold not timed: per-lock hold map full */
+	CNT_LOST_HOLD_AGG_FULL, /* hold not stored: hold aggregation map full */
 	CNT_MAX,
 };
 

@@ -61,6 +61,24 @@ struct trace_event_raw_contention_end {
 	int ret;
 } __attribute__((preserve_access_index));
 
+/* A kprobe's context: the probed function's registers, its first argument
+ * in di (x86-64) or regs[0] (arm64, whose kprobe context is the
+ * user_pt_regs at the start of pt_regs). */
+#if defined(__TARGET_ARCH_x86)
+struct pt_regs {
+	unsigned long di;
+} __attribute__((preserve_access_index));
+#define PT_REGS_ARG1(ctx) ((ctx)->di)
+#elif defined(__TARGET_ARCH_arm64)
+struct user_pt_regs {
+	__u64 regs[31];
+} __attribute__((preserve_access_index));
+struct pt_regs;
+#define PT_REGS_ARG1(ctx) (((const struct user_pt_regs *)(ctx))->regs[0])
+#else
+#error "kprobe argument access: only x86 and arm64 are supported"
+#endif
+
 /* Enough of the task to name a lock the way perf does. */
 struct rw_semaphore {
 	long count;

@@ -18,6 +18,18 @@
 #
 # Environment:
 #   KLOCKSTAT_VM_TIMEOUT  wall-clock limit per kernel in seconds (default 900)
+#   KLOCKSTAT_VM_TCG      single (default) or multi: how QEMU runs the 2 vCPUs.
+#                         multi runs them on two host threads, faster and with
+#                         real parallel contention, but its cross-modifying
+#                         code is not exact: when the kernel patches code the
+#                         other vCPU runs (attaching probes, toggling
+#                         tracepoints), that vCPU may still execute the int3
+#                         the patching left behind and the guest oopses (seen
+#                         on 6.12 at _raw_spin_lock and in
+#                         rwsem_down_write_slowpath). single is exact. Probe
+#                         cost per event means little under single: a vCPU
+#                         switched out inside a BPF program charges it the
+#                         other vCPU's time.
 #   GO                    go command (default: go)
 set -euo pipefail
 
@@ -25,6 +37,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=$here/.cache
 timeout_s=${KLOCKSTAT_VM_TIMEOUT:-900}
+tcg=${KLOCKSTAT_VM_TCG:-single}
 go=${GO:-go}
 
 # Package name patterns of the kernels, by series.
@@ -115,7 +128,7 @@ run_kernel() {
 	# The guest gives up half a minute before the host does, so a hung
 	# test still ends with go test's goroutine dump rather than a killed VM.
 	timeout -k 10 "$timeout_s" qemu-system-x86_64 \
-		-accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+		-accel "tcg,thread=$tcg" -cpu max -smp 2 -m 2048 \
 		-nodefaults -display none -serial stdio -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 quiet KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s" \
@@ -155,6 +168,7 @@ main() {
 	if ! [[ $timeout_s =~ ^[0-9]+$ ]] || ((timeout_s < 60)); then
 		die "KLOCKSTAT_VM_TIMEOUT=$timeout_s: want whole seconds, at least 60"
 	fi
+	[[ $tcg == single || $tcg == multi ]] || die "KLOCKSTAT_VM_TCG=$tcg: want single or multi"
 	((EUID == 0)) || die "needs root (apt-get, mknod)"
 
 	install_deps
@@ -183,7 +197,7 @@ main() {
 	local -a results times
 	local failed=0
 	for i in "${!names[@]}"; do
-		log "${names[i]}: booting (${versions[i]})"
+		log "${names[i]}: booting (${versions[i]}, TCG $tcg)"
 		local start=$SECONDS
 		if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio"; then
 			results+=(PASS)

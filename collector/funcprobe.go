@@ -1,0 +1,434 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/lockspec"
+)
+
+// The function-probe backends probe the acquire and release functions that
+// locks.json lists, for kernels without the contention tracepoints. They
+// time whole acquire calls, fast path included, and count an acquire as
+// contended only above a threshold calibrated at start-up (calibrate.go).
+
+// funcHook is how a function-probe backend hooks functions.
+type funcHook int
+
+const (
+	hookFentry funcHook = iota // fentry/fexit: BPF trampolines (Linux 5.5+)
+	hookKprobe                 // kprobe/kretprobe
+)
+
+// functionBackend probes the lock functions of locks.json.
+type functionBackend struct{ hook funcHook }
+
+var (
+	fentryBackend = functionBackend{hookFentry}
+	kprobeBackend = functionBackend{hookKprobe}
+)
+
+func (b functionBackend) Name() string {
+	if b.hook == hookFentry {
+		return "fentry"
+	}
+	return "kprobe"
+}
+
+// kprobeCookies reports whether kprobe programs can read a BPF cookie
+// (Linux 5.15+). Without cookies, every function gets a copy of the program
+// with its lock type patched in. Tests switch cookies off to exercise that.
+var kprobeCookies = sync.OnceValue(func() bool {
+	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie) == nil
+})
+
+var noCookies bool // set by tests
+
+func (b functionBackend) cookies() bool {
+	return b.hook == hookKprobe && !noCookies && kprobeCookies()
+}
+
+// Programs are the kprobe programs when they read cookies: one program
+// serves every function. fentry programs are loaded per function anyway
+// (the kernel checks them against the function's BTF), so they carry the
+// lock type as a constant and none is loaded with the maps.
+func (b functionBackend) Programs() []string {
+	if b.cookies() {
+		return []string{"kprobe_acquire", "kretprobe_acquire", "kprobe_release"}
+	}
+	return nil
+}
+
+// The stacks are taken at the return. An fexit program's frame comes
+// first, then the BPF trampoline's, below the context (the trampoline's
+// argument array); a kretprobe program walks from the probe's pt_regs,
+// whose first frame is the caller the function returned to, a return
+// address already taken off the stack. So the first frame above the
+// context is the first or the second. Recognising a path needs bpf_loop
+// (Linux 5.17), which every kernel with the contention tracepoints has, but
+// not every kernel these backends are for: without it, every stack is
+// walked.
+func (b functionBackend) StackLayout() StackLayout {
+	skip := uint32(1)
+	if b.hook == hookKprobe {
+		skip = 0
+	}
+	return StackLayout{Skip: skip, ContextOnStack: haveLoop(), Lead: 2}
+}
+
+// haveLoop reports whether BPF programs can call bpf_loop. It came to every
+// tracing program type in the same kernel, so asking about kprobe programs
+// answers for fentry too.
+var haveLoop = sync.OnceValue(func() bool {
+	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnLoop) == nil
+})
+
+func (b functionBackend) template(role funcRole) string {
+	names := map[funcHook][3]string{
+		hookFentry: {"fentry_acquire", "fexit_acquire", "fentry_release"},
+		hookKprobe: {"kprobe_acquire", "kretprobe_acquire", "kprobe_release"},
+	}
+	return names[b.hook][role]
+}
+
+// spinningReason says why the acquire functions of spinning locks are not
+// probed: a probe would run on every spin_lock in the kernel, and
+// attaching is not safe.
+var spinningReason = map[funcHook]string{
+	hookKprobe: "spinning lock: a kretprobe on a spinlock acquire function can hang the machine (the tracepoint backends capture spinlocks)",
+	hookFentry: "spinning lock: attaching fentry to _raw_spin_lock crashed a Linux 6.12 guest (int3 oops while the kernel patched it), and its probes would run at every spin_lock (the tracepoint backends capture spinlocks)",
+}
+
+// funcRole is what a program does at a function.
+type funcRole int
+
+const (
+	roleEnter   funcRole = iota // acquire entry: save lock and time
+	roleReturn                  // acquire return: time it, start the hold
+	roleRelease                 // release entry: end the hold
+)
+
+// target is a kernel function to probe.
+type target struct {
+	fn      string // as the kernel names it
+	typ     string // the lock type listing it
+	release bool
+	info    uint32 // FN_* value: type index and flags
+}
+
+// plan resolves the functions of the lock spec in the running kernel: which
+// to probe, and which to skip and why.
+func (b functionBackend) plan(k *kernel, spec *lockspec.Spec) ([]target, []capture.Skipped, error) {
+	var (
+		targets []target
+		skipped []capture.Skipped
+		owner   = map[string]string{} // function -> type probing it
+	)
+	skip := func(fn, typ, reason string) {
+		skipped = append(skipped, capture.Skipped{Function: fn, Type: typ, Reason: reason})
+	}
+	functions, err := k.functions()
+	if err != nil {
+		return nil, nil, fmt.Errorf("looking up the lock functions: %w", err)
+	}
+	exists := func(name string) bool { return functions[name] }
+	for i, t := range spec.Types {
+		info := uint32(i)
+		if t.Spinning() {
+			// Spinning locks are left to the contention tracepoints.
+			for _, fn := range t.Acquire {
+				skip(fn, t.Name, spinningReason[b.hook])
+			}
+			continue
+		}
+		resolve := func(fn string, release bool) error {
+			fns := lockspec.KernelFunctions(fn, exists)
+			if len(fns) == 0 {
+				skip(fn, t.Name, "not in this kernel (/proc/kallsyms)")
+				return nil
+			}
+			for _, kfn := range fns {
+				if other, dup := owner[kfn]; dup {
+					skip(kfn, t.Name, fmt.Sprintf("already probed for type %s", other))
+					continue
+				}
+				if b.hook == hookFentry {
+					ok, err := hasBTF[*btf.Func](k, kfn)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						skip(kfn, t.Name, "no BTF for it (fentry needs the function in /sys/kernel/btf/vmlinux)")
+						continue
+					}
+				}
+				owner[kfn] = t.Name
+				targets = append(targets, target{fn: kfn, typ: t.Name, release: release, info: info})
+			}
+			return nil
+		}
+		before := len(targets)
+		for _, fn := range t.Acquire {
+			if err := resolve(fn, false); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !t.Hold || len(targets) == before {
+			continue
+		}
+		acquires := len(targets)
+		for _, fn := range t.Release {
+			if err := resolve(fn, true); err != nil {
+				return nil, nil, err
+			}
+		}
+		if len(targets) > acquires {
+			for j := before; j < acquires; j++ {
+				targets[j].info |= uint32(lockstatFnInfoFN_HOLD)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil, skipped, fmt.Errorf("none of the lock functions of %s exist in this kernel (%s)", spec.Source, skippedSummary(skipped))
+	}
+	return targets, skipped, nil
+}
+
+// Detect attaches a program that does nothing to the first function to
+// probe.
+func (b functionBackend) Detect(k *kernel, spec *lockspec.Spec) error {
+	targets, _, err := b.plan(k, spec)
+	if err != nil {
+		return err
+	}
+	fn := targets[0].fn
+	if b.hook == hookFentry {
+		return detectHook(ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fn},
+			func(p *ebpf.Program) (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: p}) },
+			func(err error) *UnavailableError { return fentryUnavailable(fn, err) })
+	}
+	return detectHook(ebpf.ProgramSpec{Type: ebpf.Kprobe},
+		func(p *ebpf.Program) (link.Link, error) { return link.Kprobe(fn, p, nil) },
+		func(err error) *UnavailableError { return kprobesUnavailable(fn, err) })
+}
+
+func fentryUnavailable(fn string, err error) *UnavailableError {
+	switch {
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return &UnavailableError{Backend: "fentry", Missing: "fentry unavailable: BPF trampolines need Linux 5.5 or later (arm64: 6.0) built with CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS", Err: err}
+	case refused(err):
+		missing := fmt.Sprintf("fentry unavailable: the kernel refuses to load an fentry program on %s() although klockstat runs with CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON", fn)
+		// BPF trampolines attach through ftrace: say what tracefs
+		// answers about the traceable functions, if it refuses too.
+		if _, ferr := os.ReadFile(tracefsPath + "/available_filter_functions"); ferr != nil {
+			missing += fmt.Sprintf("; function tracing is closed as well (%v)", ferr)
+		}
+		return &UnavailableError{Backend: "fentry", Missing: missing, Err: err}
+	}
+	return nil
+}
+
+func kprobesUnavailable(fn string, err error) *UnavailableError {
+	if !errors.Is(err, ebpf.ErrNotSupported) && !errors.Is(err, os.ErrNotExist) && !refused(err) {
+		return nil
+	}
+	// The function exists (kallsyms): what is missing is the mechanism,
+	// if neither the kprobe PMU nor tracefs' kprobe_events is there.
+	_, pmuErr := os.Stat("/sys/bus/event_source/devices/kprobe")
+	_, eventsErr := os.Stat(tracefsPath + "/kprobe_events")
+	if pmuErr == nil || eventsErr == nil {
+		if refused(err) {
+			return &UnavailableError{Backend: "kprobe", Missing: fmt.Sprintf("kprobes unavailable: the kernel refuses a kprobe on %s() although klockstat runs with CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON", fn), Err: err}
+		}
+		return nil
+	}
+	why := configSays("CONFIG_KPROBES")
+	if why == "" {
+		why = configSays("CONFIG_KPROBE_EVENTS")
+	}
+	if why == "" {
+		why = "kernel built without CONFIG_KPROBES or CONFIG_KPROBE_EVENTS"
+	}
+	return &UnavailableError{
+		Backend: "kprobe",
+		Missing: fmt.Sprintf("kprobes unavailable: %s (no kprobe PMU in /sys/bus/event_source/devices, no kprobe_events in %s)", why, tracefsPath),
+		Err:     err,
+	}
+}
+
+func (b functionBackend) Attach(obj *object) (*attachment, error) {
+	targets, skipped, err := b.plan(obj.kernel, obj.locks)
+	if err != nil {
+		return nil, err
+	}
+	a := &attachment{acquire: &capture.Acquire{Skipped: skipped}}
+	if b.cookies() {
+		for i, name := range b.Programs() {
+			a.probes = append(a.probes, probe{name: name, prog: obj.coll.Programs[name], begins: i == 0})
+		}
+	}
+	var firstErr error
+	for _, t := range targets {
+		if err := b.attachTarget(obj, a, t); err != nil {
+			a.acquire.Skipped = append(a.acquire.Skipped, capture.Skipped{Function: t.fn, Type: t.typ, Reason: err.Error()})
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		a.acquire.Functions = append(a.acquire.Functions, t.fn)
+	}
+	if len(a.acquire.Functions) == 0 {
+		a.close()
+		return nil, fmt.Errorf("attaching to the lock functions: %w", firstErr)
+	}
+	if len(a.acquire.Skipped) > 0 {
+		a.warnings = append(a.warnings, fmt.Sprintf("%s: functions of %s not probed: %s", b.Name(), obj.locks.Source, skippedSummary(a.acquire.Skipped)))
+	}
+	return a, nil
+}
+
+// attachTarget attaches the programs of one function: entry and return of
+// an acquire function, entry of a release function.
+func (b functionBackend) attachTarget(obj *object, a *attachment, t target) error {
+	roles := []funcRole{roleEnter, roleReturn}
+	if t.release {
+		roles = []funcRole{roleRelease}
+	}
+	var (
+		links  []link.Link
+		probes []probe
+	)
+	fail := func(err error) error {
+		closeLinks(links)
+		for _, p := range probes {
+			if p.owned {
+				p.prog.Close()
+			}
+		}
+		return err
+	}
+	for _, role := range roles {
+		p, err := b.program(obj, role, t)
+		if err != nil {
+			return fail(err)
+		}
+		if p.owned {
+			probes = append(probes, p)
+		}
+		l, err := b.attachProgram(p.prog, role, t)
+		if err != nil {
+			return fail(fmt.Errorf("attaching %s: %w", p.name, err))
+		}
+		links = append(links, l)
+	}
+	a.links = append(a.links, links...)
+	a.probes = append(a.probes, probes...)
+	return nil
+}
+
+// program returns the program of a role at a function: the shared program
+// that reads cookies, or a copy of the template for this function.
+func (b functionBackend) program(obj *object, role funcRole, t target) (probe, error) {
+	tmpl := b.template(role)
+	if b.cookies() {
+		return probe{name: tmpl, prog: obj.coll.Programs[tmpl]}, nil
+	}
+	ps := obj.spec.Programs[tmpl].Copy()
+	if b.hook == hookFentry {
+		ps.AttachTo = t.fn
+	}
+	if role != roleRelease {
+		if err := patchInfo(ps, t.info); err != nil {
+			return probe{}, err
+		}
+	}
+	for i := range ps.Instructions {
+		ins := &ps.Instructions[i]
+		if !ins.IsLoadFromMap() || ins.Reference() == "" {
+			continue
+		}
+		m, ok := obj.coll.Maps[ins.Reference()]
+		if !ok {
+			return probe{}, fmt.Errorf("program %s refers to map %s, which the object lacks", tmpl, ins.Reference())
+		}
+		if err := ins.AssociateMap(m); err != nil {
+			return probe{}, fmt.Errorf("program %s: map %s: %w", tmpl, ins.Reference(), err)
+		}
+	}
+	types, err := obj.kernel.types()
+	if err != nil {
+		return probe{}, err
+	}
+	prog, err := ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: types})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return probe{}, fmt.Errorf("loading %s for %s: %+v", tmpl, t.fn, ve)
+		}
+		return probe{}, fmt.Errorf("loading %s for %s: %w", tmpl, t.fn, err)
+	}
+	return probe{name: tmpl + ":" + t.fn, prog: prog, begins: role == roleEnter, owned: true}, nil
+}
+
+func (b functionBackend) attachProgram(prog *ebpf.Program, role funcRole, t target) (link.Link, error) {
+	var cookie uint64
+	if b.cookies() {
+		cookie = uint64(t.info)
+	}
+	if b.hook == hookFentry {
+		return link.AttachTracing(link.TracingOptions{Program: prog})
+	}
+	opts := &link.KprobeOptions{Cookie: cookie}
+	if role == roleReturn {
+		return link.Kretprobe(t.fn, prog, opts)
+	}
+	return link.Kprobe(t.fn, prog, opts)
+}
+
+// patchInfo writes a function's FN_* value into the program's marked
+// `mov rX, FN_MARK` (fn_info in lockstat.bpf.c).
+func patchInfo(ps *ebpf.ProgramSpec, info uint32) error {
+	mov := asm.Mov.Op(asm.ImmSource)
+	n := 0
+	for i := range ps.Instructions {
+		ins := &ps.Instructions[i]
+		if ins.OpCode == mov && ins.Constant == int64(lockstatFnInfoFN_MARK) {
+			ins.Constant = int64(info)
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("program %s has %d marked instructions, want 1 (stale generated code? run go generate ./...)", ps.Name, n)
+	}
+	return nil
+}
+
+// skippedSummary lists skipped functions by reason, for one line:
+// "not in this kernel (/proc/kallsyms): rt_spin_lock (rtmutex), ...".
+func skippedSummary(skipped []capture.Skipped) string {
+	var reasons []string
+	byReason := map[string][]string{}
+	for _, s := range skipped {
+		if _, ok := byReason[s.Reason]; !ok {
+			reasons = append(reasons, s.Reason)
+		}
+		byReason[s.Reason] = append(byReason[s.Reason], fmt.Sprintf("%s (%s)", s.Function, s.Type))
+	}
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = r + ": " + strings.Join(slices.Compact(byReason[r]), ", ")
+	}
+	return strings.Join(parts, "; ")
+}
