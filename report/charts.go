@@ -172,10 +172,7 @@ func buildCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []
 	var counts [][]uint64 // counts[type][range - lowest]
 	data.Ranges, counts = waitRanges(types)
 
-	built := []struct {
-		chart
-		options echartsChart
-	}{
+	built := []builtChart{
 		{chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
 			doughnutChart(types, ms)},
 		{chart{ID: "klockBox", Title: title(ms.Time + " distribution by lock type"), Caption: boxCaption(ms, len(data.Holds) > 0), Height: 340},
@@ -185,6 +182,18 @@ func buildCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []
 		{chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(data.Callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(data.Callers), Wide: true},
 			callersChart(data.Callers, ms)},
 	}
+	return renderCharts(built, data, "chart data")
+}
+
+// builtChart is a chart with the ECharts options that draw it.
+type builtChart struct {
+	chart
+	options echartsChart
+}
+
+// renderCharts writes each chart's drawing script and encodes data, which
+// the page's script reads, for a script element.
+func renderCharts(built []builtChart, data any, what string) ([]chart, template.JS, error) {
 	out := make([]chart, len(built))
 	for i, b := range built {
 		script, err := chartScript(b.ID, b.options)
@@ -196,7 +205,7 @@ func buildCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []
 	}
 	js, err := json.Marshal(data) // escapes <, > and &: safe inside a script element
 	if err != nil {
-		return nil, "", fmt.Errorf("encoding the chart data: %w", err)
+		return nil, "", fmt.Errorf("encoding the %s: %w", what, err)
 	}
 	return out, template.JS(js), nil
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"slices"
@@ -96,10 +95,7 @@ func diffCharts(d *Diff, top int) ([]chart, template.JS, error) {
 	if d.PerSecond {
 		per = " per second of capture"
 	}
-	built := []struct {
-		chart
-		options echartsChart
-	}{
+	built := []builtChart{
 		{chart{ID: "klockDiffDoughnutBefore", Title: "Before: wait time by lock type", Caption: "Share of the total wait" + per + " per lock type.", Height: 320},
 			diffDoughnut(d, data, beforeSide)},
 		{chart{ID: "klockDiffDoughnutAfter", Title: "After: wait time by lock type", Caption: "Share of the total wait" + per + " per lock type.", Height: 320},
@@ -111,20 +107,7 @@ func diffCharts(d *Diff, top int) ([]chart, template.JS, error) {
 		{chart{ID: "klockDiffChanges", Title: fmt.Sprintf("Top %d changes in total wait", len(data.Changes)), Caption: "Change in total wait" + per + " per row (lock type, lock, caller): red waits more after, green less.", Height: 80 + 26*len(data.Changes), Wide: true},
 			diffChanges(data.Changes)},
 	}
-	out := make([]chart, len(built))
-	for i, b := range built {
-		script, err := chartScript(b.ID, b.options)
-		if err != nil {
-			return nil, "", err
-		}
-		out[i] = b.chart
-		out[i].Script = template.JS(script)
-	}
-	js, err := json.Marshal(data) // escapes <, > and &: safe inside a script element
-	if err != nil {
-		return nil, "", fmt.Errorf("encoding the diff's chart data: %w", err)
-	}
-	return out, template.JS(js), nil
+	return renderCharts(built, data, "diff's chart data")
 }
 
 func (t diffTypeChart) side(side int) *diffTypeSide {
