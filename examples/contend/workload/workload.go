@@ -16,6 +16,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// init keeps the main goroutine on the main thread for good. Workers lock
+// their goroutine to a thread and rename it; one scheduled on the main thread
+// would rename the thread-group leader, whose name is the process's name in
+// ps and in klockstat's --comm filter, and would wedge that thread when it exits.
+func init() {
+	runtime.LockOSThread()
+}
+
 // Lock names a kernel lock that a workload hammers.
 type Lock string
 
