@@ -177,6 +177,36 @@ func waitRows(t *testing.T, ctx context.Context, table string, n int) {
 	}
 }
 
+// checkFirstStack opens the stack of the first row the table shows and checks that its frames are
+// stack, with raw addresses hashed as the page hashes them.
+func checkFirstStack(t *testing.T, ctx context.Context, table string, stack []string) {
+	t.Helper()
+	do(t, ctx, "opening a stack", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#%s tbody tr:first-child td.stack summary`, table))))
+	// The frames are added when the details element reports that it opened, which is a task later.
+	frames, err := chromedp.Run(ctx, chromedp.Poll[[]string](fmt.Sprintf(`(() => {
+		const shown = [...document.querySelectorAll("#%s tbody tr:first-child td.stack li")].filter((li) => li.offsetHeight > 0);
+		return shown.length > 0 && shown.map((li) => li.textContent);
+	})()`, table), chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil {
+		t.Fatalf("waiting for the frames: %v", err)
+	}
+	// The page hashes raw addresses, so compare the symbolized frames.
+	var want, got []string
+	for _, f := range stack {
+		if !strings.HasPrefix(f, "0x") {
+			want = append(want, f)
+		}
+	}
+	for _, f := range frames {
+		if !strings.HasPrefix(f, "00000000") {
+			got = append(got, f)
+		}
+	}
+	if len(frames) != len(stack) || !slices.Equal(got, want) {
+		t.Errorf("opened stack shows %q, want the %d frames of %q", frames, len(stack), stack)
+	}
+}
+
 func clearFilter(t *testing.T, ctx context.Context) {
 	t.Helper()
 	do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](`(() => {
@@ -270,31 +300,7 @@ func TestBrowserReport(t *testing.T) {
 	})
 
 	t.Run("stack", func(t *testing.T) {
-		first := topRecords(c.Records, 1)[0]
-		do(t, ctx, "opening a stack", chromedp.Click(chromedp.CSS(`#table-threads tbody tr:first-child td.stack summary`)))
-		// The frames are added when the details element reports that it opened, which is a task later.
-		frames, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => {
-			const shown = [...document.querySelectorAll("#table-threads tbody tr:first-child td.stack li")].filter((li) => li.offsetHeight > 0);
-			return shown.length > 0 && shown.map((li) => li.textContent);
-		})()`, chromedp.WithPollingTimeout(10*time.Second)))
-		if err != nil {
-			t.Fatalf("waiting for the frames: %v", err)
-		}
-		// The report hashes raw addresses, so compare the symbolized frames.
-		var want, got []string
-		for _, f := range first.Stack {
-			if !strings.HasPrefix(f, "0x") {
-				want = append(want, f)
-			}
-		}
-		for _, f := range frames {
-			if !strings.HasPrefix(f, "00000000") {
-				got = append(got, f)
-			}
-		}
-		if len(frames) != len(first.Stack) || !slices.Equal(got, want) {
-			t.Errorf("opened stack shows %q, want the %d frames of %q", frames, len(first.Stack), first.Stack)
-		}
+		checkFirstStack(t, ctx, "table-threads", topRecords(c.Records, 1)[0].Stack)
 	})
 
 	t.Run("views", func(t *testing.T) {

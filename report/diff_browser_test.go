@@ -144,6 +144,12 @@ func TestBrowserDiff(t *testing.T) {
 			t.Errorf("hostile strings became markup: %d injected elements, window.pwned set: %v", injected, pwned)
 		}
 	})
+
+	t.Run("stack", func(t *testing.T) {
+		// The filter still shows only the row of svgComm, whose frames are hostile too.
+		i := slices.IndexFunc(d.Rows, func(r DiffRow) bool { return r.Comm == svgComm })
+		checkFirstStack(t, ctx, "table-diff-rows", d.Rows[i].heaviestStack())
+	})
 }
 
 // TestBrowserDiffBig compares two big captures thread by thread: the page must load, show one page

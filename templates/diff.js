@@ -1,6 +1,7 @@
 // klockstat diff: the formatters the charts' options name (klock.diff.*), and the rows table, rebuilt
-// from the JSON of all rows with sorting, filtering and paging. It builds on report.js (klock.fmtNS,
-// klock.axisNS, klock.label), which the page loads first.
+// from the JSON of all rows with sorting, filtering and paging. It builds on report.js, which the page
+// loads first: its formatters, tooltip and cell helpers, and its tables (klock.table), so that the diff
+// escapes, sorts, filters and pages as the report does.
 //
 // Every string comes from the captures, that is from the kernel or from processes, so data only ever
 // reaches the page through textContent and setAttribute, or, in ECharts tooltips, which take HTML,
@@ -8,20 +9,11 @@
 "use strict";
 (function () {
   const klock = window.klock;
+  const { esc, pct, dot, tipTable, el, stackCell } = klock;
   const diff = {};
   klock.diff = diff;
 
-  let chartData = null;
-  function data() {
-    if (chartData === null) {
-      chartData = JSON.parse(document.getElementById("klockstat-diff-charts").textContent);
-    }
-    return chartData;
-  }
-
-  const esc = (s) => echarts.format.encodeHTML(String(s));
-  const pct = (x) => (100 * x).toFixed(1) + "%";
-  const dot = (color) => '<span class="kl-dot" style="background:' + esc(color) + '"></span>';
+  const data = klock.jsonOf("klockstat-diff-charts");
   const per = () => (data().per_second ? "/s" : "");
 
   // The formats of diff_html.go and diff_summary.go.
@@ -64,14 +56,6 @@
   }
 
   diff.axisDelta = (ns) => (ns < 0 ? "-" : ns > 0 ? "+" : "") + klock.axisNS(Math.abs(ns));
-
-  function tipTable(title, rows) {
-    let html = '<div class="kl-tip"><div class="kl-tip-title">' + title + "</div><table>";
-    for (const [label, value] of rows) {
-      html += "<tr><td>" + esc(label) + "</td><td>" + esc(value) + "</td></tr>";
-    }
-    return html + "</table></div>";
-  }
 
   function doughnut(side) {
     return function (p) {
@@ -134,20 +118,7 @@
     },
   };
 
-  // The rows table.
-
-  const text = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
-
-  function el(tag, cls, content) {
-    const e = document.createElement(tag);
-    if (cls) {
-      e.className = cls;
-    }
-    if (content !== undefined) {
-      e.textContent = content;
-    }
-    return e;
-  }
+  // The rows table, whose columns are as klock.table takes them.
 
   const changeClass = (d) => (d > 0 ? "num worse" : d < 0 ? "num better" : "num");
 
@@ -247,169 +218,21 @@
     return columns;
   }
 
-  function stackCell(frames) {
-    const td = el("td", "stack");
-    if (frames.length === 0) {
-      td.appendChild(el("span", "muted", "no stack"));
-      return td;
-    }
-    const details = el("details");
-    details.appendChild(el("summary", "", frames.length + (frames.length === 1 ? " frame" : " frames")));
-    // The frames are only put into the page when the stack is opened: a page of 500 rows stays light.
-    details.addEventListener("toggle", function () {
-      if (details.open && details.querySelector("ol") === null) {
-        const ol = el("ol");
-        for (const f of frames) {
-          ol.appendChild(el("li", "", f));
-        }
-        details.appendChild(ol);
-      }
-    });
-    td.appendChild(details);
-    return td;
-  }
-
-  function render(view) {
-    const rows = view.filtered;
-    const pages = Math.max(1, Math.ceil(rows.length / view.size));
-    view.page = Math.min(view.page, pages - 1);
-    const start = view.page * view.size;
-    const frag = document.createDocumentFragment();
-    for (const r of rows.slice(start, start + view.size)) {
-      const tr = el("tr");
-      for (const key of view.keys) {
-        tr.appendChild(view.columns[key].cell(r));
-      }
-      frag.appendChild(tr);
-    }
-    if (rows.length === 0) {
-      const tr = el("tr", "empty-row");
-      const td = el("td", "", view.rows.length ? "No rows match the filter." : "No rows.");
-      td.colSpan = view.keys.length;
-      tr.appendChild(td);
-      frag.appendChild(tr);
-    }
-    view.table.tBodies[0].replaceChildren(frag);
-    for (const th of view.table.querySelectorAll("th[data-col]")) {
-      if (th.dataset.col === view.sortKey) {
-        th.setAttribute("aria-sort", view.sortDesc ? "descending" : "ascending");
-      } else {
-        th.removeAttribute("aria-sort");
-      }
-    }
-    const p = view.pager;
-    const end = Math.min(start + view.size, rows.length);
-    p.info.textContent = rows.length === 0 ? "0 rows" :
-      "Rows " + (start + 1) + "–" + end + " of " + rows.length +
-      (rows.length !== view.rows.length ? " (filtered from " + view.rows.length + ")" : "");
-    p.prev.disabled = view.page === 0;
-    p.next.disabled = view.page >= pages - 1;
-  }
-
-  function applyFilter(view, q) {
-    view.query = q;
-    view.filtered = q === "" ? view.rows : view.rows.filter(function (r) {
-      for (const key of view.keys) {
-        const search = view.columns[key].search;
-        if (search && String(search(r)).toLowerCase().includes(q)) {
-          return true;
-        }
-      }
-      return false;
-    });
-    view.page = 0;
-    render(view);
-  }
-
-  function sortBy(view, key) {
-    const col = view.columns[key];
-    if (view.sortKey === key) {
-      view.sortDesc = !view.sortDesc;
-    } else {
-      view.sortKey = key;
-      view.sortDesc = Boolean(col.num);
-    }
-    const dir = view.sortDesc ? -1 : 1;
-    view.rows.sort(function (a, b) {
-      const x = col.sort(a);
-      const y = col.sort(b);
-      if (x === null || y === null) {
-        return (x === null) - (y === null); // missing values last
-      }
-      return dir * (typeof x === "number" ? (x === y ? 0 : x < y ? -1 : 1) : text(x, y));
-    });
-    applyFilter(view, view.query);
-  }
-
-  function makePager(view, box, sizes) {
-    const prev = el("button", "", "‹ Prev");
-    const next = el("button", "", "Next ›");
-    prev.type = next.type = "button";
-    const info = el("span", "info");
-    const select = el("select");
-    select.setAttribute("aria-label", "Rows per page");
-    for (const n of sizes) {
-      const o = el("option", "", n + " rows per page");
-      o.value = String(n);
-      select.appendChild(o);
-    }
-    select.value = String(view.size);
-    prev.addEventListener("click", () => {
-      view.page--;
-      render(view);
-    });
-    next.addEventListener("click", () => {
-      view.page++;
-      render(view);
-    });
-    select.addEventListener("change", () => {
-      view.size = Number(select.value);
-      view.page = 0;
-      render(view);
-    });
-    box.replaceChildren(prev, next, info, el("span", "spacer"), select);
-    box.hidden = false;
-    return { prev, next, info };
-  }
-
   function initTable() {
     const section = document.getElementById("diff-rows-section");
     const source = document.getElementById("klockstat-diff-rows");
     if (section && source) {
       const all = JSON.parse(source.textContent);
       const table = document.getElementById("table-diff-rows");
-      const pageSize = Number(section.dataset.pageSize) || 20;
-      const view = {
-        table, columns: makeColumns(all.per_second), rows: all.rows.slice(), keys: [],
-        size: pageSize, page: 0, sortKey: "", sortDesc: true, query: "",
-      };
-      view.keys = table.dataset.cols.split(" "); // in the order of the cells
-      for (const th of table.querySelectorAll("th[data-col]")) {
-        const key = th.dataset.col;
-        if (!view.columns[key].sort) {
-          continue;
-        }
-        th.tabIndex = 0;
-        th.classList.add("sortable");
-        th.title = "Sort by " + key.replace(/_b$/, " before").replace(/_a$/, " after").replace(/_d$/, " change").replace(/_r$/, " ratio");
-        th.addEventListener("click", () => sortBy(view, key));
-        th.addEventListener("keydown", (e) => {
-          if (e.key === "Enter" || e.key === " ") {
-            e.preventDefault();
-            sortBy(view, key);
-          }
-        });
-      }
-      const sizes = [...new Set([pageSize, 50, 100, 500])].sort((a, b) => a - b);
-      view.pager = makePager(view, section.querySelector(".pager"), sizes);
-      const filter = document.getElementById("diff-filter");
-      let timer = 0;
-      filter.addEventListener("input", () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => applyFilter(view, filter.value.trim().toLowerCase()), 120);
+      const view = klock.table.make({
+        table, pager: section.querySelector(".pager"), columns: makeColumns(all.per_second), rows: all.rows.slice(),
+        keys: table.dataset.cols.split(" "), // in the order of the cells: the headings span two rows
+        size: Number(section.dataset.pageSize) || 20, sortKey: "",
+        title: (th, key) => "Sort by " + key.replace(/_b$/, " before").replace(/_a$/, " after").replace(/_d$/, " change").replace(/_r$/, " ratio"),
       });
+      klock.table.onFilter(document.getElementById("diff-filter"), (q) => klock.table.filter(view, q));
       document.getElementById("diff-toolbar").hidden = false;
-      applyFilter(view, "");
+      klock.table.filter(view, "");
     }
     // Tests and styles wait for this mark of a page whose script has run.
     document.documentElement.classList.add("js");

@@ -1,5 +1,7 @@
 // klockstat report: the formatters the charts' options name (klock.*), and the lock tables, rebuilt from
-// the capture embedded in the page with sorting, filtering and paging.
+// the capture embedded in the page with sorting, filtering and paging. The diff page loads this script
+// before diff.js, which builds its tooltips and its table on the helpers exposed here (klock.el,
+// klock.tipTable, klock.table, …), so that both pages escape, sort, filter and page alike.
 //
 // Every string of a capture comes from the kernel or from processes (a thread can name itself
 // "<img src=x onerror=...>"), so data only ever reaches the page through textContent and setAttribute,
@@ -43,17 +45,24 @@
     return s + " " + unit;
   };
 
-  let chartData = null;
-  function data() {
-    if (chartData === null) {
-      chartData = JSON.parse(document.getElementById("klockstat-charts").textContent);
-    }
-    return chartData;
-  }
+  // jsonOf returns a reader of the JSON in the element with the given id. The chart data is parsed when
+  // a tooltip first needs it, not while the page loads.
+  klock.jsonOf = function (id) {
+    let parsed = null;
+    return function () {
+      if (parsed === null) {
+        parsed = JSON.parse(document.getElementById(id).textContent);
+      }
+      return parsed;
+    };
+  };
+  const data = klock.jsonOf("klockstat-charts");
 
+  // ECharts puts what a tooltip formatter returns into the page as HTML.
   const esc = (s) => echarts.format.encodeHTML(String(s));
   const pct = (x) => (100 * x).toFixed(1) + "%";
   const dot = (color) => '<span class="kl-dot" style="background:' + esc(color) + '"></span>';
+  // tipTable's title is HTML, for a dot before the name: callers escape what goes into it.
   function tipTable(title, rows) {
     let html = '<div class="kl-tip"><div class="kl-tip-title">' + title + "</div><table>";
     for (const [label, value] of rows) {
@@ -61,6 +70,7 @@
     }
     return html + "</table></div>";
   }
+  Object.assign(klock, { esc, pct, dot, tipTable });
 
   klock.label = {
     share: (p) => p.percent.toFixed(1) + "%",
@@ -134,48 +144,88 @@
 
   // Tables.
 
+  // A table is a view of rows through columns, each an object with
+  //   cell(r): the <td> of row r;
+  //   sort(r): what r is ordered by, a number or a string, or null where it has none ("various", a side
+  //     a row is missing from), which goes last either way; a column without sort is not sortable;
+  //   search(r): what the filter looks for its text in, if anything;
+  //   num: sorted largest first on the first click.
+  // The report's three views and the diff's rows share this, so the two pages behave alike.
+
   const text = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
   const mean = (total, n) => (n === 0 ? 0 : total / n);
+
+  // Columns of nanoseconds show a duration, with the exact number as the cell's title.
+  function nsColumn(get, title) {
+    return {
+      num: true,
+      sort: get,
+      cell(r) {
+        const ns = get(r);
+        const td = el("td", "num", klock.fmtNS(ns));
+        td.setAttribute("title", title ? title(r) : ns + " ns");
+        return td;
+      },
+    };
+  }
+
+  function numColumn(get) {
+    return { num: true, sort: get, search: get, cell: (r) => el("td", "num", String(get(r))) };
+  }
+
+  // A text of null is a group's "various".
+  function textColumn(get, { cls = "", title, search = get } = {}) {
+    return {
+      sort: get,
+      search,
+      cell(r) {
+        const v = get(r);
+        if (v === null) {
+          return el("td", "muted", "various");
+        }
+        const td = el("td", cls, v);
+        const t = title ? title(r) : "";
+        if (t) {
+          td.setAttribute("title", t);
+        }
+        return td;
+      },
+    };
+  }
 
   // A row is a record of the capture, or a group of records with the same fields, where a field its
   // records differ in is null ("various"). Hold columns exist when holds were timed; a record of holds
   // only has no waits.
   function makeColumns(hashed) {
     const lockID = (a) => (hashed ? a.slice(2).padStart(16, "0") : a);
+    const avg = (total, n) => (r) => mean(total(r), n(r));
+    const avgTitle = (get) => (r) => get(r).toFixed(1) + " ns";
+    const waitAvg = avg((r) => r.total_ns, (r) => r.count);
+    const holdAvg = avg((r) => r.hold_total_ns || 0, (r) => r.hold_count || 0);
+    const stackText = (r) => r.stack.join("\n");
     return {
-      lock: {
-        text: (r) => (r.lock === null ? null : r.name || lockID(r.lock)),
+      lock: textColumn((r) => (r.lock === null ? null : r.name || lockID(r.lock)), {
+        cls: "mono",
         title: (r) => (r.lock === null ? "" : "lock " + lockID(r.lock)),
         search: (r) => (r.lock === null ? "" : r.name + " " + lockID(r.lock)),
-        cls: "mono",
-      },
-      type: { text: (r) => r.type },
-      comm: { text: (r) => r.comm },
-      pid: { num: (r) => r.pid },
-      tid: { num: (r) => r.tid },
-      records: { num: (r) => r.records },
-      count: { num: (r) => r.count },
-      total: { ns: (r) => r.total_ns },
-      avg: { ns: (r) => mean(r.total_ns, r.count), title: (r) => mean(r.total_ns, r.count).toFixed(1) + " ns" },
-      max: { ns: (r) => r.max_ns },
-      hold_count: { num: (r) => r.hold_count || 0 },
-      hold_total: { ns: (r) => r.hold_total_ns || 0 },
-      hold_avg: { ns: (r) => mean(r.hold_total_ns || 0, r.hold_count || 0), title: (r) => mean(r.hold_total_ns || 0, r.hold_count || 0).toFixed(1) + " ns" },
-      hold_max: { ns: (r) => r.hold_max_ns || 0 },
-      caller: { text: (r) => (r.caller === null ? null : r.caller || "[unknown]"), cls: "mono" },
-      stack: { stack: true, text: (r) => r.stack.join("\n") },
+      }),
+      type: textColumn((r) => r.type),
+      comm: textColumn((r) => r.comm),
+      pid: numColumn((r) => r.pid),
+      tid: numColumn((r) => r.tid),
+      records: numColumn((r) => r.records),
+      count: numColumn((r) => r.count),
+      total: nsColumn((r) => r.total_ns),
+      avg: nsColumn(waitAvg, avgTitle(waitAvg)),
+      max: nsColumn((r) => r.max_ns),
+      hold_count: numColumn((r) => r.hold_count || 0),
+      hold_total: nsColumn((r) => r.hold_total_ns || 0),
+      hold_avg: nsColumn(holdAvg, avgTitle(holdAvg)),
+      hold_max: nsColumn((r) => r.hold_max_ns || 0),
+      caller: textColumn((r) => (r.caller === null ? null : r.caller || "[unknown]"), { cls: "mono" }),
+      stack: { sort: stackText, search: stackText, cell: (r) => stackCell(r.stack) },
     };
-  }
-
-  function valueOf(col, r) {
-    if (col.num) {
-      return col.num(r);
-    }
-    if (col.ns) {
-      return col.ns(r);
-    }
-    return col.text(r);
   }
 
   // compareRecords is the order of capture.Sort: total wait, then type, caller, lock, pid, tid.
@@ -260,51 +310,10 @@
     return td;
   }
 
-  function renderRow(view, r) {
-    const tr = el("tr");
-    for (const key of view.keys) {
-      const col = view.columns[key];
-      if (col.stack) {
-        tr.appendChild(stackCell(r.stack));
-        continue;
-      }
-      let td;
-      if (col.num) {
-        td = el("td", "num", String(col.num(r)));
-      } else if (col.ns) {
-        const ns = col.ns(r);
-        td = el("td", "num", klock.fmtNS(ns));
-        td.setAttribute("title", col.title ? col.title(r) : ns + " ns");
-      } else {
-        const v = col.text(r);
-        if (v === null) {
-          td = el("td", "muted", "various");
-        } else {
-          td = el("td", col.cls || "", v);
-          const title = col.title ? col.title(r) : "";
-          if (title) {
-            td.setAttribute("title", title);
-          }
-        }
-      }
-      tr.appendChild(td);
-    }
-    return tr;
-  }
-
   function matches(view, r, q) {
     for (const key of view.keys) {
-      const col = view.columns[key];
-      let v;
-      if (col.search) {
-        v = col.search(r);
-      } else if (col.num) {
-        v = col.num(r);
-      } else if (col.ns) {
-        continue;
-      } else {
-        v = col.text(r);
-      }
+      const search = view.columns[key].search;
+      const v = search ? search(r) : null;
       if (v !== null && v !== undefined && String(v).toLowerCase().includes(q)) {
         return true;
       }
@@ -319,7 +328,11 @@
     const start = view.page * view.size;
     const frag = document.createDocumentFragment();
     for (const r of rows.slice(start, start + view.size)) {
-      frag.appendChild(renderRow(view, r));
+      const tr = el("tr");
+      for (const key of view.keys) {
+        tr.appendChild(view.columns[key].cell(r));
+      }
+      frag.appendChild(tr);
     }
     if (rows.length === 0) {
       const tr = el("tr", "empty-row");
@@ -330,7 +343,7 @@
     }
     view.table.tBodies[0].replaceChildren(frag);
 
-    for (const th of view.table.tHead.rows[0].cells) {
+    for (const th of view.table.querySelectorAll("th[data-col]")) {
       if (th.dataset.col === view.sortKey) {
         th.setAttribute("aria-sort", view.sortDesc ? "descending" : "ascending");
       } else {
@@ -359,22 +372,23 @@
       view.sortDesc = !view.sortDesc;
     } else {
       view.sortKey = key;
-      view.sortDesc = Boolean(col.num || col.ns);
+      view.sortDesc = Boolean(col.num);
     }
     const dir = view.sortDesc ? -1 : 1;
     view.rows.sort(function (a, b) {
-      const x = valueOf(col, a);
-      const y = valueOf(col, b);
+      const x = col.sort(a);
+      const y = col.sort(b);
       if (x === null || y === null) {
-        return (x === null) - (y === null); // "various" last
+        return (x === null) - (y === null); // "various" or a missing side last
       }
-      return dir * (typeof x === "number" ? x - y : text(x, y));
+      // Not x - y: a ratio from nothing is Infinity, and Infinity - Infinity is NaN.
+      return dir * (typeof x === "number" ? (x === y ? 0 : x < y ? -1 : 1) : text(x, y));
     });
     applyFilter(view, view.query);
   }
 
-  function makePager(view, sizes) {
-    const box = view.root.querySelector(".pager");
+  function makePager(view, box) {
+    const sizes = [...new Set([view.size, 50, 100, 500])].sort((a, b) => a - b);
     const prev = el("button", "", "‹ Prev");
     const next = el("button", "", "Next ›");
     prev.type = next.type = "button";
@@ -405,6 +419,46 @@
     return { prev, next, info };
   }
 
+  // makeTable lets the headings of table sort rows (title(th, key) tells what a heading sorts by) and
+  // pages them into it, size rows at a time, with buttons in the box pager. keys are the columns in the
+  // order of the cells, which need not be the headings' order. Nothing is shown until the first filter.
+  function makeTable({ table, pager, columns, rows, keys, size, sortKey, title }) {
+    const view = {
+      table, columns, rows, keys, size, page: 0, sortKey, sortDesc: true, query: "", filtered: rows,
+    };
+    for (const th of table.querySelectorAll("th[data-col]")) {
+      const key = th.dataset.col;
+      if (!columns[key].sort) {
+        continue;
+      }
+      th.tabIndex = 0;
+      th.classList.add("sortable");
+      th.title = title(th, key);
+      th.addEventListener("click", () => sortBy(view, key));
+      th.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          sortBy(view, key);
+        }
+      });
+    }
+    view.pager = makePager(view, pager);
+    return view;
+  }
+
+  // onFilter applies what is typed into input once typing pauses: filtering 100,000 rows on every key
+  // would make typing lag.
+  function onFilter(input, apply) {
+    let timer = 0;
+    input.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => apply(input.value.trim().toLowerCase()), 120);
+    });
+  }
+
+  Object.assign(klock, { el, stackCell });
+  klock.table = { make: makeTable, filter: applyFilter, onFilter };
+
   function initTables() {
     const section = document.getElementById("tables");
     const source = document.getElementById("klockstat-capture");
@@ -422,7 +476,6 @@
     const records = cap.records.slice().sort(compareRecords);
     const columns = makeColumns(Boolean(cap.meta.addresses_hashed));
     const pageSize = Number(section.dataset.pageSize) || 20;
-    const sizes = [...new Set([pageSize, 50, 100, 500])].sort((a, b) => a - b);
     const sources = {
       threads: () => records,
       callers: () => group(records, (r) => r.type + " " + r.caller),
@@ -438,26 +491,13 @@
       }
       const root = document.getElementById("view-" + id);
       const table = root.querySelector("table");
-      const v = {
-        root, table, columns, rows: sources[id](), keys: [], size: pageSize, page: 0,
-        sortKey: "total", sortDesc: true, query: "",
-      };
-      for (const th of table.tHead.rows[0].cells) {
-        const key = th.dataset.col;
-        v.keys.push(key);
-        th.tabIndex = 0;
-        th.title = "Sort by " + th.textContent.toLowerCase();
-        th.addEventListener("click", () => sortBy(v, key));
-        th.addEventListener("keydown", (e) => {
-          if (e.key === "Enter" || e.key === " ") {
-            e.preventDefault();
-            sortBy(v, key);
-          }
-        });
-      }
-      v.pager = makePager(v, sizes);
-      views[id] = v;
-      return v;
+      views[id] = makeTable({
+        table, pager: root.querySelector(".pager"), columns, rows: sources[id](),
+        keys: [...table.tHead.rows[0].cells].map((th) => th.dataset.col),
+        size: pageSize, sortKey: "total",
+        title: (th) => "Sort by " + th.textContent.toLowerCase(),
+      });
+      return views[id];
     }
 
     function show(id) {
@@ -478,11 +518,7 @@
         show(active);
       });
     }
-    let timer = 0;
-    filter.addEventListener("input", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => applyFilter(view(active), filter.value.trim().toLowerCase()), 120);
-    });
+    onFilter(filter, (q) => applyFilter(view(active), q));
     document.getElementById("klockstat-toolbar").hidden = false;
     show(active);
   }
