@@ -207,6 +207,54 @@ func checkFirstStack(t *testing.T, ctx context.Context, table string, stack []st
 	}
 }
 
+// checkChartsDrawn checks that each chart has drawn a canvas with a size.
+func checkChartsDrawn(t *testing.T, ctx context.Context, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		size := eval[[]int](t, ctx, fmt.Sprintf(`(() => {
+			const c = document.querySelector("#%s canvas");
+			return c ? [c.width, c.height] : [0, 0];
+		})()`, id))
+		if size[0] == 0 || size[1] == 0 {
+			t.Errorf("chart %s has no canvas with a size (%v)", id, size)
+		}
+	}
+}
+
+// checkTips shows the tooltip of every item of the first n series of each chart, and checks that
+// together they show each of want as text.
+func checkTips(t *testing.T, ctx context.Context, n int, want ...string) {
+	t.Helper()
+	tips := eval[string](t, ctx, fmt.Sprintf(`(() => {
+		let text = "";
+		for (const el of document.querySelectorAll(".chart")) {
+			const chart = echarts.getInstanceByDom(el);
+			chart.getOption().series.slice(0, %d).forEach((s, si) => {
+				for (let i = 0; i < s.data.length; i++) {
+					chart.dispatchAction({type: "showTip", seriesIndex: si, dataIndex: i});
+					for (const tip of el.querySelectorAll("div")) text += tip.textContent + "\n";
+				}
+			});
+		}
+		return text;
+	})()`, n))
+	for _, w := range want {
+		if !strings.Contains(tips, w) {
+			t.Errorf("no tooltip shows %q as text", w)
+		}
+	}
+}
+
+// checkNoMarkup checks that no hostile string became an element or ran.
+func checkNoMarkup(t *testing.T, ctx context.Context) {
+	t.Helper()
+	injected := eval[int](t, ctx, `document.querySelectorAll("body svg, body img, body iframe").length`)
+	pwned := eval[bool](t, ctx, `typeof window.pwned !== "undefined"`)
+	if injected > 0 || pwned {
+		t.Errorf("hostile strings became markup: %d injected elements, window.pwned set: %v", injected, pwned)
+	}
+}
+
 func clearFilter(t *testing.T, ctx context.Context) {
 	t.Helper()
 	do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](`(() => {
@@ -221,17 +269,7 @@ func TestBrowserReport(t *testing.T) {
 	const top = 5
 	ctx := browser(t, c, HTMLOptions{Top: top})
 
-	t.Run("charts", func(t *testing.T) {
-		for _, id := range []string{"klockDoughnut", "klockBox", "klockHistogram", "klockCallers"} {
-			size := eval[[]int](t, ctx, fmt.Sprintf(`(() => {
-				const c = document.querySelector("#%s canvas");
-				return c ? [c.width, c.height] : [0, 0];
-			})()`, id))
-			if size[0] == 0 || size[1] == 0 {
-				t.Errorf("chart %s has no canvas with a size (%v)", id, size)
-			}
-		}
-	})
+	t.Run("charts", func(t *testing.T) { checkChartsDrawn(t, ctx, reportChartIDs) })
 
 	t.Run("table", func(t *testing.T) {
 		waitRows(t, ctx, "table-threads", top)
@@ -332,29 +370,9 @@ func TestBrowserReport(t *testing.T) {
 		if got := shownColumn(t, ctx, "table-threads", "comm"); !slices.Contains(got, svgComm) {
 			t.Errorf("thread %q does not show as text: %q", svgComm, got)
 		}
-		// Every tooltip of every chart, with the hostile type and caller names in them.
-		tips := eval[string](t, ctx, `(() => {
-			let text = "";
-			for (const el of document.querySelectorAll(".chart")) {
-				const chart = echarts.getInstanceByDom(el);
-				const n = chart.getOption().series[0].data.length;
-				for (let i = 0; i < n; i++) {
-					chart.dispatchAction({type: "showTip", seriesIndex: 0, dataIndex: i});
-					for (const tip of el.querySelectorAll("div")) text += tip.textContent + "\n";
-				}
-			}
-			return text;
-		})()`)
-		for _, want := range []string{scriptBreak, funcType, funcMarker} {
-			if !strings.Contains(tips, want) {
-				t.Errorf("no tooltip shows %q as text", want)
-			}
-		}
-		injected := eval[int](t, ctx, `document.querySelectorAll("body svg, body img, body iframe").length`)
-		pwned := eval[bool](t, ctx, `typeof window.pwned !== "undefined"`)
-		if injected > 0 || pwned {
-			t.Errorf("hostile strings became markup: %d injected elements, window.pwned set: %v", injected, pwned)
-		}
+		// Every tooltip of each chart's first series, with the hostile type and caller names in them.
+		checkTips(t, ctx, 1, scriptBreak, funcType, funcMarker)
+		checkNoMarkup(t, ctx)
 	})
 }
 

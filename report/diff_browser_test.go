@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -35,17 +36,7 @@ func TestBrowserDiff(t *testing.T) {
 	const top = 2
 	ctx := diffBrowser(t, d, HTMLOptions{Top: top})
 
-	t.Run("charts", func(t *testing.T) {
-		for _, id := range diffChartIDs {
-			size := eval[[]int](t, ctx, fmt.Sprintf(`(() => {
-				const c = document.querySelector("#%s canvas");
-				return c ? [c.width, c.height] : [0, 0];
-			})()`, id))
-			if size[0] == 0 || size[1] == 0 {
-				t.Errorf("chart %s has no canvas with a size (%v)", id, size)
-			}
-		}
-	})
+	t.Run("charts", func(t *testing.T) { checkChartsDrawn(t, ctx, diffChartIDs) })
 
 	t.Run("pages", func(t *testing.T) {
 		var want []string
@@ -120,29 +111,8 @@ func TestBrowserDiff(t *testing.T) {
 			t.Errorf("thread %q does not show as text: %q", svgComm, got)
 		}
 		// Every tooltip of every chart, with the hostile type and caller names in them.
-		tips := eval[string](t, ctx, `(() => {
-			let text = "";
-			for (const el of document.querySelectorAll(".chart")) {
-				const chart = echarts.getInstanceByDom(el);
-				chart.getOption().series.forEach((s, si) => {
-					for (let i = 0; i < s.data.length; i++) {
-						chart.dispatchAction({type: "showTip", seriesIndex: si, dataIndex: i});
-						for (const tip of el.querySelectorAll("div")) text += tip.textContent + "\n";
-					}
-				});
-			}
-			return text;
-		})()`)
-		for _, want := range []string{scriptBreak, funcType, funcMarker, svgComm} {
-			if !strings.Contains(tips, want) {
-				t.Errorf("no tooltip shows %q as text", want)
-			}
-		}
-		injected := eval[int](t, ctx, `document.querySelectorAll("body svg, body img, body iframe").length`)
-		pwned := eval[bool](t, ctx, `typeof window.pwned !== "undefined"`)
-		if injected > 0 || pwned {
-			t.Errorf("hostile strings became markup: %d injected elements, window.pwned set: %v", injected, pwned)
-		}
+		checkTips(t, ctx, math.MaxInt32, scriptBreak, funcType, funcMarker, svgComm)
+		checkNoMarkup(t, ctx)
 	})
 
 	t.Run("stack", func(t *testing.T) {

@@ -26,10 +26,56 @@ type testRecord struct {
 	waits []uint64
 }
 
+// rec is a record of the given waits, in nanoseconds.
+func rec(typ, name, caller, comm string, pid, tid uint32, lock capture.Addr, waits ...uint64) testRecord {
+	return testRecord{capture.Record{Type: typ, Name: name, Caller: caller, Comm: comm, PID: pid, TID: tid, Lock: lock}, waits}
+}
+
+// addWait counts a wait of ns nanoseconds in r and in h, the histogram of its type.
+func addWait(r *capture.Record, h *capture.Histogram, ns uint64) {
+	if r.Count == 0 || ns < r.MinNS {
+		r.MinNS = ns
+	}
+	r.Count++
+	r.TotalNS += ns
+	r.MaxNS = max(r.MaxNS, ns)
+	h.Add(ns)
+}
+
+// buildCapture is a valid capture of meta and the records, whose histograms hold exactly their waits,
+// in the order the types first appear. It also returns the waits of each type, for deriving expected
+// values without the histograms.
+func buildCapture(t testing.TB, meta capture.Meta, records ...testRecord) (*capture.Capture, map[string][]uint64) {
+	t.Helper()
+	c := &capture.Capture{Version: capture.FormatVersion, Meta: meta, Records: []capture.Record{}}
+	hists := map[string]*capture.Histogram{}
+	var order []string
+	waits := map[string][]uint64{}
+	for _, tr := range records {
+		r := tr.Record
+		for _, w := range tr.waits {
+			if hists[r.Type] == nil {
+				hists[r.Type] = &capture.Histogram{Type: r.Type}
+				order = append(order, r.Type)
+			}
+			addWait(&r, hists[r.Type], w)
+			waits[r.Type] = append(waits[r.Type], w)
+		}
+		c.Records = append(c.Records, r)
+	}
+	for _, typ := range order {
+		c.Histograms = append(c.Histograms, *hists[typ])
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("test capture: %v", err)
+	}
+	return c, waits
+}
+
 // knownCapture is a small capture with everything a report shows: several lock types, records that
 // merge by caller and by lock, raw addresses in stacks and callers, lost events, warnings, and hostile
 // strings in every field that holds text. Its records' total waits all differ, so every order is exact.
-// It also returns the individual waits, for deriving expected values without the histograms.
+// It also returns the individual waits of each type, as buildCapture does.
 func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 	t.Helper()
 	exit := 2
@@ -60,52 +106,58 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 		{capture.Record{Type: funcType, Lock: 0xffffffff83a1b2c8, Comm: "hostile", PID: 4000, TID: 4002, Caller: "x+0x1", Stack: []string{"x+0x1"}}, []uint64{66_666}},
 	}
 
-	var out []capture.Record
-	hists := map[string]*capture.Histogram{}
-	var order []string
-	waits := map[string][]uint64{}
-	for _, tr := range records {
-		r := tr.Record
-		r.MinNS = tr.waits[0]
-		for _, w := range tr.waits {
-			r.Count++
-			r.TotalNS += w
-			r.MinNS, r.MaxNS = min(r.MinNS, w), max(r.MaxNS, w)
-			if hists[r.Type] == nil {
-				hists[r.Type] = &capture.Histogram{Type: r.Type}
-				order = append(order, r.Type)
-			}
-			hists[r.Type].Add(w)
-			waits[r.Type] = append(waits[r.Type], w)
-		}
-		out = append(out, r)
+	return buildCapture(t, capture.Meta{
+		Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.18.44-fc-v669", KernelBuild: "#1 SMP PREEMPT_DYNAMIC " + svgComm,
+		Arch: "x86_64", Hostname: "bench-" + imgCanary, CPUModel: "AMD EPYC " + scriptBreak, CPUs: 2,
+		Start:       time.Date(2026, 11, 21, 15, 12, 12, 0, time.UTC),
+		DurationNS:  3_010_000_000,
+		CommandLine: []string{"klockstat", "-d", "3s", "--comm", commentOpen, "--", "sh", "-c", scriptBreak},
+		Workload:    []string{"sh", "-c", scriptBreak}, WorkloadExit: &exit,
+		Probe: "rawtp", StackDepth: 16, Types: append([]string{"rwsem:W", "rwsem:R", "mutex", "spinlock"}, scriptBreak, funcType),
+		Comm:     commentOpen,
+		MapSizes: map[string]uint32{"aggregate": 65536, "stacks": 65536, imgCanary: 1},
+		Events:   capture.Events{Begin: 12557, End: 12554, Waits: 12556, InProgress: 2, Nested: 3, UnmatchedBegin: 1, UnmatchedEnd: 1},
+		Lost:     []capture.Lost{{Reason: "aggregation map full", Count: 17}, {Reason: scriptBreak, Count: 4}},
+		Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 12557, RunTimeNS: 26_000_000}, {Name: imgCanary, RunCount: 12554, RunTimeNS: 17_500_000}},
+		Warnings: []string{"kernel.bpf_stats_enabled was 0 " + svgComm, imgCanary},
+	}, records...)
+}
+
+// diffCapture is a valid capture of the given length, as diff tests compare them, of the records.
+func diffCapture(t testing.TB, durationNS int64, records ...testRecord) *capture.Capture {
+	t.Helper()
+	c, _ := buildCapture(t, capture.Meta{
+		Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.1.0-18-amd64", Arch: "x86_64", Hostname: "bench1", CPUs: 2,
+		Start: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), DurationNS: durationNS,
+		CommandLine: []string{"klockstat", "-q", "--json", "a.json"},
+		Probe:       "rawtp", StackDepth: 16, Types: []string{"rwsem:W", "rwsem:R", "mutex", "spinlock"},
+	}, records...)
+	return c
+}
+
+// hostileDiff compares two captures whose every string tries to run script in the page.
+func hostileDiff(t testing.TB, o DiffOptions) *Diff {
+	t.Helper()
+	b := diffCapture(t, 1e9,
+		rec(funcType, imgCanary, svgComm+"+0x10", svgComm, 1, 1, 0xffff888100000000, 5_000, 9_000),
+		rec("mutex", "", scriptBreak, commentOpen, 1, 2, 0xffff888100000040, 1_000),
+		rec("spinlock", "", "0xffffffffc0a81234", funcMarker, 1, 3, 0xffff888100000080, 2_000),
+	)
+	a := diffCapture(t, 2e9,
+		rec(funcType, imgCanary, svgComm+"+0x20", svgComm, 2, 1, 0xffff888100000100, 50_000),
+		rec(scriptBreak, "", funcMarker, scriptBreak, 2, 2, 0xffff888100000140, 700),
+	)
+	b.Records[0].Stack = []string{"mutex_lock+0x3d", svgComm + "+0x10", "0xffffffffc0a85678"}
+	a.Records[0].Stack = []string{scriptBreak, "0xffffffffc0a85678"}
+	for _, c := range []*capture.Capture{b, a} {
+		c.Meta.CommandLine = []string{"klockstat", "--", "sh", "-c", scriptBreak}
+		c.Meta.Hostname = imgCanary
+		c.Meta.Warnings = []string{svgComm}
+		c.Meta.Types = append(c.Meta.Types, scriptBreak, funcType)
 	}
-	c := &capture.Capture{
-		Version: capture.FormatVersion,
-		Meta: capture.Meta{
-			Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.18.44-fc-v669", KernelBuild: "#1 SMP PREEMPT_DYNAMIC " + svgComm,
-			Arch: "x86_64", Hostname: "bench-" + imgCanary, CPUModel: "AMD EPYC " + scriptBreak, CPUs: 2,
-			Start:       time.Date(2026, 11, 21, 15, 12, 12, 0, time.UTC),
-			DurationNS:  3_010_000_000,
-			CommandLine: []string{"klockstat", "-d", "3s", "--comm", commentOpen, "--", "sh", "-c", scriptBreak},
-			Workload:    []string{"sh", "-c", scriptBreak}, WorkloadExit: &exit,
-			Probe: "rawtp", StackDepth: 16, Types: append([]string{"rwsem:W", "rwsem:R", "mutex", "spinlock"}, scriptBreak, funcType),
-			Comm:     commentOpen,
-			MapSizes: map[string]uint32{"aggregate": 65536, "stacks": 65536, imgCanary: 1},
-			Events:   capture.Events{Begin: 12557, End: 12554, Waits: 12556, InProgress: 2, Nested: 3, UnmatchedBegin: 1, UnmatchedEnd: 1},
-			Lost:     []capture.Lost{{Reason: "aggregation map full", Count: 17}, {Reason: scriptBreak, Count: 4}},
-			Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 12557, RunTimeNS: 26_000_000}, {Name: imgCanary, RunCount: 12554, RunTimeNS: 17_500_000}},
-			Warnings: []string{"kernel.bpf_stats_enabled was 0 " + svgComm, imgCanary},
-		},
-		Records: out,
-	}
-	for _, typ := range order {
-		c.Histograms = append(c.Histograms, *hists[typ])
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("test capture: %v", err)
-	}
-	return c, waits
+	a.Meta.Kernel = "6.12 " + svgComm
+	a.Meta.Comm = commentOpen
+	return Compare(b, a, o)
 }
 
 // syntheticCapture is a capture shaped like a big real one: n records on about 12 lock types, a few
@@ -157,14 +209,7 @@ func syntheticCapture(n int) *capture.Capture {
 			hists[typ] = h
 		}
 		for range 1 + rng.IntN(60) {
-			w := uint64(100 * (1 + rng.ExpFloat64()*float64(uint64(1)<<rng.IntN(17))))
-			if r.Count == 0 || w < r.MinNS {
-				r.MinNS = w
-			}
-			r.Count++
-			r.TotalNS += w
-			r.MaxNS = max(r.MaxNS, w)
-			h.Add(w)
+			addWait(&r, h, uint64(100*(1+rng.ExpFloat64()*float64(uint64(1)<<rng.IntN(17)))))
 		}
 		c.Records = append(c.Records, r)
 	}

@@ -467,60 +467,81 @@ func TestHTMLEmbeddedCapture(t *testing.T) {
 	}
 }
 
+// reportChartIDs are the report's charts, by the id of their element.
+var reportChartIDs = []string{"klockDoughnut", "klockBox", "klockHistogram", "klockCallers"}
+
+// checkNoInjection checks that no hostile string reached page unescaped and that nothing of them became
+// markup or script: page has exactly scripts script elements, those it means to have. It returns the
+// parsed page.
+func checkNoInjection(t *testing.T, page []byte, chartIDs []string, scripts int) *html.Node {
+	t.Helper()
+	for _, h := range []string{svgComm, scriptBreak, imgCanary, commentOpen} {
+		if i := bytes.Index(page, []byte(h)); i >= 0 {
+			t.Errorf("%q appears unescaped at byte %d: %q", h, i, page[max(0, i-80):min(len(page), i+80)])
+		}
+	}
+	doc := parseHTML(t, page)
+	// go-echarts' function marker only means something in chart options, and must not reach them.
+	for _, id := range chartIDs {
+		if js := chartJS(t, doc, id); strings.Contains(js, "__f__") {
+			t.Errorf("chart %s options hold a function marker: %s", id, js)
+		}
+	}
+	// Nothing but the page's own elements: no handler attributes, no injected elements.
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		for _, a := range n.Attr {
+			if strings.HasPrefix(a.Key, "on") {
+				t.Errorf("<%s> has event handler attribute %s=%q", n.Data, a.Key, a.Val)
+			}
+		}
+		if n.Data == "svg" || n.Data == "img" || n.Data == "iframe" {
+			t.Errorf("injected <%s> element", n.Data)
+		}
+	})
+	if n := len(elements(doc, "script")); n != scripts {
+		t.Errorf("%d script elements, want %d", n, scripts)
+	}
+	for _, s := range elements(doc, "script") {
+		if js := strings.ToLower(textOf(s)); strings.Contains(js, "</") || strings.Contains(js, "<!--") {
+			t.Errorf("inline script holds </ or <!--")
+		}
+	}
+	return doc
+}
+
+// shownTexts returns the texts of the elements that show text, as text takes it from an element.
+func shownTexts(doc *html.Node, text func(*html.Node) string) map[string]bool {
+	texts := map[string]bool{}
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data != "script" && n.Data != "style" {
+			texts[strings.TrimSpace(text(n))] = true
+		}
+	})
+	return texts
+}
+
+// ownText is the text of n's own text nodes, without its children's.
+func ownText(n *html.Node) string {
+	var own strings.Builder
+	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+		if ch.Type == html.TextNode {
+			own.WriteString(ch.Data)
+		}
+	}
+	return own.String()
+}
+
 func TestHTMLHostileStrings(t *testing.T) {
 	c, _ := knownCapture(t)
 	for _, o := range []HTMLOptions{{Top: 100}, {Top: 100, RawAddresses: true}} {
-		page := renderHTML(t, c, o, testKey)
-		for _, h := range []string{svgComm, scriptBreak, imgCanary, commentOpen} {
-			if i := bytes.Index(page, []byte(h)); i >= 0 {
-				t.Errorf("%q appears unescaped at byte %d: %q", h, i, page[max(0, i-80):min(len(page), i+80)])
-			}
-		}
-		doc := parseHTML(t, page)
-		// go-echarts' function marker only means something in chart options, and must not reach them.
-		for _, id := range []string{"klockDoughnut", "klockBox", "klockHistogram", "klockCallers"} {
-			if js := chartJS(t, doc, id); strings.Contains(js, "__f__") {
-				t.Errorf("chart %s options hold a function marker: %s", id, js)
-			}
-		}
-		// Nothing but the page's own elements: no handler attributes, no injected elements, and
-		// exactly the scripts the page has (ECharts, report.js, 4 charts, 2 JSON data blocks).
-		walk(doc, func(n *html.Node) {
-			if n.Type != html.ElementNode {
-				return
-			}
-			for _, a := range n.Attr {
-				if strings.HasPrefix(a.Key, "on") {
-					t.Errorf("<%s> has event handler attribute %s=%q", n.Data, a.Key, a.Val)
-				}
-			}
-			if n.Data == "svg" || n.Data == "img" || n.Data == "iframe" {
-				t.Errorf("injected <%s> element", n.Data)
-			}
-		})
-		if n := len(elements(doc, "script")); n != 8 {
-			t.Errorf("%d script elements, want 8", n)
-		}
-		for _, s := range elements(doc, "script") {
-			js := strings.ToLower(textOf(s))
-			if strings.Contains(js, "</") || strings.Contains(js, "<!--") {
-				t.Errorf("inline script holds </ or <!--")
-			}
-		}
+		// ECharts, report.js, the charts, and two JSON data blocks.
+		doc := checkNoInjection(t, renderHTML(t, c, o, testKey), reportChartIDs, 2+len(reportChartIDs)+2)
 
 		// The strings are shown as text.
-		texts := map[string]bool{}
-		walk(doc, func(n *html.Node) {
-			if n.Type == html.ElementNode && n.Data != "script" && n.Data != "style" {
-				var own strings.Builder
-				for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-					if ch.Type == html.TextNode {
-						own.WriteString(ch.Data)
-					}
-				}
-				texts[strings.TrimSpace(own.String())] = true
-			}
-		})
+		texts := shownTexts(doc, ownText)
 		for _, want := range []string{
 			svgComm, scriptBreak, imgCanary, commentOpen, funcMarker, funcType, // table cells
 			"kernel.bpf_stats_enabled was 0 " + svgComm,   // warning
@@ -608,16 +629,17 @@ func TestHTMLAddresses(t *testing.T) {
 	}
 }
 
-func TestHTMLSelfContained(t *testing.T) {
-	c, _ := knownCapture(t)
-	doc := parseHTML(t, renderHTML(t, c, HTMLOptions{}, testKey))
+// checkSelfContained checks that the page loads nothing, from the network or at all, and that its
+// Content-Security-Policy lets exactly its scripts inline scripts run.
+func checkSelfContained(t *testing.T, doc *html.Node, scripts int) {
+	t.Helper()
 	walk(doc, func(n *html.Node) {
 		if n.Type != html.ElementNode {
 			return
 		}
 		switch n.Data {
 		case "link", "iframe", "object", "embed", "base":
-			t.Errorf("report has a <%s> element", n.Data)
+			t.Errorf("page has a <%s> element", n.Data)
 		}
 		for _, a := range n.Attr {
 			switch a.Key {
@@ -645,6 +667,15 @@ func TestHTMLSelfContained(t *testing.T) {
 	if !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "script-src 'unsafe-inline'") {
 		t.Errorf("Content-Security-Policy %q does not lock the page down", csp)
 	}
+	if n := strings.Count(csp, "'sha256-"); n != scripts {
+		t.Errorf("CSP allows %d scripts, want %d", n, scripts)
+	}
+}
+
+func TestHTMLSelfContained(t *testing.T) {
+	c, _ := knownCapture(t)
+	// ECharts, report.js and the charts run; the JSON data blocks are not scripts.
+	checkSelfContained(t, parseHTML(t, renderHTML(t, c, HTMLOptions{}, testKey)), 2+len(reportChartIDs))
 }
 
 func TestHTMLLostBanner(t *testing.T) {
