@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -478,14 +479,13 @@ func TestPlan(t *testing.T) {
 	}
 	// A kernel built with CONFIG_DEBUG_LOCK_ALLOC, without mutex_lock_io
 	// and downgrade_write.
+	var table strings.Builder
+	for i, fn := range []string{"_raw_spin_lock", "_raw_spin_lock_nested", "down_write", "down_write_nested",
+		"down_write_killable", "up_write", "mutex_lock_nested", "mutex_unlock", "down"} {
+		fmt.Fprintf(&table, "%x T %s\n", uint64(0xffffffff81000000)+0x100*uint64(i), fn)
+	}
 	k := &kernel{}
-	k.ksymsOnce.Do(func() {
-		k.texts = map[string]bool{}
-		for _, fn := range []string{"_raw_spin_lock", "_raw_spin_lock_nested", "down_write", "down_write_nested",
-			"down_write_killable", "up_write", "mutex_lock_nested", "mutex_unlock", "down"} {
-			k.texts[fn] = true
-		}
-	})
+	k.ksymsOnce.Do(func() { k.ksyms, k.ksymsErr = ParseKallsyms(strings.NewReader(table.String())) })
 	targets, skipped, err := kprobeBackend.plan(k, spec)
 	if err != nil {
 		t.Fatal(err)

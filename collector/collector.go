@@ -23,6 +23,8 @@ const (
 	// MaxTypes is how many lock types one capture can tell apart (MAX_TYPES
 	// in lockstat.h).
 	MaxTypes = 32
+	// maxKstackShifters is MAX_KSTACK_SHIFTERS in lockstat.h.
+	maxKstackShifters = 8
 	// histBuckets is HIST_BUCKETS in lockstat.h.
 	histBuckets = capture.NumBuckets
 )
@@ -210,21 +212,16 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	table := cfg.Spec.FlagTable()
 	comm := [16]byte{}
 	copy(comm[:], cfg.Comm)
-	vars := []struct {
-		name  string
-		value any
-	}{
+	err := setVariables(spec, []variable{
 		{"self_tgid", uint32(os.Getpid())},
 		{"stack_depth", uint32(cfg.StackDepth)},
 		{"filter_pids", len(cfg.PIDs) > 0},
 		{"filter_comm", cfg.Comm != ""},
 		{"comm_filter", comm},
 		{"flag_type", table},
-	}
-	for _, v := range vars {
-		if err := setVariable(spec, v.name, v.value); err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
 
 	for _, name := range []string{"aggregate", "thread_waits", "stacks", "holds", "hold_aggregate"} {
@@ -242,13 +239,21 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	return nil
 }
 
-func setVariable(spec *ebpf.CollectionSpec, name string, value any) error {
-	v, ok := spec.Variables[name]
-	if !ok {
-		return fmt.Errorf("BPF object has no variable %s (stale generated code? run go generate ./...)", name)
-	}
-	if err := v.Set(value); err != nil {
-		return fmt.Errorf("setting BPF variable %s: %w", name, err)
+// variable is a value for one of the BPF object's const volatile globals.
+type variable struct {
+	name  string
+	value any
+}
+
+func setVariables(spec *ebpf.CollectionSpec, vars []variable) error {
+	for _, v := range vars {
+		sv, ok := spec.Variables[v.name]
+		if !ok {
+			return fmt.Errorf("BPF object has no variable %s (stale generated code? run go generate ./...)", v.name)
+		}
+		if err := sv.Set(v.value); err != nil {
+			return fmt.Errorf("setting BPF variable %s: %w", v.name, err)
+		}
 	}
 	return nil
 }
@@ -259,19 +264,18 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	spec := configured.Copy()
 	layout := b.StackLayout()
 	fb, functions := b.(functionBackend)
-	vars := []struct {
-		name  string
-		value any
-	}{
+	vars := []variable{
 		{"stack_skip", layout.Skip},
 		{"ctx_on_stack", layout.ContextOnStack},
 		{"lead_frames", layout.Lead},
 		{"fn_cookie", functions && fb.cookies()},
 	}
-	for _, v := range vars {
-		if err := setVariable(spec, v.name, v.value); err != nil {
-			return err
-		}
+	if layout.ContextOnStack && c.cfg.StackDepth > 0 {
+		lo, hi := k.kstackShifterBounds()
+		vars = append(vars, variable{"kstack_shifter_lo", lo}, variable{"kstack_shifter_hi", hi})
+	}
+	if err := setVariables(spec, vars); err != nil {
+		return err
 	}
 	if !functions {
 		// Only the function probes time holds and calibrate.

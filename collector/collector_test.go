@@ -454,7 +454,8 @@ func ExampleBackendNames() {
 // TestKnownPathsAttributeLikeFullWalks runs the raw-tracepoint backend,
 // which recognises paths it has walked before, beside the perf-event
 // backend, which walks every stack, on the same events: every (type,
-// caller) must get the same number of waits from both.
+// caller), and every (type, whole stack), must get the same number of waits
+// from both.
 func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 	testenv.RequireRoot(t)
 	w := startWorkload(t, "-lock", "pipe,mmap,spin", "-threads", "4")
@@ -489,6 +490,8 @@ func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 	}
 	t.Logf("rawtp stacks %+v, tracepoint stacks %+v", a.Meta.Stacks, b.Meta.Stacks)
 	compareCallers(t, "rawtp", a, "tracepoint", b)
+	byStack := func(r capture.Record) string { return r.Type + " " + strings.Join(r.Stack, " <- ") }
+	compareCounts(t, byStack, "rawtp", a, "tracepoint", b)
 }
 
 // workload is contend, started paused by startWorkload. Filters name it by
@@ -560,10 +563,17 @@ func (w *workload) stopWhen(t *testing.T, c *Collector, events uint64) {
 // same waits for every (type, caller).
 func compareCallers(t *testing.T, nameA string, a *capture.Capture, nameB string, b *capture.Capture) {
 	t.Helper()
+	compareCounts(t, capture.ByCaller, nameA, a, nameB, b)
+}
+
+// compareCounts requires two captures of the same events to count the same
+// waits for every key.
+func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, a *capture.Capture, nameB string, b *capture.Capture) {
+	t.Helper()
 	counts := func(c *capture.Capture) map[string]uint64 {
 		m := map[string]uint64{}
-		for _, g := range capture.GroupBy(c.Records, capture.ByCaller) {
-			m[g.Key] += g.Count - g.InProgress
+		for _, r := range c.Records {
+			m[key(r)] += r.Count - r.InProgress
 		}
 		return m
 	}

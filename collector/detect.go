@@ -56,24 +56,41 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 // each source once.
 type kernel struct {
 	ksymsOnce sync.Once
+	ksyms     *Kallsyms
 	ksymsErr  error
-	texts     map[string]bool
 
 	btfOnce sync.Once
 	btf     *btf.Spec
 	btfErr  error
 }
 
-// functions returns the names of the kernel's functions, in vmlinux and
-// the modules, from /proc/kallsyms.
-func (k *kernel) functions() (map[string]bool, error) {
-	k.ksymsOnce.Do(func() {
-		var ksyms *Kallsyms
-		if ksyms, k.ksymsErr = LoadKallsyms(); k.ksymsErr == nil {
-			k.texts = ksyms.TextNames()
+// symbols is the kernel's symbol table, /proc/kallsyms.
+func (k *kernel) symbols() (*Kallsyms, error) {
+	k.ksymsOnce.Do(func() { k.ksyms, k.ksymsErr = LoadKallsyms() })
+	return k.ksyms, k.ksymsErr
+}
+
+// kstackShifters names the functions that move the kernel stack by a random
+// offset at each syscall when randomize_kstack_offset is on: x86-64 (64-bit
+// and compat entries) and arm64. Names a kernel lacks are ignored.
+var kstackShifters = []string{"do_syscall_64", "__do_fast_syscall_32", "do_fast_syscall_32", "do_int80_syscall_32", "do_int80_emulation", "invoke_syscall"}
+
+// kstackShifterBounds returns the code of the kstackShifters this kernel
+// has, for kstack_shifter_lo/hi. Without symbols it returns none: paths
+// through syscalls are then learnt once per stack offset instead of once.
+func (k *kernel) kstackShifterBounds() (lo, hi [maxKstackShifters]uint64) {
+	ksyms, err := k.symbols()
+	if err != nil {
+		return lo, hi
+	}
+	n := 0
+	for _, name := range kstackShifters {
+		if l, h, ok := ksyms.FuncBounds(name); ok && n < len(lo) {
+			lo[n], hi[n] = l, h
+			n++
 		}
-	})
-	return k.texts, k.ksymsErr
+	}
+	return lo, hi
 }
 
 // types is the kernel's BTF.

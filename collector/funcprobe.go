@@ -138,10 +138,11 @@ func (b functionBackend) plan(k *kernel, spec *lockspec.Spec) ([]target, []captu
 	skip := func(fn, typ, reason string) {
 		skipped = append(skipped, capture.Skipped{Function: fn, Type: typ, Reason: reason})
 	}
-	functions, err := k.functions()
+	ksyms, err := k.symbols()
 	if err != nil {
 		return nil, nil, fmt.Errorf("looking up the lock functions: %w", err)
 	}
+	functions := ksyms.TextNames()
 	exists := func(name string) bool { return functions[name] }
 	for i, t := range spec.Types {
 		info := uint32(i)

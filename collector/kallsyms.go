@@ -290,6 +290,26 @@ func (k *Kallsyms) Data(addr uint64) (name string, ok bool) {
 	return sym.Name, true
 }
 
+// FuncBounds returns the code of the vmlinux function of that name, [lo, hi):
+// from its address to the next function's, the closest kallsyms gets to a
+// size. ok is false when the kernel has no such function or hides addresses.
+func (k *Kallsyms) FuncBounds(name string) (lo, hi uint64, ok bool) {
+	for _, s := range k.syms {
+		if s.Name == name && s.Module == "" && s.Addr != 0 && isTextType(s.Type) {
+			lo = s.Addr
+			break
+		}
+	}
+	if lo == 0 {
+		return 0, 0, false
+	}
+	i := k.nearest(k.text, lo)
+	if i < 0 || i+1 >= len(k.text) {
+		return 0, 0, false
+	}
+	return lo, k.syms[k.text[i+1]].Addr, true
+}
+
 // nearest returns the position in idx of the last symbol at or below addr,
 // or -1 if there is none.
 func (k *Kallsyms) nearest(idx []int32, addr uint64) int {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/klockstat/klockstat/internal/testenv"
 )
 
 // kallsymsFixture is a small /proc/kallsyms in the kernel's own order, with
@@ -506,6 +508,47 @@ func TestKallsymsTextNames(t *testing.T) {
 			if !got[fn] {
 				t.Errorf("%s: %s missing", name, fn)
 			}
+		}
+	}
+}
+
+func TestKallsymsFuncBounds(t *testing.T) {
+	k := mustParse(t, shuffledLines(kallsymsFixture, 3))
+	for _, tc := range []struct {
+		name   string
+		lo, hi uint64
+		ok     bool
+	}{
+		{"local_fn", 0xffffffff81000110, 0xffffffff81000200, true},     // ends at the next function's __pfx_
+		{"global_alias", 0xffffffff81000110, 0xffffffff81000200, true}, // an alias has the same code
+		{"weak_fn", 0xffffffff81000370, 0xffffffff81000400, true},      // ends at _etext
+		{"start_kernel", 0xffffffff81400010, 0xffffffff81400400, true},
+		{"mod_fn", 0, 0, false},     // modules are not asked for
+		{"init_mm", 0, 0, false},    // data
+		{"no_such_fn", 0, 0, false}, // absent
+	} {
+		lo, hi, ok := k.FuncBounds(tc.name)
+		if lo != tc.lo || hi != tc.hi || ok != tc.ok {
+			t.Errorf("FuncBounds(%q) = %#x, %#x, %v; want %#x, %#x, %v", tc.name, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+	restricted := regexp.MustCompile(`(?m)^[0-9a-f]+ `).ReplaceAllString(kallsymsFixture, "0000000000000000 ")
+	if lo, hi, ok := mustParse(t, restricted).FuncBounds("local_fn"); ok {
+		t.Errorf("restricted table: FuncBounds(local_fn) = %#x, %#x, true; want not found", lo, hi)
+	}
+}
+
+// TestKstackShifterBounds checks the running kernel: every architecture we
+// build for enters syscalls through one of kstackShifters.
+func TestKstackShifterBounds(t *testing.T) {
+	testenv.RequireRoot(t)
+	lo, hi := (&kernel{}).kstackShifterBounds()
+	if lo[0] == 0 {
+		t.Fatalf("none of %v found in /proc/kallsyms", kstackShifters)
+	}
+	for i := range lo {
+		if lo[i] > hi[i] || (lo[i] != 0 && hi[i]-lo[i] > maxSymbolSize) {
+			t.Errorf("shifter %d: [%#x, %#x) is not a function", i, lo[i], hi[i])
 		}
 	}
 }

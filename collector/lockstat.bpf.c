@@ -40,6 +40,12 @@ const volatile __u32 stack_skip = 0;
 const volatile bool ctx_on_stack = false;
 /* How many first frames of a walk to try as the first above the context. */
 const volatile __u32 lead_frames = 1;
+/* Code of the functions that move the kernel stack by a random offset, each
+ * [lo, hi): syscall entry under randomize_kstack_offset. Frames above theirs
+ * move relative to the context from one syscall to the next, so a learnt
+ * path ends with the frame that returns into one of them. */
+const volatile __u64 kstack_shifter_lo[MAX_KSTACK_SHIFTERS] = {};
+const volatile __u64 kstack_shifter_hi[MAX_KSTACK_SHIFTERS] = {};
 /* Function probes read their FN_* value from the BPF cookie (else from a
  * patched constant, see fn_info). */
 const volatile bool fn_cookie = false;
@@ -64,6 +70,28 @@ struct {
 	__type(value, struct path);
 	__uint(max_entries, 4096);
 } paths SEC(".maps");
+
+/*
+ * Where a path_key's frames lie in the window, learnt from walks; a wrong
+ * guess only costs a walk, as paths are verified in full. first_frame: per
+ * flags value, 1 + the word of the last learnt path's first frame (the same
+ * tracepoint machinery lies between every context and its first frame).
+ * frame_step: per return address, the words from its slot to the next
+ * frame's, that is the size of the caller's frame at that call.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, MAX_FLAGS);
+} first_frame SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, __u32);
+	__uint(max_entries, 8192);
+} frame_step SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -260,21 +288,37 @@ struct learn {
 	const struct scratch *sc;
 	__u32 nips, nwords;
 	__u32 first; /* index of the first walked frame found in the window */
+	bool shifted; /* stopped at a frame of a kstack shifter */
 };
+
+static __always_inline bool shifts_kstack(__u64 ip)
+{
+	for (int i = 0; i < MAX_KSTACK_SHIFTERS; i++) {
+		if (ip >= kstack_shifter_lo[i] && ip < kstack_shifter_hi[i])
+			return true;
+	}
+	return false;
+}
 
 static long learn_word(__u64 i, struct learn *l)
 {
 	struct path *p = l->path;
 	__u32 n = p->nframes, f = l->first + n;
+	__u64 ip;
 
 	if (i >= l->nwords || f >= l->nips || n >= VERIFY_FRAMES)
 		return 1;
-	if (l->sc->window[i & (STACK_WINDOW_WORDS - 1)] == l->sc->ips[f & MAX_STACK_DEPTH]) {
-		p->ip[n & (VERIFY_FRAMES - 1)] = l->sc->ips[f & MAX_STACK_DEPTH];
-		p->pos[n & (VERIFY_FRAMES - 1)] = i;
-		p->nframes = n + 1;
-	}
-	return 0;
+	ip = l->sc->ips[f & MAX_STACK_DEPTH];
+	if (l->sc->window[i & (STACK_WINDOW_WORDS - 1)] != ip)
+		return 0;
+	p->ip[n & (VERIFY_FRAMES - 1)] = ip;
+	p->pos[n & (VERIFY_FRAMES - 1)] = i;
+	p->nframes = n + 1;
+	/* The next frame lies above the random gap: the same path would not
+	 * be recognised at another offset. The frames above are the syscall
+	 * entry, which the shifter's own frame already tells apart. */
+	l->shifted = shifts_kstack(ip);
+	return l->shifted;
 }
 
 /*
@@ -285,35 +329,96 @@ static long learn_word(__u64 i, struct learn *l)
  * a kprobed function), the pass starts at each of the first lead_frames
  * frames in turn, until one is found above the context. bpf_loop keeps the
  * verifier from exploring every (word, frame) pair.
+ *
+ * It returns whether the path can be recognised exactly: every walked frame
+ * found, up to the syscall entry. Not so when frames lie beyond the window,
+ * on another stack (an interrupt's frames on the IRQ stack, the interrupted
+ * ones on the task's) or past VERIFY_FRAMES; such paths are walked each time.
  */
-static __always_inline void learn_path(struct path *p, const struct scratch *sc, __u32 nips, __u32 nwords)
+static __always_inline bool learn_path(struct path *p, const struct scratch *sc, __u32 nips, __u32 nwords)
 {
 	struct learn l = { .path = p, .sc = sc, .nips = nips, .nwords = nwords, .first = 0 };
 
+	p->nframes = 0;
 	for (__u32 first = 0; first < LEAD_FRAMES && first < lead_frames && first < nips; first++) {
 		l.first = first;
+		l.shifted = false;
 		p->nframes = 0;
 		bpf_loop(STACK_WINDOW_WORDS, learn_word, &l, 0);
 		if (p->nframes)
 			break;
 	}
+	return p->nframes && (l.shifted || l.first + p->nframes == nips);
+}
+
+/* read_key names the path in the window, from the learnt frame positions. */
+static __always_inline bool read_key(struct path_key *pk, const struct scratch *sc, __u32 first, __u32 nwords)
+{
+	__u32 pos = first;
+
+	for (int k = 0; k < KEY_FRAMES; k++) {
+		__u32 *step;
+
+		if (pos >= nwords)
+			return false;
+		pk->ip[k] = sc->window[pos & (STACK_WINDOW_WORDS - 1)];
+		if (k + 1 == KEY_FRAMES)
+			break;
+		step = bpf_map_lookup_elem(&frame_step, &pk->ip[k]);
+		if (!step)
+			return false;
+		pos += *step;
+	}
+	return true;
+}
+
+/* learn_key names a learnt path as read_key will, and teaches read_key
+ * where its frames lie. It returns whether the key changed. */
+static __always_inline bool learn_key(struct path_key *pk, const struct path *p)
+{
+	bool changed = false;
+
+	for (int k = 0; k < KEY_FRAMES; k++) {
+		__u64 ip = k < p->nframes ? p->ip[k] : 0;
+
+		if (k + 1 < p->nframes) {
+			__u32 step = p->pos[k + 1] - p->pos[k];
+
+			bpf_map_update_elem(&frame_step, &ip, &step, BPF_ANY);
+		}
+		changed |= pk->ip[k] != ip;
+		pk->ip[k] = ip;
+	}
+	return changed;
+}
+
+static __always_inline int first_free_way(struct path_key *pk)
+{
+	for (int way = 0; way < PATH_WAYS; way++) {
+		pk->way = way;
+		if (!bpf_map_lookup_elem(&paths, pk))
+			return way;
+	}
+	return -1;
 }
 
 /*
  * get_stack returns the stacks map key of the current kernel stack, 0 for
  * none. Walking a kernel stack costs microseconds, most of it fixed, so a
- * path seen before is recognised instead: the same context offset in the
- * stack and the same return addresses at the same places above it are the
- * same frames, exactly. Only then is the walk skipped.
+ * path seen before is recognised instead: its first frames, read where
+ * walks found them, name the few paths it may be, and the same return
+ * addresses at the same places above the context are the same frames,
+ * exactly. Only then is the walk skipped.
  */
 static __always_inline __u64 get_stack(void *ctx, __u32 flags)
 {
 	struct path_key pk = { .flags = flags };
-	struct path *known, fresh = {};
-	__u32 zero = 0, nwords = 0, size;
+	struct path *known, *fresh;
+	__u32 zero = 0, nwords = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint;
 	struct scratch *sc;
 	__u64 base = 0, h;
 	int free_way = -1, err;
+	bool searched = false;
 	long n;
 
 	if (!stack_depth)
@@ -328,24 +433,28 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags)
 
 		/* The context pointer's value, as a number. */
 		bpf_probe_read_kernel(&base, sizeof(base), &p);
-		pk.sp_off = base & (KSTACK_SIZE - 1);
-		avail = KSTACK_SIZE - pk.sp_off;
+		avail = KSTACK_SIZE - (base & (KSTACK_SIZE - 1));
 		if (avail > sizeof(sc->window))
 			avail = sizeof(sc->window);
 		if (bpf_probe_read_kernel(sc->window, avail, (void *)base) == 0)
 			nwords = avail / sizeof(__u64);
 	}
-	for (int way = 0; way < PATH_WAYS && nwords; way++) {
-		pk.way = way;
-		known = bpf_map_lookup_elem(&paths, &pk);
-		if (!known) {
-			if (free_way < 0)
+	hint = bpf_map_lookup_elem(&first_frame, &fkey);
+	if (hint && *hint && read_key(&pk, sc, *hint - 1, nwords)) {
+		searched = true;
+		/* Ways fill in order and are never emptied: the first empty one
+		 * ends the search. */
+		for (int way = 0; way < PATH_WAYS; way++) {
+			pk.way = way;
+			known = bpf_map_lookup_elem(&paths, &pk);
+			if (!known) {
 				free_way = way;
-			continue;
-		}
-		if (path_matches(known, sc, nwords)) {
-			count(CNT_STACK_KNOWN, 1);
-			return known->stack;
+				break;
+			}
+			if (path_matches(known, sc, nwords)) {
+				count(CNT_STACK_KNOWN, 1);
+				return known->stack;
+			}
 		}
 	}
 
@@ -365,11 +474,19 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags)
 	}
 	count(CNT_STACK_WALKED, 1);
 	if (nwords) {
-		learn_path(&fresh, sc, n / sizeof(__u64), nwords);
-		fresh.stack = h;
+		fresh = &sc->fresh;
+		if (!hint || !learn_path(fresh, sc, n / sizeof(__u64), nwords))
+			return h;
+		fresh->stack = h;
+		if (*hint != fresh->pos[0] + 1)
+			*hint = fresh->pos[0] + 1;
+		if (learn_key(&pk, fresh) || !searched)
+			/* Not under the key searched: file it where read_key
+			 * will look next time. */
+			free_way = first_free_way(&pk);
 		/* Evict only when every way is taken, and then not always the same. */
-		pk.way = free_way >= 0 ? free_way : h % PATH_WAYS;
-		bpf_map_update_elem(&paths, &pk, &fresh, BPF_ANY);
+		pk.way = free_way >= 0 ? free_way : bpf_get_prandom_u32() % PATH_WAYS;
+		bpf_map_update_elem(&paths, &pk, fresh, BPF_ANY);
 	}
 	return h;
 }
@@ -386,6 +503,24 @@ static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
 	s->skip = skip;
 	s->stack = skip ? 0 : get_stack(ctx, flags);
 	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
+}
+
+/* thread_slot returns the thread's entry in thread_waits, made on its first
+ * wait and reused for every later one: no allocation on the steady path. */
+static __always_inline struct wait_slot *thread_slot(__u32 tid)
+{
+	struct wait_slot *s = bpf_map_lookup_elem(&thread_waits, &tid);
+	struct wait_slot empty = {};
+	int err;
+
+	if (s)
+		return s;
+	err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count(CNT_LOST_WAIT_FULL, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&thread_waits, &tid);
 }
 
 static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
@@ -436,24 +571,14 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
 		 * migrate in between, so all of them go to the thread's entry
 		 * and only the first announcement counts.
 		 */
-		s = bpf_map_lookup_elem(&thread_waits, &tid);
-		if (s && s->lock) {
+		s = thread_slot(tid);
+		if (!s)
+			goto out;
+		if (s->lock) {
 			if (s->lock == lock)
 				goto out;
 			/* A thread sleeps on one lock at a time: the old end was lost. */
 			count(CNT_UNMATCHED_BEGIN, 1);
-		}
-		if (!s) {
-			struct wait_slot empty = {};
-			int err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
-
-			if (err && err != -EEXIST) {
-				count(CNT_LOST_WAIT_FULL, 1);
-				goto out;
-			}
-			s = bpf_map_lookup_elem(&thread_waits, &tid);
-			if (!s)
-				goto out;
 		}
 	}
 	fill(s, ctx, lock, flags, tid, pid, type);
@@ -663,8 +788,10 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 		skip = !wanted(pid);
 	}
 
-	s = bpf_map_lookup_elem(&thread_waits, &tid);
-	if (s && s->lock) {
+	s = thread_slot(tid);
+	if (!s)
+		goto out;
+	if (s->lock) {
 		if (s->lock == lock) {
 			/* A listed function calling another for this lock. */
 			s->repeat++;
@@ -673,18 +800,6 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 		/* One acquire per thread: the return of the old one was
 		 * lost, or it called this one for another lock. */
 		count(CNT_UNMATCHED_BEGIN, 1);
-	}
-	if (!s) {
-		struct wait_slot empty = {};
-		int err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
-
-		if (err && err != -EEXIST) {
-			count(CNT_LOST_WAIT_FULL, 1);
-			goto out;
-		}
-		s = bpf_map_lookup_elem(&thread_waits, &tid);
-		if (!s)
-			goto out;
 	}
 	s->lock = lock;
 	s->tid = tid;

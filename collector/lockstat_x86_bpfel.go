@@ -84,23 +84,25 @@ const (
 type lockstatPath struct {
 	_       structs.HostLayout
 	Stack   uint64
-	Ip      [16]uint64
-	Pos     [16]uint16
+	Ip      [32]uint64
+	Pos     [32]uint16
 	Nframes uint32
 	Pad     uint32
 }
 
 type lockstatPathKey struct {
 	_     structs.HostLayout
-	SpOff uint32
+	Ip    [3]uint64
 	Flags uint16
 	Way   uint16
+	Pad   uint32
 }
 
 type lockstatScratch struct {
 	_      structs.HostLayout
 	Window [128]uint64
 	Ips    [128]uint64
+	Fresh  lockstatPath
 }
 
 type lockstatWaitKey struct {
@@ -145,6 +147,8 @@ const (
 	lockstatMapCalibSamples        = "calib_samples"
 	lockstatMapControl             = "control"
 	lockstatMapCounters            = "counters"
+	lockstatMapFirstFrame          = "first_frame"
+	lockstatMapFrameStep           = "frame_step"
 	lockstatMapHistogram           = "histogram"
 	lockstatMapHoldAggregate       = "hold_aggregate"
 	lockstatMapHoldHistogram       = "hold_histogram"
@@ -173,6 +177,8 @@ const (
 	lockstatVarFilterPids          = "filter_pids"
 	lockstatVarFlagType            = "flag_type"
 	lockstatVarFnCookie            = "fn_cookie"
+	lockstatVarKstackShifterHi     = "kstack_shifter_hi"
+	lockstatVarKstackShifterLo     = "kstack_shifter_lo"
 	lockstatVarLeadFrames          = "lead_frames"
 	lockstatVarSelfTgid            = "self_tgid"
 	lockstatVarStackDepth          = "stack_depth"
@@ -247,6 +253,8 @@ type lockstatMapSpecs struct {
 	CalibSamples  *ebpf.MapSpec `ebpf:"calib_samples"`
 	Control       *ebpf.MapSpec `ebpf:"control"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	FirstFrame    *ebpf.MapSpec `ebpf:"first_frame"`
+	FrameStep     *ebpf.MapSpec `ebpf:"frame_step"`
 	Histogram     *ebpf.MapSpec `ebpf:"histogram"`
 	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
@@ -263,19 +271,21 @@ type lockstatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
-	CommFilter     *ebpf.VariableSpec `ebpf:"comm_filter"`
-	CtxOnStack     *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
-	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
-	FilterPids     *ebpf.VariableSpec `ebpf:"filter_pids"`
-	FlagType       *ebpf.VariableSpec `ebpf:"flag_type"`
-	FnCookie       *ebpf.VariableSpec `ebpf:"fn_cookie"`
-	LeadFrames     *ebpf.VariableSpec `ebpf:"lead_frames"`
-	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
-	StackDepth     *ebpf.VariableSpec `ebpf:"stack_depth"`
-	StackSkip      *ebpf.VariableSpec `ebpf:"stack_skip"`
-	UnusedCounter  *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedFnInfo   *ebpf.VariableSpec `ebpf:"unused_fn_info"`
-	UnusedLockName *ebpf.VariableSpec `ebpf:"unused_lock_name"`
+	CommFilter      *ebpf.VariableSpec `ebpf:"comm_filter"`
+	CtxOnStack      *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
+	FilterComm      *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterPids      *ebpf.VariableSpec `ebpf:"filter_pids"`
+	FlagType        *ebpf.VariableSpec `ebpf:"flag_type"`
+	FnCookie        *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	KstackShifterHi *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
+	LeadFrames      *ebpf.VariableSpec `ebpf:"lead_frames"`
+	SelfTgid        *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackDepth      *ebpf.VariableSpec `ebpf:"stack_depth"`
+	StackSkip       *ebpf.VariableSpec `ebpf:"stack_skip"`
+	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedFnInfo    *ebpf.VariableSpec `ebpf:"unused_fn_info"`
+	UnusedLockName  *ebpf.VariableSpec `ebpf:"unused_lock_name"`
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -303,6 +313,8 @@ type lockstatMaps struct {
 	CalibSamples  *ebpf.Map `ebpf:"calib_samples"`
 	Control       *ebpf.Map `ebpf:"control"`
 	Counters      *ebpf.Map `ebpf:"counters"`
+	FirstFrame    *ebpf.Map `ebpf:"first_frame"`
+	FrameStep     *ebpf.Map `ebpf:"frame_step"`
 	Histogram     *ebpf.Map `ebpf:"histogram"`
 	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
@@ -322,6 +334,8 @@ func (m *lockstatMaps) Close() error {
 		m.CalibSamples,
 		m.Control,
 		m.Counters,
+		m.FirstFrame,
+		m.FrameStep,
 		m.Histogram,
 		m.HoldAggregate,
 		m.HoldHistogram,
@@ -339,19 +353,21 @@ func (m *lockstatMaps) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
-	CommFilter     *ebpf.Variable `ebpf:"comm_filter"`
-	CtxOnStack     *ebpf.Variable `ebpf:"ctx_on_stack"`
-	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
-	FilterPids     *ebpf.Variable `ebpf:"filter_pids"`
-	FlagType       *ebpf.Variable `ebpf:"flag_type"`
-	FnCookie       *ebpf.Variable `ebpf:"fn_cookie"`
-	LeadFrames     *ebpf.Variable `ebpf:"lead_frames"`
-	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
-	StackDepth     *ebpf.Variable `ebpf:"stack_depth"`
-	StackSkip      *ebpf.Variable `ebpf:"stack_skip"`
-	UnusedCounter  *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedFnInfo   *ebpf.Variable `ebpf:"unused_fn_info"`
-	UnusedLockName *ebpf.Variable `ebpf:"unused_lock_name"`
+	CommFilter      *ebpf.Variable `ebpf:"comm_filter"`
+	CtxOnStack      *ebpf.Variable `ebpf:"ctx_on_stack"`
+	FilterComm      *ebpf.Variable `ebpf:"filter_comm"`
+	FilterPids      *ebpf.Variable `ebpf:"filter_pids"`
+	FlagType        *ebpf.Variable `ebpf:"flag_type"`
+	FnCookie        *ebpf.Variable `ebpf:"fn_cookie"`
+	KstackShifterHi *ebpf.Variable `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo *ebpf.Variable `ebpf:"kstack_shifter_lo"`
+	LeadFrames      *ebpf.Variable `ebpf:"lead_frames"`
+	SelfTgid        *ebpf.Variable `ebpf:"self_tgid"`
+	StackDepth      *ebpf.Variable `ebpf:"stack_depth"`
+	StackSkip       *ebpf.Variable `ebpf:"stack_skip"`
+	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedFnInfo    *ebpf.Variable `ebpf:"unused_fn_info"`
+	UnusedLockName  *ebpf.Variable `ebpf:"unused_lock_name"`
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.

@@ -20,12 +20,17 @@
 #define MAX_STACK_DEPTH 127
 /* Raw kernel stack read above the probe context to recognise a known path. */
 #define STACK_WINDOW_WORDS 128
-/* Return addresses compared before a path counts as already walked. */
-#define VERIFY_FRAMES 16
+/* Most return addresses a known path compares: longer paths are walked. */
+#define VERIFY_FRAMES 32
 /* Most first frames of a walk learn_path tries (see lead_frames). */
 #define LEAD_FRAMES 4
-/* Paths remembered per context offset: several paths can share one. */
+/* Frames a path_key names: the lock function, its wrapper, its caller. */
+#define KEY_FRAMES 3
+/* Paths remembered per key: one caller's callers share it. */
 #define PATH_WAYS 4
+/* Functions that shift the kernel stack by a random offset (syscall entry
+ * with randomize_kstack_offset) a loader can name; see kstack_shifter_lo. */
+#define MAX_KSTACK_SHIFTERS 8
 /* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
 #define KSTACK_SIZE 16384
 
@@ -70,13 +75,17 @@ struct wait_slot {
 /*
  * A kernel path already walked, recognised without walking again: the
  * return addresses of its first frames sit at known places in the raw stack
- * above the probe context. Keyed by that context's offset in its stack, the
- * contention flags, and one of PATH_WAYS slots.
+ * above the probe context. Keyed by the contention flags, the return
+ * addresses of its first KEY_FRAMES frames, and one of PATH_WAYS slots. Not
+ * by where in the stack the context lies: a syscall moves the whole stack by
+ * a random offset (randomize_kstack_offset), not the frames relative to one
+ * another.
  */
 struct path_key {
-	__u32 sp_off;
+	__u64 ip[KEY_FRAMES];
 	__u16 flags;
 	__u16 way;
+	__u32 _pad;
 };
 
 struct path {
@@ -91,6 +100,7 @@ struct path {
 struct scratch {
 	__u64 window[STACK_WINDOW_WORDS];
 	__u64 ips[MAX_STACK_DEPTH + 1];
+	struct path fresh; /* the path being learnt */
 };
 
 /* Waits of spinning locks on one CPU, innermost last. A spinning task cannot
