@@ -152,6 +152,9 @@ Flags:
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, err
 		}
+		if strings.Contains(err.Error(), "missing unit in duration") {
+			err = fmt.Errorf("%w (durations need a unit: 10s, 500ms, 2m)", err)
+		}
 		return nil, usageError{err}
 	}
 	o.durationSet = fs.Changed("duration")

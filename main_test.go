@@ -46,6 +46,7 @@ func TestBadInputFailsBeforeCapture(t *testing.T) {
 	}{
 		{"unknown flag", []string{"--frobnicate"}, true, "unknown flag: --frobnicate"},
 		{"negative duration", []string{"-d", "-1s"}, true, "--duration -1s: must be positive"},
+		{"duration without unit", []string{"-d", "3"}, true, "durations need a unit: 10s"},
 		{"zero top", []string{"-n", "0"}, true, "--top 0"},
 		{"bad pid", []string{"-p", "12,abc"}, true, `--pid "abc"`},
 		{"unknown type", []string{"-t", "mutex,mutx"}, true, `unknown lock type "mutx"`},
