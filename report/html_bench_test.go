@@ -2,7 +2,13 @@ package report
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
+
+	"github.com/klockstat/klockstat/internal/testenv"
 )
 
 // countingWriter counts what is written to it, so the benchmark measures rendering, not a buffer.
@@ -26,6 +32,44 @@ func BenchmarkWriteHTML(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(w.n)/1e6, "MB/report")
+		})
+	}
+}
+
+// BenchmarkReportCommand runs `klockstat report` on saved captures as a
+// user would, for what an in-process benchmark cannot see: the peak memory
+// of the whole process, reading the JSON, building and writing the page.
+func BenchmarkReportCommand(b *testing.B) {
+	bin := testenv.Build(b, ".")
+	dir := b.TempDir()
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		in := filepath.Join(dir, fmt.Sprintf("capture-%d.json", n))
+		f, err := os.Create(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := syntheticCapture(n).Write(f); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("report-%d.html", n))
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			var peakKiB int64
+			for b.Loop() {
+				cmd := exec.Command(bin, "report", in, "-o", out, "-q")
+				if msg, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %v\n%s", cmd.Args, err, msg)
+				}
+				peakKiB = max(peakKiB, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+			}
+			st, err := os.Stat(out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(peakKiB)/1024, "peak-RSS-MiB")
+			b.ReportMetric(float64(st.Size())/1e6, "MB/report")
 		})
 	}
 }
