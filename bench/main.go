@@ -160,6 +160,7 @@ type probeResult struct {
 	events     uint64            // contention events the probe saw; 0 with NaN cost
 	lost       map[string]uint64 // by reason; nil when the tool cannot tell
 	walked     string            // share of stacks walked rather than recognised
+	rescued    uint64            // nested events the kernel skipped, taken by rescue copies
 }
 
 type result struct {
@@ -168,12 +169,17 @@ type result struct {
 	events        uint64
 	seconds       float64
 	lost          map[string]uint64 // nil when the tool cannot tell
+	rescued       uint64
 }
 
-// lostCell renders lost events as "0" or "3 (2 reason, 1 reason)".
-func lostCell(lost map[string]uint64) string {
+// lostCell renders lost events as "0" or "3 (2 reason, 1 reason)", and
+// how many the rescue copies saved from being lost.
+func lostCell(lost map[string]uint64, rescued uint64) string {
 	if lost == nil {
 		return "n/a"
+	}
+	if rescued > 0 {
+		return fmt.Sprintf("%s; %d rescued", lostCell(lost, 0), rescued)
 	}
 	var total uint64
 	var parts []string
@@ -208,7 +214,7 @@ func (r result) row(name string) string {
 	if len(r.walked) > 0 && r.walked[0] != "" {
 		walked = strings.Join(r.walked, " ")
 	}
-	return fmt.Sprintf("| %s | %s | %.1f%% | %s | %s | %s |", name, cost, 100*median(r.ratios), rate, walked, lostCell(r.lost))
+	return fmt.Sprintf("| %s | %s | %.1f%% | %s | %s | %s |", name, cost, 100*median(r.ratios), rate, walked, lostCell(r.lost, r.rescued))
 }
 
 // measure runs untraced and traced workloads in turn and keeps the ratio of
@@ -237,6 +243,7 @@ func measure(o options, w string, c config) (result, error) {
 		r.events += pr.events
 		r.seconds += o.duration.Seconds()
 		r.walked = append(r.walked, pr.walked)
+		r.rescued += pr.rescued
 		if pr.lost != nil {
 			if r.lost == nil {
 				r.lost = map[string]uint64{}
@@ -305,7 +312,7 @@ func (k klockstatRun) stop() (probeResult, error) {
 	if st := cp.Meta.Stacks; st.Walked+st.Known > 0 {
 		walked = fmt.Sprintf("%.0f%%", 100*float64(st.Walked)/float64(st.Walked+st.Known))
 	}
-	return probeResult{nsPerEvent: cp.Meta.ProbeNSPerEvent(), events: cp.Meta.Events.Begin, lost: lostByReason(cp.Meta), walked: walked}, nil
+	return probeResult{nsPerEvent: cp.Meta.ProbeNSPerEvent(), events: cp.Meta.Events.Begin, lost: lostByReason(cp.Meta), walked: walked, rescued: cp.Meta.Events.Rescued}, nil
 }
 
 type emptyRun struct {
@@ -537,7 +544,7 @@ func capacity(o options, spec *lockspec.Spec) error {
 				return err
 			}
 			fmt.Printf("| --map-size %d | %s | %.0f | %d | %d | %s |\n", mapSize, w, float64(cp.Meta.Events.Begin)/cp.Meta.Duration().Seconds(),
-				cp.Meta.Events.Waits, len(cp.Records), lostCell(lostByReason(cp.Meta)))
+				cp.Meta.Events.Waits, len(cp.Records), lostCell(lostByReason(cp.Meta), cp.Meta.Events.Rescued))
 		}
 	}
 	return nil

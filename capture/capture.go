@@ -95,6 +95,7 @@ type Events struct {
 	Nested         uint64 `json:"nested"`          // begin while another wait of the same thread/CPU was open
 	UnmatchedBegin uint64 `json:"unmatched_begin"` // begin whose end never came (overwritten/stale)
 	UnmatchedEnd   uint64 `json:"unmatched_end"`   // end with no begin
+	Rescued        uint64 `json:"rescued"`         // nested events the kernel skipped for our main programs, taken by their rescue copies
 }
 
 // StackStats says how the kernel stacks of a capture were taken: walking a

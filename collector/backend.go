@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -111,13 +112,30 @@ func backendByName(name string) (Backend, error) {
 	return nil, fmt.Errorf("unknown probe backend %q (want one of %v)", name, BackendNames())
 }
 
-// tracepointProbes lists a tracepoint backend's loaded programs.
-func tracepointProbes(coll *ebpf.Collection, names []string) []probe {
-	probes := make([]probe, len(names))
+// contentionEvents are the tracepoints the tracepoint backends attach to,
+// in the order of their Programs; programs past the second are rescue
+// copies of the first two (see enter() in lockstat.bpf.c), attached to the
+// same events.
+var contentionEvents = []string{"contention_begin", "contention_end"}
+
+// attachTracepoints attaches a tracepoint backend's loaded programs, each to
+// its event, and lists them.
+func attachTracepoints(coll *ebpf.Collection, names []string, attach func(event string, prog *ebpf.Program) (link.Link, error)) (*attachment, error) {
+	var (
+		links  []link.Link
+		probes []probe
+	)
 	for i, name := range names {
-		probes[i] = probe{name: name, prog: coll.Programs[name], begins: i == 0}
+		event := contentionEvents[i%len(contentionEvents)]
+		l, err := attach(event, coll.Programs[name])
+		if err != nil {
+			closeLinks(links)
+			return nil, fmt.Errorf("attaching %s to lock:%s: %w", name, event, err)
+		}
+		links = append(links, l)
+		probes = append(probes, probe{name: name, prog: coll.Programs[name], begins: i == 0})
 	}
-	return probes
+	return &attachment{links: links, probes: probes}, nil
 }
 
 // btfTracepoint attaches BTF-enabled raw tracepoints (tp_btf, Linux 5.5+)
@@ -128,7 +146,7 @@ type btfTracepoint struct{}
 func (btfTracepoint) Name() string { return "tp_btf" }
 
 func (btfTracepoint) Programs() []string {
-	return []string{"btf_contention_begin", "btf_contention_end"}
+	return []string{"btf_contention_begin", "btf_contention_end", "btf_contention_begin_rescue", "btf_contention_end_rescue"}
 }
 
 // As for raw tracepoints, bpf_trace_runN calls the program with its
@@ -153,14 +171,9 @@ func (b btfTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 }
 
 func (b btfTracepoint) Attach(obj *object) (*attachment, error) {
-	names := b.Programs()
-	links, err := attachEach([]string{"contention_begin", "contention_end"}, func(i int, _ string) (link.Link, error) {
-		return link.AttachTracing(link.TracingOptions{Program: obj.coll.Programs[names[i]]})
+	return attachTracepoints(obj.coll, b.Programs(), func(_ string, prog *ebpf.Program) (link.Link, error) {
+		return link.AttachTracing(link.TracingOptions{Program: prog})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &attachment{links: links, probes: tracepointProbes(obj.coll, names)}, nil
 }
 
 // rawTracepoint attaches to the lock:contention_begin/end raw tracepoints
@@ -170,7 +183,7 @@ type rawTracepoint struct{}
 func (rawTracepoint) Name() string { return "rawtp" }
 
 func (rawTracepoint) Programs() []string {
-	return []string{"raw_contention_begin", "raw_contention_end"}
+	return []string{"raw_contention_begin", "raw_contention_end", "raw_contention_begin_rescue", "raw_contention_end_rescue"}
 }
 
 // The BPF program and bpf_trace_runN come first; __traceiter_* or
@@ -200,19 +213,15 @@ func (b rawTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 }
 
 func (b rawTracepoint) Attach(obj *object) (*attachment, error) {
-	names := b.Programs()
-	links, err := attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
-		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: obj.coll.Programs[names[i]]})
+	return attachTracepoints(obj.coll, b.Programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: prog})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &attachment{links: links, probes: tracepointProbes(obj.coll, names)}, nil
 }
 
 // perfTracepoint attaches through perf events to the lock:contention_*
 // tracepoints, for kernels or sandboxes where raw tracepoint attach fails.
-// It needs tracefs to look up the event ids.
+// It needs tracefs to look up the event ids. It has no rescue copies: the
+// kernel skips every perf-event BPF program on a CPU where one is running.
 type perfTracepoint struct{}
 
 func (perfTracepoint) Name() string { return "tracepoint" }
@@ -249,32 +258,15 @@ func (b perfTracepoint) Attach(obj *object) (*attachment, error) {
 	if err := mountTracefs(); err != nil {
 		return nil, err
 	}
-	names := b.Programs()
-	links, err := attachEach([]string{"contention_begin", "contention_end"}, func(i int, event string) (link.Link, error) {
-		return link.Tracepoint("lock", event, obj.coll.Programs[names[i]], nil)
+	return attachTracepoints(obj.coll, b.Programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
+		return link.Tracepoint("lock", event, prog, nil)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &attachment{links: links, probes: tracepointProbes(obj.coll, names)}, nil
 }
 
-// attachEach attaches one link per event and closes them all if one fails.
-func attachEach(events []string, attach func(i int, event string) (link.Link, error)) ([]link.Link, error) {
-	var links []link.Link
-	for i, event := range events {
-		l, err := attach(i, event)
-		if err != nil {
-			closeLinks(links)
-			return nil, fmt.Errorf("attaching to lock:%s: %w", event, err)
-		}
-		links = append(links, l)
-	}
-	return links, nil
-}
-
+// closeLinks detaches the last attached first: a rescue copy that outlived
+// its main copy would take events the main copy never saw.
 func closeLinks(links []link.Link) {
-	for _, l := range links {
+	for _, l := range slices.Backward(links) {
 		l.Close()
 	}
 }

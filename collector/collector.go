@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -283,23 +284,9 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 			spec.Maps[name].MaxEntries = 1
 		}
 	}
-	loaded := spec.Copy()
-	keep := map[string]bool{}
-	for _, name := range b.Programs() {
-		keep[name] = true
-	}
-	for name := range loaded.Programs {
-		if !keep[name] {
-			delete(loaded.Programs, name)
-		}
-	}
-	coll, err := ebpf.NewCollection(loaded)
+	coll, err := newCollection(spec, b.Programs())
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return fmt.Errorf("loading BPF programs: %+v", ve)
-		}
-		return permissionError(fmt.Errorf("loading BPF programs: %w", err))
+		return err
 	}
 	att, err := b.Attach(&object{spec: spec, coll: coll, kernel: k, locks: c.cfg.Spec})
 	if err != nil {
@@ -308,6 +295,26 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	}
 	c.backend, c.coll, c.att = b, coll, att
 	return nil
+}
+
+// newCollection loads the maps and the named programs of spec: a program
+// for a hook the kernel lacks would fail to load.
+func newCollection(spec *ebpf.CollectionSpec, programs []string) (*ebpf.Collection, error) {
+	loaded := spec.Copy()
+	for name := range loaded.Programs {
+		if !slices.Contains(programs, name) {
+			delete(loaded.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollection(loaded)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading BPF programs: %+v", ve)
+		}
+		return nil, permissionError(fmt.Errorf("loading BPF programs: %w", err))
+	}
+	return coll, nil
 }
 
 // permissionError marks a refusal as missing privileges, unless klockstat

@@ -97,7 +97,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct scratch);
-	__uint(max_entries, 1);
+	__uint(max_entries, MAX_LEVELS); /* one per nesting level */
 } scratch SEC(".maps");
 
 struct {
@@ -122,12 +122,10 @@ struct {
 	__uint(max_entries, 1);
 } spin_waits SEC(".maps");
 
-/* Per-CPU, guards against one of our programs running inside the other
- * (a map operation of ours contending on a lock): see enter(). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct cpu_busy);
 	__uint(max_entries, 1);
 } busy SEC(".maps");
 
@@ -206,21 +204,70 @@ static __always_inline void count(__u32 which, __u64 n)
 		*c += n;
 }
 
+/* What a program does for an event: the function probes have no roles. */
+enum role { ROLE_BEGIN, ROLE_END, ROLE_FUNCTION };
+
 /*
- * enter marks this CPU as running one of our programs. A second entry on the
- * same CPU can only come from a lock our own map operation contended on; the
- * kernel already refuses to nest a program in itself (a recursion miss), so
- * refusing the other one too keeps every begin paired with its end.
+ * Runs of our programs nest when an interrupt, or a lock one of our own map
+ * operations contends on, fires a probe while one runs: the per-CPU stack of
+ * spinning waits and the per-level scratch keep them apart. But the kernel
+ * never runs a program inside itself; it skips the run and counts a
+ * recursion miss. So each tracepoint program has a rescue copy attached
+ * after it to the same event. The main copy notes every event it takes, by
+ * lock and nesting level; the rescue copy, which runs next, finds and clears
+ * that note, or, when there is none, knows the kernel skipped the main copy
+ * and does its work. A note is written in the main program, never in a
+ * window of the kernel's around it, so no skip goes unseen.
  */
-static __always_inline __u32 *enter(void)
+static __always_inline struct cpu_busy *cpu_busy(void)
 {
 	__u32 zero = 0;
-	__u32 *b = bpf_map_lookup_elem(&busy, &zero);
 
-	if (!b || *b)
-		return 0;
-	*b = 1;
-	return b;
+	return bpf_map_lookup_elem(&busy, &zero);
+}
+
+static __always_inline void took(struct cpu_busy *b, enum role role, __u64 lock)
+{
+	/* Whatever nests in here reaches the rescue copy, which never writes. */
+	struct taken *t = &b->taken[role & 1][b->next[role & 1]++ & (TAKEN_SLOTS - 1)];
+
+	t->lock = lock;
+	t->level = b->depth;
+}
+
+static __always_inline bool main_skipped(struct cpu_busy *b, enum role role, __u64 lock)
+{
+	for (int i = 0; i < TAKEN_SLOTS; i++) {
+		struct taken *t = &b->taken[role & 1][i];
+
+		if (t->lock == lock && t->level == b->depth) {
+			t->lock = 0;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* enter admits a run on this CPU and returns the nesting level it works at
+ * (the index of its scratch space), or -1 when it must do nothing. */
+static __always_inline int enter(struct cpu_busy *b, enum role role, bool rescue)
+{
+	if (!b)
+		return -1;
+	if (rescue)
+		count(role == ROLE_BEGIN ? CNT_RESCUED_BEGIN : CNT_RESCUED_END, 1);
+	if (b->depth >= MAX_LEVELS) {
+		/* A dropped end leaves its begin open: counted when replaced. */
+		if (role != ROLE_END)
+			count(CNT_LOST_LEVELS, 1);
+		return -1;
+	}
+	return b->depth++;
+}
+
+static __always_inline void leave(struct cpu_busy *b)
+{
+	b->depth--;
 }
 
 static __always_inline bool comm_equal(const char *a, const volatile char *b)
@@ -410,11 +457,11 @@ static __always_inline int first_free_way(struct path_key *pk)
  * addresses at the same places above the context are the same frames,
  * exactly. Only then is the walk skipped.
  */
-static __always_inline __u64 get_stack(void *ctx, __u32 flags)
+static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 {
 	struct path_key pk = { .flags = flags };
 	struct path *known, *fresh;
-	__u32 zero = 0, nwords = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint;
+	__u32 nwords = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint;
 	struct scratch *sc;
 	__u64 base = 0, h;
 	int free_way = -1, err;
@@ -423,7 +470,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags)
 
 	if (!stack_depth)
 		return 0;
-	sc = bpf_map_lookup_elem(&scratch, &zero);
+	sc = bpf_map_lookup_elem(&scratch, &level);
 	if (!sc)
 		return 0;
 
@@ -492,7 +539,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags)
 }
 
 static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
-				 __u32 flags, __u32 tid, __u32 pid, __s32 type)
+				 __u32 flags, __u32 tid, __u32 pid, __s32 type, __u32 level)
 {
 	bool skip = type < 0 || !wanted(pid);
 
@@ -501,7 +548,7 @@ static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
 	s->pid = pid;
 	s->type = skip ? 0 : type;
 	s->skip = skip;
-	s->stack = skip ? 0 : get_stack(ctx, flags);
+	s->stack = skip ? 0 : get_stack(ctx, flags, level);
 	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
 }
 
@@ -523,20 +570,27 @@ static __always_inline struct wait_slot *thread_slot(__u32 tid)
 	return bpf_map_lookup_elem(&thread_waits, &tid);
 }
 
-static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
+static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool rescue)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, pid = id >> 32, zero = 0;
+	__u64 id;
+	__u32 tid, pid, zero = 0;
 	__s32 type = flags < MAX_FLAGS ? flag_type[flags] : -1;
+	struct cpu_busy *b = cpu_busy();
 	struct wait_slot *s;
-	__u32 *b;
+	int level;
 
-	b = enter();
-	if (!b) {
-		/* Its end will be refused too, as a recursion miss or here. */
-		count(CNT_LOST_REENTERED, 1);
+	if (!b)
 		return 0;
-	}
+	if (!rescue)
+		took(b, ROLE_BEGIN, lock);
+	else if (!main_skipped(b, ROLE_BEGIN, lock))
+		return 0;
+	level = enter(b, ROLE_BEGIN, rescue);
+	if (level < 0)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tid = (__u32)id;
+	pid = id >> 32;
 
 	if ((flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX)) {
 		struct cpu_waits *cw = bpf_map_lookup_elem(&spin_waits, &zero);
@@ -563,6 +617,10 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
 			goto out;
 		}
 		s = &cw->slot[d & (MAX_NEST - 1)];
+		/* Claimed before it is pushed: a run nested from here on
+		 * finds it ours. */
+		s->lock = lock;
+		s->tid = tid;
 		cw->depth = d + 1;
 	} else {
 		/*
@@ -581,11 +639,11 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags)
 			count(CNT_UNMATCHED_BEGIN, 1);
 		}
 	}
-	fill(s, ctx, lock, flags, tid, pid, type);
+	fill(s, ctx, lock, flags, tid, pid, type, level);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 out:
-	*b = 0;
+	leave(b);
 	return 0;
 }
 
@@ -684,17 +742,26 @@ static __always_inline void record(struct wait_slot *w, __u64 delta)
 	record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta);
 }
 
-static __always_inline int on_end(__u64 lock)
+static __always_inline int on_end(__u64 lock, bool rescue)
 {
-	/* First: the wait must not include our own work. */
-	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	struct cpu_busy *b = rescue ? cpu_busy() : 0;
 	struct cpu_waits *cw;
 	struct wait_slot w, *s;
-	__u32 *b, d;
+	__u32 tid, zero = 0, d;
+	__u64 now;
 
-	b = enter();
-	if (!b)
+	if (rescue && (!b || !main_skipped(b, ROLE_END, lock)))
+		return 0;
+	/* First for the main copy: the wait must not include our own work. */
+	now = bpf_ktime_get_ns();
+	if (!rescue) {
+		b = cpu_busy();
+		if (!b)
+			return 0;
+		took(b, ROLE_END, lock);
+	}
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (enter(b, ROLE_END, rescue) < 0)
 		return 0;
 
 	cw = bpf_map_lookup_elem(&spin_waits, &zero);
@@ -736,7 +803,7 @@ found:
 		record(&w, now - w.ts);
 	}
 out:
-	*b = 0;
+	leave(b);
 	return 0;
 }
 
@@ -768,14 +835,11 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	__u32 tid = (__u32)id, pid = id >> 32, zero = 0;
 	struct fn_control *ctl;
 	struct wait_slot *s;
+	struct cpu_busy *b = cpu_busy();
 	bool skip;
-	__u32 *b;
 
-	b = enter();
-	if (!b) {
-		count(CNT_LOST_REENTERED, 1);
+	if (enter(b, ROLE_FUNCTION, false) < 0)
 		return 0;
-	}
 	ctl = bpf_map_lookup_elem(&control, &zero);
 	if (!ctl)
 		goto out;
@@ -812,7 +876,7 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	/* Last: the acquire time must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 out:
-	*b = 0;
+	leave(b);
 	return 0;
 }
 
@@ -823,12 +887,13 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
 	struct fn_control *ctl;
 	struct wait_slot w, *s;
+	struct cpu_busy *b = cpu_busy();
 	bool contended;
 	__u64 delta;
-	__u32 *b;
+	int level;
 
-	b = enter();
-	if (!b)
+	level = enter(b, ROLE_FUNCTION, false);
+	if (level < 0)
 		return 0;
 	s = bpf_map_lookup_elem(&thread_waits, &tid);
 	if (!s || !s->lock)
@@ -862,7 +927,7 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	count(contended ? CNT_END : CNT_FAST, 1);
 	if (!contended && !(info & FN_HOLD))
 		goto out;
-	w.stack = get_stack(ctx, w.type);
+	w.stack = get_stack(ctx, w.type, level);
 	if (contended)
 		record(&w, delta);
 	if (info & FN_HOLD) {
@@ -876,7 +941,7 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 unmatched:
 	count(CNT_UNMATCHED_END, 1);
 out:
-	*b = 0;
+	leave(b);
 	return 0;
 }
 
@@ -888,11 +953,10 @@ static __always_inline int fn_release(__u64 lock)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct hold_key hk = { .lock = lock, .tid = tid };
 	struct hold_slot *h;
+	struct cpu_busy *b = cpu_busy();
 	struct wait_slot w;
-	__u32 *b;
 
-	b = enter();
-	if (!b)
+	if (enter(b, ROLE_FUNCTION, false) < 0)
 		return 0;
 	h = bpf_map_lookup_elem(&holds, &hk);
 	if (!h)
@@ -906,32 +970,45 @@ static __always_inline int fn_release(__u64 lock)
 	record_in(&hold_aggregate, &hold_histogram, CNT_LOST_HOLD_AGG_FULL, &w, now - h->ts);
 	bpf_map_delete_elem(&holds, &hk);
 out:
-	*b = 0;
+	leave(b);
 	return 0;
 }
 
 SEC("raw_tp/contention_begin")
 int raw_contention_begin(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_begin(ctx, ctx->args[0], (__u32)ctx->args[1]);
+	return on_begin(ctx, ctx->args[0], (__u32)ctx->args[1], false);
 }
 
 SEC("raw_tp/contention_end")
 int raw_contention_end(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_end(ctx->args[0]);
+	return on_end(ctx->args[0], false);
+}
+
+/* Rescue copies: see enter(). */
+SEC("raw_tp/contention_begin")
+int raw_contention_begin_rescue(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_begin(ctx, ctx->args[0], (__u32)ctx->args[1], true);
+}
+
+SEC("raw_tp/contention_end")
+int raw_contention_end_rescue(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_end(ctx->args[0], true);
 }
 
 SEC("tracepoint/lock/contention_begin")
 int tp_contention_begin(struct trace_event_raw_contention_begin *ctx)
 {
-	return on_begin(ctx, (__u64)ctx->lock_addr, ctx->flags);
+	return on_begin(ctx, (__u64)ctx->lock_addr, ctx->flags, false);
 }
 
 SEC("tracepoint/lock/contention_end")
 int tp_contention_end(struct trace_event_raw_contention_end *ctx)
 {
-	return on_end((__u64)ctx->lock_addr);
+	return on_end((__u64)ctx->lock_addr, false);
 }
 
 /* BTF-enabled raw tracepoints: the arguments, typed, without a helper call
@@ -939,13 +1016,25 @@ int tp_contention_end(struct trace_event_raw_contention_end *ctx)
 SEC("tp_btf/contention_begin")
 int btf_contention_begin(__u64 *ctx)
 {
-	return on_begin(ctx, ctx[0], (__u32)ctx[1]);
+	return on_begin(ctx, ctx[0], (__u32)ctx[1], false);
 }
 
 SEC("tp_btf/contention_end")
 int btf_contention_end(__u64 *ctx)
 {
-	return on_end(ctx[0]);
+	return on_end(ctx[0], false);
+}
+
+SEC("tp_btf/contention_begin")
+int btf_contention_begin_rescue(__u64 *ctx)
+{
+	return on_begin(ctx, ctx[0], (__u32)ctx[1], true);
+}
+
+SEC("tp_btf/contention_end")
+int btf_contention_end_rescue(__u64 *ctx)
+{
+	return on_end(ctx[0], true);
 }
 
 /* Templates: the loader attaches a copy per function of locks.json, so the

@@ -25,7 +25,7 @@ const (
 	lockstatCounterCNT_LOST_AGG_FULL      lockstatCounter = 6
 	lockstatCounterCNT_LOST_WAIT_FULL     lockstatCounter = 7
 	lockstatCounterCNT_LOST_NEST_DEPTH    lockstatCounter = 8
-	lockstatCounterCNT_LOST_REENTERED     lockstatCounter = 9
+	lockstatCounterCNT_LOST_LEVELS        lockstatCounter = 9
 	lockstatCounterCNT_STACK_FAILED       lockstatCounter = 10
 	lockstatCounterCNT_STACK_WALKED       lockstatCounter = 11
 	lockstatCounterCNT_STACK_KNOWN        lockstatCounter = 12
@@ -33,8 +33,23 @@ const (
 	lockstatCounterCNT_HOLD               lockstatCounter = 14
 	lockstatCounterCNT_LOST_HOLD_FULL     lockstatCounter = 15
 	lockstatCounterCNT_LOST_HOLD_AGG_FULL lockstatCounter = 16
-	lockstatCounterCNT_MAX                lockstatCounter = 17
+	lockstatCounterCNT_RESCUED_BEGIN      lockstatCounter = 17
+	lockstatCounterCNT_RESCUED_END        lockstatCounter = 18
+	lockstatCounterCNT_MAX                lockstatCounter = 19
 )
+
+type lockstatCpuBusy struct {
+	_     structs.HostLayout
+	Depth uint32
+	Next  [2]uint32
+	Pad   uint32
+	Taken [2][8]struct {
+		_     structs.HostLayout
+		Lock  uint64
+		Level uint32
+		Pad   uint32
+	}
+}
 
 type lockstatCpuWaits struct {
 	_     structs.HostLayout
@@ -142,50 +157,54 @@ type lockstatWaitStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	lockstatMapAggregate           = "aggregate"
-	lockstatMapBusy                = "busy"
-	lockstatMapCalibSamples        = "calib_samples"
-	lockstatMapControl             = "control"
-	lockstatMapCounters            = "counters"
-	lockstatMapFirstFrame          = "first_frame"
-	lockstatMapFrameStep           = "frame_step"
-	lockstatMapHistogram           = "histogram"
-	lockstatMapHoldAggregate       = "hold_aggregate"
-	lockstatMapHoldHistogram       = "hold_histogram"
-	lockstatMapHolds               = "holds"
-	lockstatMapPaths               = "paths"
-	lockstatMapPidFilter           = "pid_filter"
-	lockstatMapScratch             = "scratch"
-	lockstatMapSpinWaits           = "spin_waits"
-	lockstatMapStacks              = "stacks"
-	lockstatMapThreadWaits         = "thread_waits"
-	lockstatProgBtfContentionBegin = "btf_contention_begin"
-	lockstatProgBtfContentionEnd   = "btf_contention_end"
-	lockstatProgFentryAcquire      = "fentry_acquire"
-	lockstatProgFentryRelease      = "fentry_release"
-	lockstatProgFexitAcquire       = "fexit_acquire"
-	lockstatProgKprobeAcquire      = "kprobe_acquire"
-	lockstatProgKprobeRelease      = "kprobe_release"
-	lockstatProgKretprobeAcquire   = "kretprobe_acquire"
-	lockstatProgRawContentionBegin = "raw_contention_begin"
-	lockstatProgRawContentionEnd   = "raw_contention_end"
-	lockstatProgTpContentionBegin  = "tp_contention_begin"
-	lockstatProgTpContentionEnd    = "tp_contention_end"
-	lockstatVarCommFilter          = "comm_filter"
-	lockstatVarCtxOnStack          = "ctx_on_stack"
-	lockstatVarFilterComm          = "filter_comm"
-	lockstatVarFilterPids          = "filter_pids"
-	lockstatVarFlagType            = "flag_type"
-	lockstatVarFnCookie            = "fn_cookie"
-	lockstatVarKstackShifterHi     = "kstack_shifter_hi"
-	lockstatVarKstackShifterLo     = "kstack_shifter_lo"
-	lockstatVarLeadFrames          = "lead_frames"
-	lockstatVarSelfTgid            = "self_tgid"
-	lockstatVarStackDepth          = "stack_depth"
-	lockstatVarStackSkip           = "stack_skip"
-	lockstatVarUnusedCounter       = "unused_counter"
-	lockstatVarUnusedFnInfo        = "unused_fn_info"
-	lockstatVarUnusedLockName      = "unused_lock_name"
+	lockstatMapAggregate                 = "aggregate"
+	lockstatMapBusy                      = "busy"
+	lockstatMapCalibSamples              = "calib_samples"
+	lockstatMapControl                   = "control"
+	lockstatMapCounters                  = "counters"
+	lockstatMapFirstFrame                = "first_frame"
+	lockstatMapFrameStep                 = "frame_step"
+	lockstatMapHistogram                 = "histogram"
+	lockstatMapHoldAggregate             = "hold_aggregate"
+	lockstatMapHoldHistogram             = "hold_histogram"
+	lockstatMapHolds                     = "holds"
+	lockstatMapPaths                     = "paths"
+	lockstatMapPidFilter                 = "pid_filter"
+	lockstatMapScratch                   = "scratch"
+	lockstatMapSpinWaits                 = "spin_waits"
+	lockstatMapStacks                    = "stacks"
+	lockstatMapThreadWaits               = "thread_waits"
+	lockstatProgBtfContentionBegin       = "btf_contention_begin"
+	lockstatProgBtfContentionBeginRescue = "btf_contention_begin_rescue"
+	lockstatProgBtfContentionEnd         = "btf_contention_end"
+	lockstatProgBtfContentionEndRescue   = "btf_contention_end_rescue"
+	lockstatProgFentryAcquire            = "fentry_acquire"
+	lockstatProgFentryRelease            = "fentry_release"
+	lockstatProgFexitAcquire             = "fexit_acquire"
+	lockstatProgKprobeAcquire            = "kprobe_acquire"
+	lockstatProgKprobeRelease            = "kprobe_release"
+	lockstatProgKretprobeAcquire         = "kretprobe_acquire"
+	lockstatProgRawContentionBegin       = "raw_contention_begin"
+	lockstatProgRawContentionBeginRescue = "raw_contention_begin_rescue"
+	lockstatProgRawContentionEnd         = "raw_contention_end"
+	lockstatProgRawContentionEndRescue   = "raw_contention_end_rescue"
+	lockstatProgTpContentionBegin        = "tp_contention_begin"
+	lockstatProgTpContentionEnd          = "tp_contention_end"
+	lockstatVarCommFilter                = "comm_filter"
+	lockstatVarCtxOnStack                = "ctx_on_stack"
+	lockstatVarFilterComm                = "filter_comm"
+	lockstatVarFilterPids                = "filter_pids"
+	lockstatVarFlagType                  = "flag_type"
+	lockstatVarFnCookie                  = "fn_cookie"
+	lockstatVarKstackShifterHi           = "kstack_shifter_hi"
+	lockstatVarKstackShifterLo           = "kstack_shifter_lo"
+	lockstatVarLeadFrames                = "lead_frames"
+	lockstatVarSelfTgid                  = "self_tgid"
+	lockstatVarStackDepth                = "stack_depth"
+	lockstatVarStackSkip                 = "stack_skip"
+	lockstatVarUnusedCounter             = "unused_counter"
+	lockstatVarUnusedFnInfo              = "unused_fn_info"
+	lockstatVarUnusedLockName            = "unused_lock_name"
 )
 
 // loadLockstat returns the embedded CollectionSpec for lockstat.
@@ -230,18 +249,22 @@ type lockstatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatProgramSpecs struct {
-	BtfContentionBegin *ebpf.ProgramSpec `ebpf:"btf_contention_begin"`
-	BtfContentionEnd   *ebpf.ProgramSpec `ebpf:"btf_contention_end"`
-	FentryAcquire      *ebpf.ProgramSpec `ebpf:"fentry_acquire"`
-	FentryRelease      *ebpf.ProgramSpec `ebpf:"fentry_release"`
-	FexitAcquire       *ebpf.ProgramSpec `ebpf:"fexit_acquire"`
-	KprobeAcquire      *ebpf.ProgramSpec `ebpf:"kprobe_acquire"`
-	KprobeRelease      *ebpf.ProgramSpec `ebpf:"kprobe_release"`
-	KretprobeAcquire   *ebpf.ProgramSpec `ebpf:"kretprobe_acquire"`
-	RawContentionBegin *ebpf.ProgramSpec `ebpf:"raw_contention_begin"`
-	RawContentionEnd   *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
-	TpContentionBegin  *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
-	TpContentionEnd    *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
+	BtfContentionBegin       *ebpf.ProgramSpec `ebpf:"btf_contention_begin"`
+	BtfContentionBeginRescue *ebpf.ProgramSpec `ebpf:"btf_contention_begin_rescue"`
+	BtfContentionEnd         *ebpf.ProgramSpec `ebpf:"btf_contention_end"`
+	BtfContentionEndRescue   *ebpf.ProgramSpec `ebpf:"btf_contention_end_rescue"`
+	FentryAcquire            *ebpf.ProgramSpec `ebpf:"fentry_acquire"`
+	FentryRelease            *ebpf.ProgramSpec `ebpf:"fentry_release"`
+	FexitAcquire             *ebpf.ProgramSpec `ebpf:"fexit_acquire"`
+	KprobeAcquire            *ebpf.ProgramSpec `ebpf:"kprobe_acquire"`
+	KprobeRelease            *ebpf.ProgramSpec `ebpf:"kprobe_release"`
+	KretprobeAcquire         *ebpf.ProgramSpec `ebpf:"kretprobe_acquire"`
+	RawContentionBegin       *ebpf.ProgramSpec `ebpf:"raw_contention_begin"`
+	RawContentionBeginRescue *ebpf.ProgramSpec `ebpf:"raw_contention_begin_rescue"`
+	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
+	RawContentionEndRescue   *ebpf.ProgramSpec `ebpf:"raw_contention_end_rescue"`
+	TpContentionBegin        *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
+	TpContentionEnd          *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
 }
 
 // lockstatMapSpecs contains maps before they are loaded into the kernel.
@@ -374,24 +397,30 @@ type lockstatVariables struct {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatPrograms struct {
-	BtfContentionBegin *ebpf.Program `ebpf:"btf_contention_begin"`
-	BtfContentionEnd   *ebpf.Program `ebpf:"btf_contention_end"`
-	FentryAcquire      *ebpf.Program `ebpf:"fentry_acquire"`
-	FentryRelease      *ebpf.Program `ebpf:"fentry_release"`
-	FexitAcquire       *ebpf.Program `ebpf:"fexit_acquire"`
-	KprobeAcquire      *ebpf.Program `ebpf:"kprobe_acquire"`
-	KprobeRelease      *ebpf.Program `ebpf:"kprobe_release"`
-	KretprobeAcquire   *ebpf.Program `ebpf:"kretprobe_acquire"`
-	RawContentionBegin *ebpf.Program `ebpf:"raw_contention_begin"`
-	RawContentionEnd   *ebpf.Program `ebpf:"raw_contention_end"`
-	TpContentionBegin  *ebpf.Program `ebpf:"tp_contention_begin"`
-	TpContentionEnd    *ebpf.Program `ebpf:"tp_contention_end"`
+	BtfContentionBegin       *ebpf.Program `ebpf:"btf_contention_begin"`
+	BtfContentionBeginRescue *ebpf.Program `ebpf:"btf_contention_begin_rescue"`
+	BtfContentionEnd         *ebpf.Program `ebpf:"btf_contention_end"`
+	BtfContentionEndRescue   *ebpf.Program `ebpf:"btf_contention_end_rescue"`
+	FentryAcquire            *ebpf.Program `ebpf:"fentry_acquire"`
+	FentryRelease            *ebpf.Program `ebpf:"fentry_release"`
+	FexitAcquire             *ebpf.Program `ebpf:"fexit_acquire"`
+	KprobeAcquire            *ebpf.Program `ebpf:"kprobe_acquire"`
+	KprobeRelease            *ebpf.Program `ebpf:"kprobe_release"`
+	KretprobeAcquire         *ebpf.Program `ebpf:"kretprobe_acquire"`
+	RawContentionBegin       *ebpf.Program `ebpf:"raw_contention_begin"`
+	RawContentionBeginRescue *ebpf.Program `ebpf:"raw_contention_begin_rescue"`
+	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
+	RawContentionEndRescue   *ebpf.Program `ebpf:"raw_contention_end_rescue"`
+	TpContentionBegin        *ebpf.Program `ebpf:"tp_contention_begin"`
+	TpContentionEnd          *ebpf.Program `ebpf:"tp_contention_end"`
 }
 
 func (p *lockstatPrograms) Close() error {
 	return _LockstatClose(
 		p.BtfContentionBegin,
+		p.BtfContentionBeginRescue,
 		p.BtfContentionEnd,
+		p.BtfContentionEndRescue,
 		p.FentryAcquire,
 		p.FentryRelease,
 		p.FexitAcquire,
@@ -399,7 +428,9 @@ func (p *lockstatPrograms) Close() error {
 		p.KprobeRelease,
 		p.KretprobeAcquire,
 		p.RawContentionBegin,
+		p.RawContentionBeginRescue,
 		p.RawContentionEnd,
+		p.RawContentionEndRescue,
 		p.TpContentionBegin,
 		p.TpContentionEnd,
 	)

@@ -21,7 +21,7 @@ var lostReasons = []struct {
 	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (raise --map-size)"},
 	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (raise --map-size)"},
 	{lockstatCounterCNT_LOST_NEST_DEPTH, "more than 4 nested waits on one CPU"},
-	{lockstatCounterCNT_LOST_REENTERED, "probe re-entered from its own map update"},
+	{lockstatCounterCNT_LOST_LEVELS, "probes nested more than 4 deep on one CPU"},
 	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-size)"},
 	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-size)"},
 }
@@ -108,6 +108,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		Nested:         counters[lockstatCounterCNT_NESTED],
 		UnmatchedBegin: counters[lockstatCounterCNT_UNMATCHED_BEGIN],
 		UnmatchedEnd:   counters[lockstatCounterCNT_UNMATCHED_END],
+		Rescued:        counters[lockstatCounterCNT_RESCUED_BEGIN] + counters[lockstatCounterCNT_RESCUED_END],
 	}
 	m.Stacks = capture.StackStats{
 		Walked: counters[lockstatCounterCNT_STACK_WALKED],
@@ -121,14 +122,15 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	}
 	// A wait is lost when its begin is: a missed end leaves the begin
 	// open, and it is counted as unmatched when the next one replaces it.
+	// A begin the kernel skipped is lost unless the rescue copy took it.
 	var misses uint64
 	for i, p := range c.att.probes {
 		if p.begins {
 			misses += progs[i].RecursionMisses
 		}
 	}
-	if misses > 0 {
-		m.Lost = append(m.Lost, capture.Lost{Reason: "kernel skipped the probe: a BPF program was already running on the CPU", Count: misses})
+	if rescued := counters[lockstatCounterCNT_RESCUED_BEGIN]; misses > rescued {
+		m.Lost = append(m.Lost, capture.Lost{Reason: "kernel skipped the probe: a BPF program was already running on the CPU", Count: misses - rescued})
 	}
 	if a := c.att.acquire; a != nil {
 		acquire := *a

@@ -16,6 +16,9 @@
 #define HIST_BUCKETS 976
 /* Waits open at once on one CPU: task, softirq, hardirq, NMI. */
 #define MAX_NEST 4
+/* Runs of our programs nested on one CPU (interrupts, or a lock one of our
+ * map operations contends on), each with its own scratch space. */
+#define MAX_LEVELS 4
 /* Deepest stack bpf_get_stack takes (PERF_MAX_STACK_DEPTH). */
 #define MAX_STACK_DEPTH 127
 /* Raw kernel stack read above the probe context to recognise a known path. */
@@ -103,6 +106,25 @@ struct scratch {
 	struct path fresh; /* the path being learnt */
 };
 
+/* Events a main tracepoint program took that its rescue copy has not seen
+ * yet, per CPU and role: at most one per nesting level, and a few left by a
+ * rescue copy the kernel skipped. */
+#define TAKEN_SLOTS 8
+
+struct taken {
+	__u64 lock;
+	__u32 level; /* our runs already in progress on the CPU */
+	__u32 _pad;
+};
+
+/* Our programs running on one CPU; see took() and enter(). */
+struct cpu_busy {
+	__u32 depth;   /* runs in progress, nested */
+	__u32 next[2]; /* by role: the taken slot to write next */
+	__u32 _pad;
+	struct taken taken[2][TAKEN_SLOTS];
+};
+
 /* Waits of spinning locks on one CPU, innermost last. A spinning task cannot
  * migrate, and interrupts nest, so a small per-CPU stack is exact. */
 struct cpu_waits {
@@ -158,7 +180,7 @@ enum counter {
 	CNT_LOST_AGG_FULL,      /* wait not stored: aggregation map full */
 	CNT_LOST_WAIT_FULL,     /* begin not stored: per-thread wait map full */
 	CNT_LOST_NEST_DEPTH,    /* begin not stored: more than MAX_NEST nested waits */
-	CNT_LOST_REENTERED,     /* begin dropped: our end program was running on this CPU */
+	CNT_LOST_LEVELS,        /* begin dropped: more than MAX_LEVELS of our runs nested on this CPU */
 	CNT_STACK_FAILED,       /* wait stored without a stack: stack walk failed or stack map full */
 	CNT_STACK_WALKED,       /* stacks taken by walking the kernel stack */
 	CNT_STACK_KNOWN,        /* stacks recognised from a path walked before */
@@ -166,6 +188,8 @@ enum counter {
 	CNT_HOLD,               /* function probes: holds recorded */
 	CNT_LOST_HOLD_FULL,     /* hold not timed: per-lock hold map full */
 	CNT_LOST_HOLD_AGG_FULL, /* hold not stored: hold aggregation map full */
+	CNT_RESCUED_BEGIN,      /* begins the kernel skipped for the main program, taken by its rescue copy */
+	CNT_RESCUED_END,        /* the same for ends */
 	CNT_MAX,
 };
 

@@ -1,0 +1,165 @@
+package collector
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+// TestRescueTakesWhatTheKernelSkipped runs the raw tracepoint programs with
+// BPF_PROG_TEST_RUN on one CPU and plays what the kernel does: every event
+// goes to the main copy, then the rescue copy, which must leave it alone;
+// an event that fires while our programs run on the CPU may reach the
+// rescue copy only, which must record it and leave the outer run's state
+// intact.
+func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
+	testenv.RequireRoot(t)
+	spec, err := loadLockstat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := configure(spec, Config{Spec: loadSpec(t), MapSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	// The programs run in this process, which a capture ignores.
+	if err := setVariables(spec, []variable{{"self_tgid", uint32(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	coll, err := newCollection(spec, rawTracepoint{}.Programs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	c := &Collector{coll: coll}
+
+	// Spinning waits are kept per CPU: every run must land on the same one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var one unix.CPUSet
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	busy := func() lockstatCpuBusy {
+		t.Helper()
+		var all []lockstatCpuBusy
+		if err := coll.Maps["busy"].Lookup(uint32(0), &all); err != nil {
+			t.Fatal(err)
+		}
+		return all[0]
+	}
+	// setDepth plays runs of ours in progress on the CPU, as when an
+	// interrupt arrives in one.
+	setDepth := func(depth uint32) {
+		t.Helper()
+		b := busy()
+		b.Depth = depth
+		all := make([]lockstatCpuBusy, cpus)
+		all[0] = b
+		if err := coll.Maps["busy"].Update(uint32(0), all, ebpf.UpdateAny); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const spin = 1 // LCB_F_SPIN: a spinlock
+	run := func(prog string, args ...uint64) {
+		t.Helper()
+		depth := busy().Depth
+		if _, err := coll.Programs[prog].Run(&ebpf.RunOptions{Context: args}); err != nil {
+			t.Fatalf("test run of %s: %v", prog, err)
+		}
+		if got := busy().Depth; got != depth {
+			t.Errorf("%s changed the nesting depth from %d to %d", prog, depth, got)
+		}
+	}
+	want := map[lockstatCounter]uint64{}
+	check := func(step string) {
+		t.Helper()
+		got, err := c.readCounters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for counter, n := range got {
+			if n != want[counter] {
+				t.Errorf("%s: counter %d = %d, want %d", step, counter, n, want[counter])
+			}
+		}
+	}
+	const outer, inner, deep = 0xffff0000_00001000, 0xffff0000_00002000, 0xffff0000_00003000
+
+	// Every event passes through the main copy, then the rescue copy.
+	run("raw_contention_begin", outer, spin)
+	run("raw_contention_begin_rescue", outer, spin)
+	want[lockstatCounterCNT_BEGIN]++
+	check("begin taken by the main copy")
+
+	// An interrupt contends while the main begin program runs: the kernel
+	// skips the main copy, only the rescue copy sees the event.
+	setDepth(1)
+	run("raw_contention_begin_rescue", inner, spin)
+	want[lockstatCounterCNT_BEGIN]++
+	want[lockstatCounterCNT_NESTED]++
+	want[lockstatCounterCNT_RESCUED_BEGIN]++
+	check("nested begin skipped by the kernel")
+	run("raw_contention_end_rescue", inner)
+	want[lockstatCounterCNT_END]++
+	want[lockstatCounterCNT_RESCUED_END]++
+	check("nested end skipped by the kernel")
+
+	setDepth(0)
+	run("raw_contention_end", outer)
+	run("raw_contention_end_rescue", outer)
+	want[lockstatCounterCNT_END]++
+	check("end taken by the main copy")
+
+	// A note of the main copy names its lock and level: an event on the
+	// same lock nested above it is still the rescue copy's, and the note
+	// still there for the event it belongs to.
+	run("raw_contention_begin", deep, spin)
+	setDepth(1)
+	run("raw_contention_begin_rescue", deep, spin)
+	want[lockstatCounterCNT_BEGIN]++
+	want[lockstatCounterCNT_RESCUED_BEGIN]++
+	check("same lock, other level")
+	setDepth(0)
+	run("raw_contention_begin_rescue", deep, spin)
+	check("note kept for its own event")
+	for _, role := range busy().Taken {
+		for _, n := range role {
+			if n.Lock != 0 {
+				t.Errorf("a note is left behind: %+v", n)
+			}
+		}
+	}
+
+	// Every level in use: counted as lost, nothing recorded.
+	setDepth(4) // MAX_LEVELS
+	run("raw_contention_begin_rescue", inner, spin)
+	want[lockstatCounterCNT_RESCUED_BEGIN]++
+	want[lockstatCounterCNT_LOST_LEVELS]++
+	check("rescue with every level in use")
+
+	waits := map[uint64]uint64{}
+	var (
+		key   lockstatWaitKey
+		stats lockstatWaitStats
+	)
+	it := coll.Maps["aggregate"].Iterate()
+	for it.Next(&key, &stats) {
+		waits[key.Lock] += stats.Count
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if waits[outer] != 1 || waits[inner] != 1 || len(waits) != 2 {
+		t.Errorf("recorded waits by lock: %#x, want one of %#x and one of %#x", waits, uint64(outer), uint64(inner))
+	}
+}
