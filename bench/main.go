@@ -441,8 +441,19 @@ func (b *bpftraceRun) stop() (probeResult, error) {
 	for _, p := range b.progs {
 		p.Close()
 	}
-	b.cmd.Process.Signal(os.Interrupt)
-	b.cmd.Wait()
+	// bpftrace sometimes misses a SIGINT that comes while it is still
+	// setting up its event loop, and waits forever: ask again, then kill.
+	done := make(chan struct{})
+	go func() { b.cmd.Wait(); close(done) }()
+	for _, sig := range []os.Signal{os.Interrupt, os.Interrupt, os.Kill} {
+		b.cmd.Process.Signal(sig)
+		select {
+		case <-done:
+			return res, err
+		case <-time.After(10 * time.Second):
+		}
+	}
+	<-done
 	return res, err
 }
 

@@ -26,6 +26,8 @@ const (
 	MaxTypes = 32
 	// maxKstackShifters is MAX_KSTACK_SHIFTERS in lockstat.h.
 	maxKstackShifters = 8
+	// maxKeySkip is MAX_KEY_SKIP in lockstat.h.
+	maxKeySkip = 4
 	// histBuckets is HIST_BUCKETS in lockstat.h.
 	histBuckets = capture.NumBuckets
 )
@@ -273,7 +275,9 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	}
 	if layout.ContextOnStack && c.cfg.StackDepth > 0 {
 		lo, hi := k.kstackShifterBounds()
-		vars = append(vars, variable{"kstack_shifter_lo", lo}, variable{"kstack_shifter_hi", hi})
+		skipLo, skipHi := k.keySkipBounds()
+		vars = append(vars, variable{"kstack_shifter_lo", lo}, variable{"kstack_shifter_hi", hi},
+			variable{"key_skip_lo", skipLo}, variable{"key_skip_hi", skipHi})
 	}
 	if err := setVariables(spec, vars); err != nil {
 		return err

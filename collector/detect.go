@@ -75,22 +75,40 @@ func (k *kernel) symbols() (*Kallsyms, error) {
 // and compat entries) and arm64. Names a kernel lacks are ignored.
 var kstackShifters = []string{"do_syscall_64", "__do_fast_syscall_32", "do_fast_syscall_32", "do_int80_syscall_32", "do_int80_emulation", "invoke_syscall"}
 
+// keySkipped names the tracepoint machinery between a tracepoint probe and
+// the traced code: __traceiter_* runs once two programs are attached.
+var keySkipped = []string{"__traceiter_contention_begin", "__traceiter_contention_end", "__bpf_trace_contention_begin", "__bpf_trace_contention_end"}
+
 // kstackShifterBounds returns the code of the kstackShifters this kernel
 // has, for kstack_shifter_lo/hi. Without symbols it returns none: paths
 // through syscalls are then learnt once per stack offset instead of once.
 func (k *kernel) kstackShifterBounds() (lo, hi [maxKstackShifters]uint64) {
+	k.funcBounds(kstackShifters, lo[:], hi[:])
+	return lo, hi
+}
+
+// keySkipBounds returns the code of the keySkipped functions this kernel
+// has, for key_skip_lo/hi. Without symbols it returns none: the keys of
+// known paths then tell fewer callers apart.
+func (k *kernel) keySkipBounds() (lo, hi [maxKeySkip]uint64) {
+	k.funcBounds(keySkipped, lo[:], hi[:])
+	return lo, hi
+}
+
+// funcBounds fills lo and hi with the [lo, hi) code ranges of the named
+// functions this kernel has, as many as fit.
+func (k *kernel) funcBounds(names []string, lo, hi []uint64) {
 	ksyms, err := k.symbols()
 	if err != nil {
-		return lo, hi
+		return
 	}
 	n := 0
-	for _, name := range kstackShifters {
+	for _, name := range names {
 		if l, h, ok := ksyms.FuncBounds(name); ok && n < len(lo) {
 			lo[n], hi[n] = l, h
 			n++
 		}
 	}
-	return lo, hi
 }
 
 // types is the kernel's BTF.

@@ -552,3 +552,33 @@ func TestKstackShifterBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestKeySkipBounds checks the running kernel: a kernel with the contention
+// tracepoints has their iterators, which run once a second program is
+// attached (the rescue copies) and must not take the place of a caller in
+// the keys of known paths.
+func TestKeySkipBounds(t *testing.T) {
+	testenv.RequireRoot(t)
+	k := &kernel{}
+	ksyms, err := k.symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := ksyms.FuncBounds("__traceiter_contention_begin"); !ok {
+		t.Skip("no contention tracepoints in this kernel")
+	}
+	lo, hi := k.keySkipBounds()
+	found := 0
+	for i := range lo {
+		if lo[i] == 0 {
+			continue
+		}
+		found++
+		if lo[i] > hi[i] || hi[i]-lo[i] > maxSymbolSize {
+			t.Errorf("key skip %d: [%#x, %#x) is not a function", i, lo[i], hi[i])
+		}
+	}
+	if found < 2 {
+		t.Errorf("found %d of %v, want at least both iterators", found, keySkipped)
+	}
+}

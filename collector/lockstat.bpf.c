@@ -46,6 +46,12 @@ const volatile __u32 lead_frames = 1;
  * path ends with the frame that returns into one of them. */
 const volatile __u64 kstack_shifter_lo[MAX_KSTACK_SHIFTERS] = {};
 const volatile __u64 kstack_shifter_hi[MAX_KSTACK_SHIFTERS] = {};
+/* Code of the tracepoint machinery that some kernels put between the probe
+ * and the lock function (__traceiter_*, the iterator called once more than
+ * one program is attached, and __bpf_trace_*), each [lo, hi). Every path
+ * has the same such frames, so a path's key starts above them. */
+const volatile __u64 key_skip_lo[MAX_KEY_SKIP] = {};
+const volatile __u64 key_skip_hi[MAX_KEY_SKIP] = {};
 /* Function probes read their FN_* value from the BPF cookie (else from a
  * patched constant, see fn_info). */
 const volatile bool fn_cookie = false;
@@ -419,17 +425,37 @@ static __always_inline bool read_key(struct path_key *pk, const struct scratch *
 	return true;
 }
 
-/* learn_key names a learnt path as read_key will, and teaches read_key
- * where its frames lie. It returns whether the key changed. */
-static __always_inline bool learn_key(struct path_key *pk, const struct path *p)
+/* key_start is the index of a learnt path's first frame above the
+ * tracepoint machinery: where its key starts. */
+static __always_inline __u32 key_start(const struct path *p)
+{
+	__u32 k;
+
+	for (k = 0; k < MAX_KEY_SKIP && k + 1 < p->nframes; k++) {
+		__u64 ip = p->ip[k];
+		bool machinery = false;
+
+		for (int i = 0; i < MAX_KEY_SKIP; i++)
+			machinery |= ip >= key_skip_lo[i] && ip < key_skip_hi[i];
+		if (!machinery)
+			break;
+	}
+	return k;
+}
+
+/* learn_key names a learnt path as read_key will, from its frame first on,
+ * and teaches read_key where those frames lie. It returns whether the key
+ * changed. */
+static __always_inline bool learn_key(struct path_key *pk, const struct path *p, __u32 first)
 {
 	bool changed = false;
 
 	for (int k = 0; k < KEY_FRAMES; k++) {
-		__u64 ip = k < p->nframes ? p->ip[k] : 0;
+		__u32 f = first + k;
+		__u64 ip = f < p->nframes ? p->ip[f & (VERIFY_FRAMES - 1)] : 0;
 
-		if (k + 1 < p->nframes) {
-			__u32 step = p->pos[k + 1] - p->pos[k];
+		if (f + 1 < p->nframes) {
+			__u32 step = p->pos[(f + 1) & (VERIFY_FRAMES - 1)] - p->pos[f & (VERIFY_FRAMES - 1)];
 
 			bpf_map_update_elem(&frame_step, &ip, &step, BPF_ANY);
 		}
@@ -461,7 +487,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 {
 	struct path_key pk = { .flags = flags };
 	struct path *known, *fresh;
-	__u32 nwords = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint;
+	__u32 nwords = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
 	struct scratch *sc;
 	__u64 base = 0, h;
 	int free_way = -1, err;
@@ -525,9 +551,10 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 		if (!hint || !learn_path(fresh, sc, n / sizeof(__u64), nwords))
 			return h;
 		fresh->stack = h;
-		if (*hint != fresh->pos[0] + 1)
-			*hint = fresh->pos[0] + 1;
-		if (learn_key(&pk, fresh) || !searched)
+		first = key_start(fresh);
+		if (*hint != fresh->pos[first & (VERIFY_FRAMES - 1)] + 1)
+			*hint = fresh->pos[first & (VERIFY_FRAMES - 1)] + 1;
+		if (learn_key(&pk, fresh, first) || !searched)
 			/* Not under the key searched: file it where read_key
 			 * will look next time. */
 			free_way = first_free_way(&pk);

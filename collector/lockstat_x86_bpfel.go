@@ -196,6 +196,8 @@ const (
 	lockstatVarFilterPids                = "filter_pids"
 	lockstatVarFlagType                  = "flag_type"
 	lockstatVarFnCookie                  = "fn_cookie"
+	lockstatVarKeySkipHi                 = "key_skip_hi"
+	lockstatVarKeySkipLo                 = "key_skip_lo"
 	lockstatVarKstackShifterHi           = "kstack_shifter_hi"
 	lockstatVarKstackShifterLo           = "kstack_shifter_lo"
 	lockstatVarLeadFrames                = "lead_frames"
@@ -300,6 +302,8 @@ type lockstatVariableSpecs struct {
 	FilterPids      *ebpf.VariableSpec `ebpf:"filter_pids"`
 	FlagType        *ebpf.VariableSpec `ebpf:"flag_type"`
 	FnCookie        *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	KeySkipHi       *ebpf.VariableSpec `ebpf:"key_skip_hi"`
+	KeySkipLo       *ebpf.VariableSpec `ebpf:"key_skip_lo"`
 	KstackShifterHi *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
 	KstackShifterLo *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
 	LeadFrames      *ebpf.VariableSpec `ebpf:"lead_frames"`
@@ -382,6 +386,8 @@ type lockstatVariables struct {
 	FilterPids      *ebpf.Variable `ebpf:"filter_pids"`
 	FlagType        *ebpf.Variable `ebpf:"flag_type"`
 	FnCookie        *ebpf.Variable `ebpf:"fn_cookie"`
+	KeySkipHi       *ebpf.Variable `ebpf:"key_skip_hi"`
+	KeySkipLo       *ebpf.Variable `ebpf:"key_skip_lo"`
 	KstackShifterHi *ebpf.Variable `ebpf:"kstack_shifter_hi"`
 	KstackShifterLo *ebpf.Variable `ebpf:"kstack_shifter_lo"`
 	LeadFrames      *ebpf.Variable `ebpf:"lead_frames"`

@@ -34,6 +34,8 @@
 /* Functions that shift the kernel stack by a random offset (syscall entry
  * with randomize_kstack_offset) a loader can name; see kstack_shifter_lo. */
 #define MAX_KSTACK_SHIFTERS 8
+/* Tracepoint machinery functions a loader can name; see key_skip_lo. */
+#define MAX_KEY_SKIP 4
 /* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
 #define KSTACK_SIZE 16384
 
