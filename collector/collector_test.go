@@ -489,6 +489,7 @@ func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 		t.Fatalf("perf-event backend claims %d recognised paths without a stack context", b.Meta.Stacks.Known)
 	}
 	t.Logf("rawtp stacks %+v, tracepoint stacks %+v", a.Meta.Stacks, b.Meta.Stacks)
+	t.Logf("rawtp events %+v, lost %v; tracepoint events %+v, lost %v", a.Meta.Events, a.Meta.Lost, b.Meta.Events, b.Meta.Lost)
 	compareCallers(t, "rawtp", a, "tracepoint", b)
 	byStack := func(r capture.Record) string { return r.Type + " " + strings.Join(r.Stack, " <- ") }
 	compareCounts(t, byStack, "rawtp", a, "tracepoint", b)
@@ -567,7 +568,7 @@ func compareCallers(t *testing.T, nameA string, a *capture.Capture, nameB string
 }
 
 // compareCounts requires two captures of the same events to count the same
-// waits for every key.
+// waits for every key, but for the events one of them says it missed.
 func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, a *capture.Capture, nameB string, b *capture.Capture) {
 	t.Helper()
 	counts := func(c *capture.Capture) map[string]uint64 {
@@ -577,20 +578,25 @@ func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, 
 		}
 		return m
 	}
+	// An event nested in a running probe (an interrupt contending) is
+	// skipped by the kernel for the perf-event backend, which counts it as
+	// lost, and taken by the rescue copies of the raw tracepoint backends.
+	missed := func(c *capture.Capture) uint64 {
+		return c.Meta.LostTotal() + c.Meta.Events.UnmatchedBegin + c.Meta.Events.UnmatchedEnd
+	}
+	slack := 2 + missed(a) + missed(b)
 	ca, cb := counts(a), counts(b)
 	var total uint64
 	for key, nb := range cb {
 		total += nb
 		na := ca[key]
 		diff := max(na, nb) - min(na, nb)
-		// Both see the same events; a begin dropped for recursion by one
-		// collector alone is the only allowed difference.
-		if diff > 2+nb/200 {
+		if diff > slack+nb/200 {
 			t.Errorf("%s: %d waits by %s, %d by %s", key, na, nameA, nb, nameB)
 		}
 	}
 	for key, na := range ca {
-		if _, ok := cb[key]; !ok && na > 2 {
+		if _, ok := cb[key]; !ok && na > slack {
 			t.Errorf("%s: %d waits by %s, none by %s", key, na, nameA, nameB)
 		}
 	}
