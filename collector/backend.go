@@ -114,7 +114,7 @@ func backendByName(name string) (Backend, error) {
 
 // contentionEvents are the tracepoints the tracepoint backends attach to,
 // in the order of their Programs; programs past the second are rescue
-// copies of the first two (see enter() in lockstat.bpf.c), attached to the
+// copies of the first two (see claim() in lockstat.bpf.c), attached to the
 // same events.
 var contentionEvents = []string{"contention_begin", "contention_end"}
 

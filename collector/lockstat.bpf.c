@@ -232,36 +232,43 @@ static __always_inline struct cpu_busy *cpu_busy(void)
 	return bpf_map_lookup_elem(&busy, &zero);
 }
 
-static __always_inline void took(struct cpu_busy *b, enum role role, __u64 lock)
+/*
+ * claim returns the CPU's busy state when this copy of a tracepoint program
+ * is to handle the event, NULL when not: the main copy always, noting the
+ * event; the rescue copy only when it finds no note, and then counts it.
+ * Whatever nests inside the main copy's note reaches the rescue copy,
+ * which only clears notes, so next never races.
+ */
+static __always_inline struct cpu_busy *claim(enum role role, __u64 lock, bool rescue)
 {
-	/* Whatever nests in here reaches the rescue copy, which never writes. */
-	struct taken *t = &b->taken[role & 1][b->next[role & 1]++ & (TAKEN_SLOTS - 1)];
+	struct cpu_busy *b = cpu_busy();
+	struct taken *t;
 
-	t->lock = lock;
-	t->level = b->depth;
-}
-
-static __always_inline bool main_skipped(struct cpu_busy *b, enum role role, __u64 lock)
-{
+	if (!b)
+		return NULL;
+	if (!rescue) {
+		t = &b->taken[role & 1][b->next[role & 1]++ & (TAKEN_SLOTS - 1)];
+		t->lock = lock;
+		t->level = b->depth;
+		return b;
+	}
 	for (int i = 0; i < TAKEN_SLOTS; i++) {
-		struct taken *t = &b->taken[role & 1][i];
-
+		t = &b->taken[role & 1][i];
 		if (t->lock == lock && t->level == b->depth) {
 			t->lock = 0;
-			return false;
+			return NULL;
 		}
 	}
-	return true;
+	count(role == ROLE_BEGIN ? CNT_RESCUED_BEGIN : CNT_RESCUED_END, 1);
+	return b;
 }
 
 /* enter admits a run on this CPU and returns the nesting level it works at
  * (the index of its scratch space), or -1 when it must do nothing. */
-static __always_inline int enter(struct cpu_busy *b, enum role role, bool rescue)
+static __always_inline int enter(struct cpu_busy *b, enum role role)
 {
 	if (!b)
 		return -1;
-	if (rescue)
-		count(role == ROLE_BEGIN ? CNT_RESCUED_BEGIN : CNT_RESCUED_END, 1);
 	if (b->depth >= MAX_LEVELS) {
 		/* A dropped end leaves its begin open: counted when replaced. */
 		if (role != ROLE_END)
@@ -602,17 +609,11 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 	__u64 id;
 	__u32 tid, pid, zero = 0;
 	__s32 type = flags < MAX_FLAGS ? flag_type[flags] : -1;
-	struct cpu_busy *b = cpu_busy();
+	struct cpu_busy *b = claim(ROLE_BEGIN, lock, rescue);
 	struct wait_slot *s;
 	int level;
 
-	if (!b)
-		return 0;
-	if (!rescue)
-		took(b, ROLE_BEGIN, lock);
-	else if (!main_skipped(b, ROLE_BEGIN, lock))
-		return 0;
-	level = enter(b, ROLE_BEGIN, rescue);
+	level = enter(b, ROLE_BEGIN);
 	if (level < 0)
 		return 0;
 	id = bpf_get_current_pid_tgid();
@@ -771,24 +772,22 @@ static __always_inline void record(struct wait_slot *w, __u64 delta)
 
 static __always_inline int on_end(__u64 lock, bool rescue)
 {
-	struct cpu_busy *b = rescue ? cpu_busy() : 0;
+	struct cpu_busy *b = NULL;
 	struct cpu_waits *cw;
 	struct wait_slot w, *s;
 	__u32 tid, zero = 0, d;
 	__u64 now;
 
-	if (rescue && (!b || !main_skipped(b, ROLE_END, lock)))
+	/* The rescue copy returns at once for almost every event, before
+	 * reading the clock. */
+	if (rescue && !(b = claim(ROLE_END, lock, true)))
 		return 0;
 	/* First for the main copy: the wait must not include our own work. */
 	now = bpf_ktime_get_ns();
-	if (!rescue) {
-		b = cpu_busy();
-		if (!b)
-			return 0;
-		took(b, ROLE_END, lock);
-	}
+	if (!rescue)
+		b = claim(ROLE_END, lock, false);
 	tid = (__u32)bpf_get_current_pid_tgid();
-	if (enter(b, ROLE_END, rescue) < 0)
+	if (enter(b, ROLE_END) < 0)
 		return 0;
 
 	cw = bpf_map_lookup_elem(&spin_waits, &zero);
@@ -865,7 +864,7 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	struct cpu_busy *b = cpu_busy();
 	bool skip;
 
-	if (enter(b, ROLE_FUNCTION, false) < 0)
+	if (enter(b, ROLE_FUNCTION) < 0)
 		return 0;
 	ctl = bpf_map_lookup_elem(&control, &zero);
 	if (!ctl)
@@ -919,7 +918,7 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	__u64 delta;
 	int level;
 
-	level = enter(b, ROLE_FUNCTION, false);
+	level = enter(b, ROLE_FUNCTION);
 	if (level < 0)
 		return 0;
 	s = bpf_map_lookup_elem(&thread_waits, &tid);
@@ -983,7 +982,7 @@ static __always_inline int fn_release(__u64 lock)
 	struct cpu_busy *b = cpu_busy();
 	struct wait_slot w;
 
-	if (enter(b, ROLE_FUNCTION, false) < 0)
+	if (enter(b, ROLE_FUNCTION) < 0)
 		return 0;
 	h = bpf_map_lookup_elem(&holds, &hk);
 	if (!h)
@@ -1013,7 +1012,7 @@ int raw_contention_end(struct bpf_raw_tracepoint_args *ctx)
 	return on_end(ctx->args[0], false);
 }
 
-/* Rescue copies: see enter(). */
+/* Rescue copies: see claim(). */
 SEC("raw_tp/contention_begin")
 int raw_contention_begin_rescue(struct bpf_raw_tracepoint_args *ctx)
 {

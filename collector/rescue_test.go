@@ -37,8 +37,9 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	c := &Collector{coll: coll}
 
 	// Spinning waits are kept per CPU: every run must land on the same one.
+	// The thread stays locked, so that it ends with the test instead of
+	// going back, pinned, to run other tests.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	var one unix.CPUSet
 	one.Set(0)
 	if err := unix.SchedSetaffinity(0, &one); err != nil {

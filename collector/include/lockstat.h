@@ -119,7 +119,7 @@ struct taken {
 	__u32 _pad;
 };
 
-/* Our programs running on one CPU; see took() and enter(). */
+/* Our programs running on one CPU; see claim() and enter(). */
 struct cpu_busy {
 	__u32 depth;   /* runs in progress, nested */
 	__u32 next[2]; /* by role: the taken slot to write next */
