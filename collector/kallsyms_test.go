@@ -538,47 +538,48 @@ func TestKallsymsFuncBounds(t *testing.T) {
 	}
 }
 
-// TestKstackShifterBounds checks the running kernel: every architecture we
-// build for enters syscalls through one of kstackShifters.
-func TestKstackShifterBounds(t *testing.T) {
-	testenv.RequireRoot(t)
-	lo, hi := (&kernel{}).kstackShifterBounds()
-	if lo[0] == 0 {
-		t.Fatalf("none of %v found in /proc/kallsyms", kstackShifters)
-	}
-	for i := range lo {
-		if lo[i] > hi[i] || (lo[i] != 0 && hi[i]-lo[i] > maxSymbolSize) {
-			t.Errorf("shifter %d: [%#x, %#x) is not a function", i, lo[i], hi[i])
-		}
-	}
-}
-
-// TestKeySkipBounds checks the running kernel: a kernel with the contention
-// tracepoints has their iterators, which run once a second program is
-// attached (the rescue copies) and must not take the place of a caller in
-// the keys of known paths.
-func TestKeySkipBounds(t *testing.T) {
+// TestCodeBounds checks the code ranges the loader gives the programs on
+// the running kernel: every architecture we build for enters syscalls
+// through one of kstackShifters, and a kernel with the contention
+// tracepoints has both their iterators, which run once a second program is
+// attached (the rescue copies) and must not take a caller's place in the
+// keys of known paths.
+func TestCodeBounds(t *testing.T) {
 	testenv.RequireRoot(t)
 	k := &kernel{}
 	ksyms, err := k.symbols()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := ksyms.FuncBounds("__traceiter_contention_begin"); !ok {
-		t.Skip("no contention tracepoints in this kernel")
-	}
-	lo, hi := k.keySkipBounds()
-	found := 0
-	for i := range lo {
-		if lo[i] == 0 {
-			continue
-		}
-		found++
-		if lo[i] > hi[i] || hi[i]-lo[i] > maxSymbolSize {
-			t.Errorf("key skip %d: [%#x, %#x) is not a function", i, lo[i], hi[i])
-		}
-	}
-	if found < 2 {
-		t.Errorf("found %d of %v, want at least both iterators", found, keySkipped)
+	shiftLo, shiftHi := k.kstackShifterBounds()
+	skipLo, skipHi := k.keySkipBounds()
+	for _, tc := range []struct {
+		name        string
+		names       []string
+		lo, hi      []uint64
+		want        int  // found at least
+		tracepoints bool // only kernels with the contention tracepoints have them
+	}{
+		{"kstack shifters", kstackShifters, shiftLo[:], shiftHi[:], 1, false},
+		{"tracepoint machinery", keySkipped, skipLo[:], skipHi[:], 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, ok := ksyms.FuncBounds("__traceiter_contention_begin"); !ok && tc.tracepoints {
+				t.Skip("no contention tracepoints in this kernel")
+			}
+			found := 0
+			for i := range tc.lo {
+				if tc.lo[i] == 0 {
+					continue
+				}
+				found++
+				if tc.lo[i] > tc.hi[i] || tc.hi[i]-tc.lo[i] > maxSymbolSize {
+					t.Errorf("%d: [%#x, %#x) is not a function", i, tc.lo[i], tc.hi[i])
+				}
+			}
+			if found < tc.want {
+				t.Errorf("found %d of %v, want at least %d", found, tc.names, tc.want)
+			}
+		})
 	}
 }
