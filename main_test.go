@@ -50,7 +50,7 @@ func TestBadInputFailsBeforeCapture(t *testing.T) {
 		{"zero top", []string{"-n", "0"}, true, "--top 0"},
 		{"bad pid", []string{"-p", "12,abc"}, true, `--pid "abc"`},
 		{"unknown type", []string{"-t", "mutex,mutx"}, true, `unknown lock type "mutx"`},
-		{"deep stack", []string{"--stack-depth", "200"}, true, "stack depth 200 out of range"},
+		{"deep stack", []string{"--stack-depth", "200"}, true, "--stack-depth 200 out of range"},
 		{"bad probe", []string{"--probe", "dtrace"}, true, `unknown probe backend "dtrace"`},
 		{"stray argument", []string{"make"}, true, `unexpected argument "make"`},
 		{"empty command", []string{"--"}, true, "no command after --"},

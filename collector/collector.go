@@ -59,11 +59,11 @@ func (c Config) Validate() error {
 	case len(c.Spec.Types) > MaxTypes:
 		return fmt.Errorf("%d lock types in %s, at most %d can be captured at once (narrow them with --types)", len(c.Spec.Types), c.Spec.Source, MaxTypes)
 	case c.StackDepth < 0 || c.StackDepth > MaxStackDepth:
-		return fmt.Errorf("stack depth %d out of range (want 0 to %d)", c.StackDepth, MaxStackDepth)
+		return fmt.Errorf("--stack-depth %d out of range (want 0 to %d)", c.StackDepth, MaxStackDepth)
 	case c.MapSize < 64:
-		return fmt.Errorf("map size %d too small (want at least 64)", c.MapSize)
+		return fmt.Errorf("--map-size %d too small (want at least 64)", c.MapSize)
 	case len(c.Comm) > 15:
-		return fmt.Errorf("comm %q longer than the kernel's 15-byte task names", c.Comm)
+		return fmt.Errorf("--comm %q longer than the kernel's 15-byte task names", c.Comm)
 	}
 	if c.Probe != "auto" {
 		if _, err := backendByName(c.Probe); err != nil {

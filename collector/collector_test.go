@@ -429,8 +429,8 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"no spec", Config{Probe: "auto", MapSize: 1024}, "no lock types"},
-		{"deep stack", Config{Spec: spec, Probe: "auto", StackDepth: 128, MapSize: 1024}, "stack depth 128"},
-		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "map size 8"},
+		{"deep stack", Config{Spec: spec, Probe: "auto", StackDepth: 128, MapSize: 1024}, "--stack-depth 128 out of range"},
+		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "--map-size 8 too small"},
 		{"long comm", Config{Spec: spec, Probe: "auto", MapSize: 1024, Comm: strings.Repeat("x", 16)}, "15-byte"},
 		{"bad probe", Config{Spec: spec, Probe: "kprobes", MapSize: 1024}, `unknown probe backend "kprobes"`},
 	} {
