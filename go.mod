@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cilium/ebpf v0.22.0
 	github.com/go-echarts/go-echarts/v2 v2.6.7
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -101,6 +102,7 @@ type captureOptions struct {
 	durationSet bool
 	jsonPath    string
 	htmlPath    string
+	exports     exportPaths
 	rawAddrs    bool
 	top         int
 	quiet       bool
@@ -136,9 +138,10 @@ Flags:
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "capture window; with COMMAND, a limit on top of the command's run")
 	fs.StringVarP(&o.htmlPath, "output", "o", "klockstat-report.html", "write the HTML report to `FILE` (- for stdout, \"\" for none)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the capture as JSON to `FILE` (- for stdout)")
-	fs.BoolVar(&o.rawAddrs, "raw-addresses", false, "show real kernel addresses in the HTML report instead of hashed ids")
+	fs.BoolVar(&o.rawAddrs, "raw-addresses", false, "show real kernel addresses in the HTML report and the exports instead of hashed ids")
 	fs.IntVarP(&o.top, "top", "n", 20, "rows in the terminal summary")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line and no terminal summary")
+	o.exports.addFlags(fs)
 	fs.StringVarP(&locksPath, "locks", "L", "", "lock types and functions from `FILE` instead of the embedded locks.json")
 	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
 	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
@@ -203,7 +206,7 @@ Flags:
 	if err := o.cfg.Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	if err := checkOutputs(map[string]string{"--json": o.jsonPath, "--output": o.htmlPath}); err != nil {
+	if err := checkOutputs(o.outputs()); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -378,11 +381,20 @@ func cpuModel() string {
 	return ""
 }
 
+// outputs are the files the options write, by flag.
+func (o *captureOptions) outputs() map[string]string {
+	return map[string]string{"--json": o.jsonPath, "--output": o.htmlPath,
+		"--pprof": o.exports.pprof, "--folded": o.exports.folded, "--csv": o.exports.csv}
+}
+
 func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Writer) error {
 	if o.jsonPath != "" {
 		if err := writeFile(o.jsonPath, stdout, c.Write); err != nil {
 			return fmt.Errorf("writing --json: %w", err)
 		}
+	}
+	if err := o.exports.write(c, o.rawAddrs, stdout); err != nil {
+		return err
 	}
 	if o.htmlPath != "" {
 		html := func(w io.Writer) error {
@@ -397,7 +409,7 @@ func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Write
 	}
 	// The summary makes way on stdout for a file written there.
 	summary := stdout
-	if o.jsonPath == "-" || o.htmlPath == "-" {
+	if slices.Contains(slices.Collect(maps.Values(o.outputs())), "-") {
 		summary = stderr
 	}
 	if err := report.WriteSummary(summary, c, o.top); err != nil {
@@ -531,6 +543,7 @@ Flags:
 	fs.IntVarP(&o.top, "top", "n", 20, "rows in the summary and on the report's first page")
 	fs.BoolVar(&o.rawAddrs, "raw-addresses", false, "show real kernel addresses instead of hashed ids")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no terminal summary")
+	o.exports.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0, nil
@@ -548,7 +561,7 @@ Flags:
 	if err != nil {
 		return 0, err
 	}
-	if err := checkOutputs(map[string]string{"--json": o.jsonPath, "--output": o.htmlPath}); err != nil {
+	if err := checkOutputs(o.outputs()); err != nil {
 		return 0, err
 	}
 	if o.rawAddrs && c.Meta.AddressesHashed {

@@ -22,13 +22,13 @@ func (c *Capture) HashAddresses(key []byte) {
 	if c.Meta.AddressesHashed {
 		return
 	}
-	h := addressHasher{mac: hmac.New(sha256.New, key), ids: make(map[Addr]Addr)}
+	h := NewAddressHasher(key)
 	for i := range c.Records {
 		r := &c.Records[i]
-		r.Lock = h.id(r.Lock)
-		r.Caller = h.frame(r.Caller)
+		r.Lock = h.ID(r.Lock)
+		r.Caller = h.Frame(r.Caller)
 		for j, f := range r.Stack {
-			r.Stack[j] = h.frame(f)
+			r.Stack[j] = h.Frame(f)
 		}
 	}
 	c.Meta.AddressesHashed = true
@@ -40,13 +40,21 @@ func (a Addr) HashedString() string {
 	return fmt.Sprintf("%016x", uint64(a))
 }
 
-type addressHasher struct {
+// AddressHasher makes the ids of HashAddresses, for a writer that hashes what it writes of a
+// capture instead of a hashed copy of all of it.
+type AddressHasher struct {
 	mac hash.Hash
 	ids map[Addr]Addr // the same lock or frame turns up in many records
 	sum []byte
 }
 
-func (h *addressHasher) id(a Addr) Addr {
+// NewAddressHasher returns the hasher of HashAddresses under key.
+func NewAddressHasher(key []byte) *AddressHasher {
+	return &AddressHasher{mac: hmac.New(sha256.New, key), ids: make(map[Addr]Addr)}
+}
+
+// ID returns the id of a kernel address.
+func (h *AddressHasher) ID(a Addr) Addr {
 	if id, ok := h.ids[a]; ok {
 		return id
 	}
@@ -60,11 +68,11 @@ func (h *addressHasher) id(a Addr) Addr {
 	return id
 }
 
-// frame hashes a frame or caller that is a raw address and returns any other unchanged.
-func (h *addressHasher) frame(f string) string {
+// Frame hashes a frame or caller that is a raw address and returns any other unchanged.
+func (h *AddressHasher) Frame(f string) string {
 	var a Addr
 	if len(f) < 3 || f[:2] != "0x" || a.UnmarshalText([]byte(f)) != nil {
 		return f
 	}
-	return h.id(a).HashedString()
+	return h.ID(a).HashedString()
 }

@@ -1,0 +1,65 @@
+package export
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// csvHeader names the columns of WriteCSV: perf lock contention's first (contended, total wait,
+// max wait, avg wait, type, caller), then the rest of a record. Times are integer nanoseconds.
+var csvHeader = []string{
+	"contended", "total_wait_ns", "max_wait_ns", "avg_wait_ns", "type", "caller",
+	"min_wait_ns", "in_progress", "lock", "lock_name", "comm", "pid", "tid",
+	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack",
+}
+
+// WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
+// header, CRLF line ends and fields quoted where they need it (encoding/csv drops a lone CR from a
+// field, so that no reader takes it for a line end). avg_wait_ns is rounded down, as perf does;
+// stack is the record's frames, innermost first, joined by " <- ". With a function-probe backend
+// the wait columns hold acquire times, as in the capture.
+//
+// Text fields come from processes (thread names) and the kernel, and a spreadsheet runs a cell that
+// starts with =, +, -, @, a tab or a carriage return as a formula; such a field is written with a
+// leading ' (OWASP's advice against CSV injection), which spreadsheets show and do not evaluate.
+func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
+	addrs := newAddresses(c, hasher)
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	if err := cw.Write(csvHeader); err != nil {
+		return fmt.Errorf("writing CSV: %w", err)
+	}
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for _, r := range c.Records {
+		if r.Count == 0 {
+			continue
+		}
+		row := []string{
+			u(r.Count), u(r.TotalNS), u(r.MaxNS), u(r.TotalNS / r.Count), csvText(r.Type), csvText(addrs.frame(r.Caller)),
+			u(r.MinNS), u(r.InProgress), addrs.lock(r.Lock), csvText(r.Name), csvText(r.Comm), u(uint64(r.PID)), u(uint64(r.TID)),
+			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(addrs.stack(r.Stack)),
+		}
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("writing CSV: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing CSV: %w", err)
+	}
+	return nil
+}
+
+// csvText is a text field made safe for a spreadsheet: valid UTF-8, and never read as a formula.
+func csvText(s string) string {
+	s = validText(s)
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

@@ -1,0 +1,103 @@
+package export
+
+import (
+	"bytes"
+	"encoding/csv"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// readCSV parses the output as a spreadsheet would, with the header as the first row.
+func readCSV(t *testing.T, out []byte) (header []string, rows []map[string]string) {
+	t.Helper()
+	all, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatalf("the CSV does not parse: %v", err)
+	}
+	header = all[0]
+	for _, row := range all[1:] {
+		m := map[string]string{}
+		for i, v := range row {
+			m[header[i]] = v
+		}
+		rows = append(rows, m)
+	}
+	return header, rows
+}
+
+// TestCSVAddsUp: perf's columns come first, there is one row per record with waits, and the rows'
+// counts and waits add up to the capture's.
+func TestCSVAddsUp(t *testing.T) {
+	for name, c := range fixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteCSV(&b, c, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasSuffix(b.Bytes(), []byte("\r\n")) || bytes.Count(b.Bytes(), []byte("\n")) != bytes.Count(b.Bytes(), []byte("\r\n")) {
+				t.Error("lines do not all end in CRLF (RFC 4180)")
+			}
+			header, rows := readCSV(t, b.Bytes())
+			if perf := []string{"contended", "total_wait_ns", "max_wait_ns", "avg_wait_ns", "type", "caller"}; !slices.Equal(header[:len(perf)], perf) {
+				t.Errorf("header starts %q, want perf lock contention's columns %q", header[:len(perf)], perf)
+			}
+			var withWaits []capture.Record
+			for _, r := range c.Records {
+				if r.Count > 0 {
+					withWaits = append(withWaits, r)
+				}
+			}
+			if len(rows) != len(withWaits) {
+				t.Fatalf("%d rows for %d records with waits", len(rows), len(withWaits))
+			}
+			var count, total uint64
+			for i, row := range rows {
+				n := func(col string) uint64 {
+					v, err := strconv.ParseUint(row[col], 10, 64)
+					if err != nil {
+						t.Fatalf("row %d, %s: %v", i, col, err)
+					}
+					return v
+				}
+				count += n("contended")
+				total += n("total_wait_ns")
+				r := withWaits[i]
+				if n("max_wait_ns") != r.MaxNS || n("min_wait_ns") != r.MinNS || n("avg_wait_ns") != uint64(r.MeanNS()) ||
+					n("pid") != uint64(r.PID) || n("tid") != uint64(r.TID) || row["lock"] != newAddresses(c, nil).lock(r.Lock) {
+					t.Errorf("row %d = %v, does not hold record %d %+v", i, row, i, r)
+				}
+			}
+			if wantCount, wantTotal := waitTotals(c); count != wantCount || total != wantTotal {
+				t.Errorf("rows add up to %d waits, %d ns; the capture has %d, %d ns", count, total, wantCount, wantTotal)
+			}
+		})
+	}
+}
+
+// TestCSVHostileNames: a thread name reads back as it was, but a spreadsheet never takes it for a
+// formula.
+func TestCSVHostileNames(t *testing.T) {
+	c := hostileCapture(t)
+	var b bytes.Buffer
+	if err := WriteCSV(&b, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, rows := readCSV(t, b.Bytes())
+	for i, row := range rows {
+		for _, col := range []string{"type", "caller", "lock_name", "comm", "stack"} {
+			if v := row[col]; v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+				t.Errorf("row %d, %s %q: a spreadsheet runs it as a formula", i, col, v)
+			}
+		}
+		// With CRLF line ends encoding/csv drops a lone CR from a field, so no reader mistakes it for
+		// the end of a line.
+		want := strings.ReplaceAll(strings.ToValidUTF8(hostileComms[i], "\uFFFD"), "\r", "")
+		if got := strings.TrimPrefix(row["comm"], "'"); got != want {
+			t.Errorf("row %d: comm %q, want %q (behind a ' when it starts a formula)", i, row["comm"], want)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package export
+
+import (
+	"os"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// realCapture is the capture the README shows: contend's four workloads on a 2-CPU VM.
+func realCapture(t testing.TB) *capture.Capture {
+	t.Helper()
+	f, err := os.Open("../examples/contend-capture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := capture.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Thread names a process can choose to break a format or attack the program that opens it: formulas
+// for spreadsheets, the folded format's separators, line breaks, quotes, bidirectional controls and
+// invalid UTF-8.
+var hostileComms = []string{
+	`=HYPERLINK("http://x","y")`, "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "a;b c", "line\nbreak", `"quoted",`,
+	"\u202eevil", "bad\xffutf8", "",
+}
+
+// hostileCapture has one record per hostile thread name, stacks with unnamed frames, a record without
+// a stack and one with holds only, whose histograms hold exactly the records' waits.
+func hostileCapture(t testing.TB) *capture.Capture {
+	t.Helper()
+	c := &capture.Capture{Version: capture.FormatVersion, Meta: capture.Meta{Probe: "fentry", DurationNS: 1e9}}
+	hists := map[string]*capture.Histogram{}
+	stacks := [][]string{
+		{"__mutex_lock.constprop.0+0x8e", "mutex_lock+0x3d", "anon_pipe_write+0x43", "vfs_write+0x26b"},
+		{"queued_spin_lock_slowpath+0x5e", "0xffffffffc0a81234", "0xffffffffc0a85678"},
+		{},
+	}
+	for i, comm := range hostileComms {
+		typ := []string{"mutex", "spinlock", "rwsem:W"}[i%3]
+		r := capture.Record{
+			Type: typ, Lock: capture.Addr(0xffff888100000000 + uint64(i)*64), Name: comm, Comm: comm,
+			PID: 100, TID: uint32(100 + i), Caller: comm, Stack: stacks[i%len(stacks)],
+		}
+		if hists[typ] == nil {
+			hists[typ] = &capture.Histogram{Type: typ}
+		}
+		for _, ns := range []uint64{uint64(1000 + i), uint64(70_000 * (i + 1))} {
+			if r.Count == 0 {
+				r.MinNS = ns
+			}
+			r.Count++
+			r.TotalNS += ns
+			r.MinNS, r.MaxNS = min(r.MinNS, ns), max(r.MaxNS, ns)
+			hists[typ].Add(ns)
+		}
+		c.Records = append(c.Records, r)
+	}
+	c.Records = append(c.Records, capture.Record{Type: "mutex", Comm: "holds-only", HoldCount: 3, HoldTotalNS: 900, HoldMinNS: 100, HoldMaxNS: 500})
+	c.HoldHistograms = []capture.Histogram{{Type: "mutex"}}
+	for _, ns := range []uint64{100, 300, 500} {
+		c.HoldHistograms[0].Add(ns)
+	}
+	for _, typ := range []string{"mutex", "spinlock", "rwsem:W"} {
+		c.Histograms = append(c.Histograms, *hists[typ])
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("hostile capture: %v", err)
+	}
+	return c
+}
+
+// fixtures are the captures every export is checked on.
+func fixtures(t testing.TB) map[string]*capture.Capture {
+	return map[string]*capture.Capture{"real": realCapture(t), "hostile": hostileCapture(t)}
+}
+
+// waitTotals are the capture's count and total of waits as its histograms have them, which the
+// collector counts apart from the records.
+func waitTotals(c *capture.Capture) (count, totalNS uint64) {
+	for _, h := range c.Histograms {
+		count += h.Count
+		totalNS += h.TotalNS
+	}
+	return count, totalNS
+}

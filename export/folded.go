@@ -1,0 +1,66 @@
+package export
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// WriteFolded writes c as folded stacks, the input of flamegraph.pl, inferno and speedscope: one
+// line per distinct (thread name, stack), "comm;outermost;...;innermost WEIGHT", weighted by the
+// nanoseconds waited. Frames are function names without their offsets, so that one function is one
+// box of the flame graph wherever in it the call was; records of the same thread name and functions
+// merge into one line. Lines are sorted by stack, so equal captures give equal files.
+//
+// A thread name is chosen by the process, so the characters the format gives a meaning to (the ';'
+// between frames, line breaks) and other control characters are replaced by '_' in it.
+func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
+	addrs := newAddresses(c, hasher)
+	weights := map[string]uint64{}
+	var b strings.Builder
+	for _, r := range c.Records {
+		if r.Count == 0 {
+			continue
+		}
+		b.Reset()
+		b.WriteString(foldedName(r.Comm))
+		stack := stackOf(r.Stack)
+		for i := len(stack) - 1; i >= 0; i-- {
+			b.WriteByte(';')
+			b.WriteString(foldedName(parseFrame(addrs.frame(stack[i])).function))
+		}
+		weights[b.String()] += r.TotalNS
+	}
+	lines := make([]string, 0, len(weights))
+	for stack := range weights {
+		lines = append(lines, stack)
+	}
+	slices.Sort(lines)
+	bw := bufio.NewWriter(w)
+	for _, stack := range lines {
+		fmt.Fprintf(bw, "%s %d\n", stack, weights[stack])
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing folded stacks: %w", err)
+	}
+	return nil
+}
+
+// foldedName makes s one frame of a folded line; an empty thread name becomes a frame of its own
+// rather than vanish between two ';'.
+func foldedName(s string) string {
+	if s == "" {
+		return "[unnamed]"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == ';' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}

@@ -1,0 +1,146 @@
+package export
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// TestPprofReadsBack reads the profile back with pprof's own parser and finds every record with waits
+// in it: its numbers, labels and frames, and the capture's totals in the sums.
+func TestPprofReadsBack(t *testing.T) {
+	for name, c := range fixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WritePprof(&b, c, nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.Parse(&b)
+			if err != nil {
+				t.Fatalf("pprof cannot parse the profile: %v", err)
+			}
+			var types []string
+			for _, st := range p.SampleType {
+				types = append(types, st.Type+"/"+st.Unit)
+			}
+			if got := strings.Join(types, " "); got != "contentions/count delay/nanoseconds" {
+				t.Errorf("sample types %s, want Go's mutex profile's", got)
+			}
+			wantCount, wantTotal := waitTotals(c)
+			var count, total int64
+			samples := map[string]int{} // a sample's description -> how many
+			for _, s := range p.Sample {
+				count += s.Value[0]
+				total += s.Value[1]
+				samples[describeSample(s)]++
+			}
+			if uint64(count) != wantCount || uint64(total) != wantTotal {
+				t.Errorf("samples add up to %d contentions, %d ns; the capture has %d waits, %d ns", count, total, wantCount, wantTotal)
+			}
+			for i, r := range c.Records {
+				if r.Count == 0 {
+					continue
+				}
+				want := describeRecord(c, r)
+				if samples[want] == 0 {
+					t.Fatalf("record %d has no sample %s; samples:\n%v", i, want, samples)
+				}
+				samples[want]--
+			}
+		})
+	}
+}
+
+// describeSample tells what a sample says of its record, in describeRecord's words.
+func describeSample(s *profile.Sample) string {
+	var frames []frame
+	for _, loc := range s.Location {
+		frames = append(frames, frame{function: loc.Line[0].Function.Name, offset: uint64(loc.Line[0].Line), address: loc.Address})
+	}
+	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q pid=%d tid=%d value=%v stack=%+v",
+		s.Label["lock_type"], s.Label["lock_name"], s.Label["lock"], s.Label["comm"], s.NumLabel["pid"], s.NumLabel["tid"], s.Value, frames)
+}
+
+// describeRecord is what the sample of r must say. Labels that profile.proto cannot tell from no
+// label, empty strings and zeros, are absent.
+func describeRecord(c *capture.Capture, r capture.Record) string {
+	text := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return []string{validText(s)}
+	}
+	num := func(n uint32) []int64 {
+		if n == 0 {
+			return nil
+		}
+		return []int64{int64(n)}
+	}
+	frames := []frame{{function: unknownFrame}}
+	if len(r.Stack) > 0 {
+		frames = nil
+		for _, f := range r.Stack {
+			frames = append(frames, parseFrame(validText(f)))
+		}
+	}
+	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q pid=%d tid=%d value=%v stack=%+v",
+		text(r.Type), text(r.Name), text(newAddresses(c, nil).lock(r.Lock)), text(r.Comm), num(r.PID), num(r.TID),
+		[]int64{int64(r.Count), int64(r.TotalNS)}, frames)
+}
+
+// TestPprofTop runs go tool pprof on the profile of a real capture: its total delay is the
+// capture's total wait, to the nanosecond, and its top function is where the capture waited most.
+func TestPprofTop(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command runs pprof: %v", err)
+	}
+	c := realCapture(t)
+	path := filepath.Join(t.TempDir(), "klockstat.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePprof(f, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=delay", "-unit=ns", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`of (\d+)ns total`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("go tool pprof -top printed no total:\n%s", out)
+	}
+	_, want := waitTotals(c)
+	if got, _ := strconv.ParseUint(string(m[1]), 10, 64); got != want {
+		t.Errorf("go tool pprof -top: total %d ns, the capture's total wait is %d ns\n%s", got, want, out)
+	}
+	// The first row of -top is the function with the most flat delay: the innermost frame that
+	// the capture's records wait in most.
+	flat := map[string]uint64{}
+	for _, r := range c.Records {
+		flat[parseFrame(stackOf(r.Stack)[0]).function] += r.TotalNS
+	}
+	heaviest := slices.MaxFunc(slices.Collect(maps.Keys(flat)), func(a, b string) int { return cmp.Compare(flat[a], flat[b]) })
+	first := regexp.MustCompile(`(?m)^ *(\d+)ns .* (\S+)$`).FindSubmatch(out)
+	if first == nil || string(first[2]) != heaviest || string(first[1]) != strconv.FormatUint(flat[heaviest], 10) {
+		t.Errorf("go tool pprof -top: first row %q, want %s with %d ns flat\n%s", first, heaviest, flat[heaviest], out)
+	}
+}
