@@ -103,6 +103,8 @@ type captureOptions struct {
 	jsonPath    string
 	htmlPath    string
 	exports     exportPaths
+	viewFlags   viewFlags
+	summary     report.SummaryOptions // from viewFlags
 	rawAddrs    bool
 	top         int
 	quiet       bool
@@ -142,6 +144,7 @@ Flags:
 	fs.IntVarP(&o.top, "top", "n", 20, "rows in the terminal summary")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line and no terminal summary")
 	o.exports.addFlags(fs)
+	o.viewFlags.addFlags(fs)
 	fs.StringVarP(&locksPath, "locks", "L", "", "lock types and functions from `FILE` instead of the embedded locks.json")
 	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
 	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
@@ -177,6 +180,10 @@ Flags:
 	}
 	if o.top < 1 {
 		return nil, usagef("--top %d: must be at least 1", o.top)
+	}
+	var err error
+	if o.summary, err = o.viewFlags.summaryOptions(); err != nil {
+		return nil, err
 	}
 	o.cfg.MapSize = mapSize
 
@@ -393,7 +400,7 @@ func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Write
 			return fmt.Errorf("writing --json: %w", err)
 		}
 	}
-	if err := o.exports.write(c, o.rawAddrs, stdout); err != nil {
+	if err := o.exports.write(c.Select(o.summary.Filter), o.rawAddrs, stdout); err != nil {
 		return err
 	}
 	if o.htmlPath != "" {
@@ -412,7 +419,9 @@ func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Write
 	if slices.Contains(slices.Collect(maps.Values(o.outputs())), "-") {
 		summary = stderr
 	}
-	if err := report.WriteSummary(summary, c, o.top); err != nil {
+	so := o.summary
+	so.Top = o.top
+	if err := report.WriteSummary(summary, c, so); err != nil {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
 	if o.htmlPath != "" && o.htmlPath != "-" {
@@ -544,6 +553,7 @@ Flags:
 	fs.BoolVar(&o.rawAddrs, "raw-addresses", false, "show real kernel addresses instead of hashed ids")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no terminal summary")
 	o.exports.addFlags(fs)
+	o.viewFlags.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0, nil
@@ -555,6 +565,10 @@ Flags:
 	}
 	if o.top < 1 {
 		return 0, usagef("--top %d: must be at least 1", o.top)
+	}
+	var err error
+	if o.summary, err = o.viewFlags.summaryOptions(); err != nil {
+		return 0, err
 	}
 	input := fs.Arg(0)
 	c, err := readInput(input)

@@ -130,3 +130,7 @@ func ByLock(r Record) string { return r.Type + " " + r.Lock.String() }
 func ByThread(r Record) string {
 	return fmt.Sprintf("%s %s %d %d %s", r.Type, r.Lock, r.PID, r.TID, r.Caller)
 }
+
+// ByTask groups by process and thread, whatever the lock, type and caller (perf lock contention -t).
+// Its keys are "PID TID": they do not start with a type, as they are only compared with each other.
+func ByTask(r Record) string { return fmt.Sprintf("%d %d", r.PID, r.TID) }

@@ -15,29 +15,106 @@ import (
 	"github.com/klockstat/klockstat/capture"
 )
 
-// WriteSummary writes the perf-lock-contention-style table of the top n groups by caller
-// (capture.ByCaller): contended, total wait, max wait, avg wait, type, caller; for the function-probe
-// backends, acquire times instead of waits. Then one health line with events, waits, lost events (with
-// reasons when any), and probe cost per event and as a share of CPU, then the capture's warnings, one
-// per line. When there are more groups than n it says how many were omitted; n <= 0 shows all groups.
-// Groups of holds only, without a contended acquire, are not contention and are left out.
+// SummaryOptions choose the summary's table, as perf lock contention's options do.
+type SummaryOptions struct {
+	Top    int                 // rows shown; <= 0 shows every group
+	By     string              // how records are grouped, one of SummaryViews; "" is "caller"
+	Sort   capture.GroupStat   // the order, largest first; "" is wait_total
+	Fields []capture.GroupStat // the numbers shown, in this order; nil is perf's default
+	Filter capture.Filter      // the records that count; the health line still tells of the whole capture
+}
+
+// DefaultFields are the numbers perf lock contention shows by default.
+var DefaultFields = []capture.GroupStat{capture.StatContended, capture.StatWaitTotal, capture.StatWaitMax, capture.StatAvgWait}
+
+// summaryView is one way of grouping the summary's records: by caller (perf's default), thread (-t)
+// or lock (-l). Another grouping, such as by lock owner, is one more entry of summaryViews.
+type summaryView struct {
+	name   string
+	key    func(capture.Record) string
+	plural string   // of what a row is: "callers"
+	heads  []string // the columns after the numbers, the last one free-form text
+	cells  func(g capture.Group, hashed bool) []string
+}
+
+var summaryViews = []summaryView{
+	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, func(g capture.Group, _ bool) []string {
+		return []string{sanitize(g.Type), sanitize(callerText(g.Caller))}
+	}},
+	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, func(g capture.Group, _ bool) []string {
+		pid, tid, _ := strings.Cut(g.Key, " ") // capture.ByTask's key
+		return []string{pid, tid, sanitize(variousIfMerged(g, g.Comm))}
+	}},
+	{"lock", capture.ByLock, "locks", []string{"type", "lock", "name"}, func(g capture.Group, hashed bool) []string {
+		lock := g.Lock.String()
+		if hashed {
+			lock = g.Lock.HashedString()
+		}
+		return []string{sanitize(g.Type), lock, sanitize(variousIfMerged(g, g.Name))}
+	}},
+}
+
+// SummaryViews are the groupings SummaryOptions.By takes.
+func SummaryViews() []string {
+	var names []string
+	for _, v := range summaryViews {
+		names = append(names, v.name)
+	}
+	return names
+}
+
+// variousIfMerged is a text field of g, or "various" when g merged records that differ in it.
+func variousIfMerged(g capture.Group, field string) string {
+	if field == "" && g.Records > 1 {
+		return "various"
+	}
+	return field
+}
+
+// WriteSummary writes the perf-lock-contention-style table of the top groups of the records o.Filter
+// keeps: by caller (type and caller), thread or lock as o.By says, with the numbers o.Fields names
+// (contended, total wait, max wait, avg wait by default; for the function-probe backends, acquire
+// times instead of waits), sorted by o.Sort. Then, when filtered, how much the filter kept; one
+// health line with events, waits, lost events (with reasons when any), and probe cost per event and
+// as a share of CPU; then the capture's warnings, one per line. When there are more groups than o.Top
+// it says how many were omitted. Groups of holds only, without a contended acquire, are not
+// contention and are left out. It fails on options that do not Validate.
 //
 // Callers, types, reasons and warnings come from an untrusted file (thread names end up in them), so
 // control characters are printed as '?' and cannot drive the terminal.
-func WriteSummary(w io.Writer, c *capture.Capture, n int) error {
-	var b bytes.Buffer
-	groups := slices.DeleteFunc(capture.GroupBy(c.Records, capture.ByCaller), func(g capture.Group) bool { return g.Count == 0 })
-	shown := groups
-	if n > 0 && len(groups) > n {
-		shown = groups[:n]
+func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
 	}
-	if len(groups) == 0 {
-		b.WriteString("no lock contention recorded\n")
-	} else {
-		writeTable(&b, shown, measureOf(c.Meta))
-		if omitted := len(groups) - len(shown); omitted > 0 {
-			fmt.Fprintf(&b, "... %d more %s not shown\n", omitted, plural(omitted, "caller", "callers"))
+	view, _ := summaryViewOf(o.By)
+	if o.Sort == "" {
+		o.Sort = capture.StatWaitTotal
+	}
+	if o.Fields == nil {
+		o.Fields = DefaultFields
+	}
+	shown := c.Select(o.Filter)
+	var b bytes.Buffer
+	groups := slices.DeleteFunc(capture.GroupBy(shown.Records, view.key), func(g capture.Group) bool { return g.Count == 0 })
+	capture.SortGroups(groups, o.Sort)
+	top := groups
+	if o.Top > 0 && len(groups) > o.Top {
+		top = groups[:o.Top]
+	}
+	switch {
+	case len(groups) > 0:
+		writeTable(&b, top, view, o.Fields, measureOf(c.Meta), c.Meta.AddressesHashed)
+		if omitted := len(groups) - len(top); omitted > 0 {
+			fmt.Fprintf(&b, "... %d more %s not shown\n", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
 		}
+	case o.Filter.Empty():
+		b.WriteString("no lock contention recorded\n")
+	default:
+		b.WriteString("no contention matches the filters\n")
+	}
+	if !o.Filter.Empty() {
+		fmt.Fprintf(&b, "filters keep %d of %d records: %s of the %s waited\n", len(shown.Records), len(c.Records),
+			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
 	}
 	b.WriteString("\n")
 	b.WriteString(healthLine(c.Meta))
@@ -49,25 +126,86 @@ func WriteSummary(w io.Writer, c *capture.Capture, n int) error {
 	return err
 }
 
-// writeTable aligns the columns to their widest cell: numbers and the type to the right as perf does,
-// the caller, which is last, to the left.
-func writeTable(b *bytes.Buffer, groups []capture.Group, ms measure) {
-	rows := [][]string{{"contended", "total " + ms.Time, "max " + ms.Time, "avg " + ms.Time, "type", "caller"}}
-	for _, g := range groups {
-		caller := sanitize(g.Caller)
-		if caller == "" {
-			caller = "[unknown]"
+// Validate fails on a grouping, sort key or field WriteSummary does not know, naming the ones it does.
+func (o SummaryOptions) Validate() error {
+	if _, err := summaryViewOf(o.By); err != nil {
+		return err
+	}
+	if o.Sort != "" && !slices.Contains(capture.GroupStats, o.Sort) {
+		return fmt.Errorf("unknown sort key %q: want one of %s", o.Sort, statList())
+	}
+	for _, f := range o.Fields {
+		if !slices.Contains(capture.GroupStats, f) {
+			return fmt.Errorf("unknown field %q: want some of %s", f, statList())
 		}
-		rows = append(rows, []string{
-			strconv.FormatUint(g.Count, 10),
-			FormatDuration(float64(g.TotalNS)),
-			FormatDuration(float64(g.MaxNS)),
-			FormatDuration(g.MeanNS()),
-			sanitize(g.Type),
-			caller,
-		})
+	}
+	return nil
+}
+
+func summaryViewOf(by string) (summaryView, error) {
+	if by == "" {
+		by = "caller"
+	}
+	for _, v := range summaryViews {
+		if v.name == by {
+			return v, nil
+		}
+	}
+	return summaryView{}, fmt.Errorf("unknown grouping %q: want one of %s", by, strings.Join(SummaryViews(), ", "))
+}
+
+func statList() string {
+	var names []string
+	for _, s := range capture.GroupStats {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
+// totalWait is the wait time of the records.
+func totalWait(records []capture.Record) uint64 {
+	var total uint64
+	for _, r := range records {
+		total += r.TotalNS
+	}
+	return total
+}
+
+// writeTable aligns the columns to their widest cell: numbers and the identifying columns to the
+// right as perf does, the last one, free-form text, to the left.
+func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, fields []capture.GroupStat, ms measure, hashed bool) {
+	var head []string
+	for _, f := range fields {
+		head = append(head, statHeading(f, ms))
+	}
+	rows := [][]string{append(head, view.heads...)}
+	for _, g := range groups {
+		var row []string
+		for _, f := range fields {
+			if f == capture.StatContended {
+				row = append(row, strconv.FormatUint(g.Count, 10))
+			} else {
+				row = append(row, FormatDuration(f.Of(g)))
+			}
+		}
+		rows = append(rows, append(row, view.cells(g, hashed)...))
 	}
 	writeColumns(b, rows)
+}
+
+// statHeading is a stat's column heading as perf prints it: "contended", "total wait", "avg wait".
+func statHeading(s capture.GroupStat, ms measure) string {
+	switch s {
+	case capture.StatContended:
+		return "contended"
+	case capture.StatWaitTotal:
+		return "total " + ms.Time
+	case capture.StatWaitMax:
+		return "max " + ms.Time
+	case capture.StatWaitMin:
+		return "min " + ms.Time
+	}
+	return "avg " + ms.Time
 }
 
 // writeColumns aligns a table to its widest cells: every column to the right but the last, which is

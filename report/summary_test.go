@@ -33,7 +33,7 @@ func summaryCapture() *capture.Capture {
 func summary(t *testing.T, c *capture.Capture, n int) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteSummary(&b, c, n); err != nil {
+	if err := WriteSummary(&b, c, SummaryOptions{Top: n}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

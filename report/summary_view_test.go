@@ -1,0 +1,166 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// tableCells splits the summary's table, a header, a blank line and rows, into cells: columns are at
+// least three spaces apart, and no cell of these tests has three spaces in it.
+func tableCells(out string) [][]string {
+	lines := strings.Split(out, "\n")
+	rows := [][]string{columnGap.Split(strings.TrimLeft(lines[0], " "), -1)}
+	for _, line := range lines[2:] {
+		if line == "" || strings.HasPrefix(line, "... ") || strings.HasPrefix(line, "filters keep ") {
+			break
+		}
+		rows = append(rows, columnGap.Split(strings.TrimLeft(line, " "), -1))
+	}
+	return rows
+}
+
+var columnGap = regexp.MustCompile(` {3,}`)
+
+// TestWriteSummaryViews sorts every grouping by every key and shows that key only: the column holds
+// the groups' values, computed here from the records, largest first.
+func TestWriteSummaryViews(t *testing.T) {
+	c, _ := knownCapture(t)
+	keys := map[string]func(capture.Record) string{
+		"caller": func(r capture.Record) string { return r.Type + "\x00" + r.Caller },
+		"thread": func(r capture.Record) string { return fmt.Sprint(r.PID, r.TID) },
+		"lock":   func(r capture.Record) string { return r.Type + "\x00" + r.Lock.String() },
+	}
+	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"type", "lock", "name"}}
+	for _, by := range SummaryViews() {
+		type sums struct{ count, total, max, min uint64 }
+		groups := map[string]*sums{}
+		for _, r := range c.Records {
+			g := groups[keys[by](r)]
+			if g == nil {
+				g = &sums{min: r.MinNS}
+				groups[keys[by](r)] = g
+			}
+			g.count += r.Count
+			g.total += r.TotalNS
+			g.max, g.min = max(g.max, r.MaxNS), min(g.min, r.MinNS)
+		}
+		for _, s := range capture.GroupStats {
+			var values []float64
+			for _, g := range groups {
+				values = append(values, map[capture.GroupStat]float64{
+					capture.StatContended: float64(g.count), capture.StatWaitTotal: float64(g.total),
+					capture.StatWaitMax: float64(g.max), capture.StatWaitMin: float64(g.min),
+					capture.StatAvgWait: float64(g.total) / float64(g.count),
+				}[s])
+			}
+			slices.SortFunc(values, func(a, b float64) int { return cmp.Compare(b, a) })
+			want := []string{statHeading(s, measureOf(c.Meta))}
+			for _, v := range values {
+				if s == capture.StatContended {
+					want = append(want, strconv.FormatFloat(v, 'f', 0, 64))
+				} else {
+					want = append(want, FormatDuration(v))
+				}
+			}
+
+			var b bytes.Buffer
+			if err := WriteSummary(&b, c, SummaryOptions{By: by, Sort: s, Fields: []capture.GroupStat{s}}); err != nil {
+				t.Fatal(err)
+			}
+			rows := tableCells(b.String())
+			var got []string
+			for _, row := range rows {
+				got = append(got, row[0])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("--by %s -k %s -F %s: column %q, want %q", by, s, s, got, want)
+			}
+			if !slices.Equal(rows[0][1:], heads[by]) {
+				t.Errorf("--by %s: header %q, want the %s and then %q", by, rows[0], s, heads[by])
+			}
+		}
+	}
+}
+
+// TestWriteSummaryFields shows the fields asked for, in the order asked for.
+func TestWriteSummaryFields(t *testing.T) {
+	c, _ := knownCapture(t)
+	fields := []capture.GroupStat{capture.StatWaitMin, capture.StatContended, capture.StatAvgWait}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{Fields: fields}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"min wait", "contended", "avg wait", "type", "caller"}
+	if got := tableCells(b.String())[0]; !slices.Equal(got, want) {
+		t.Errorf("header %q, want %q", got, want)
+	}
+}
+
+// TestWriteSummaryFilter: the table holds only what the filter keeps, and says how much that is.
+func TestWriteSummaryFilter(t *testing.T) {
+	c, _ := knownCapture(t)
+	f, err := capture.NewFilter([]string{"mmap_lock"}, []string{"down_write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept, keptNS, allNS uint64
+	callers := map[string]bool{}
+	for _, r := range c.Records {
+		allNS += r.TotalNS
+		if r.Name == "mmap_lock" && strings.Contains(strings.Join(r.Stack, "\n"), "down_write") {
+			kept++
+			keptNS += r.TotalNS
+			callers[r.Caller] = true
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{Filter: f}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if rows := tableCells(out); len(rows)-1 != len(callers) {
+		t.Errorf("%d rows, want one per caller of the %d records kept:\n%s", len(rows)-1, kept, out)
+	}
+	want := fmt.Sprintf("filters keep %d of %d records: %s of the %s waited\n", kept, len(c.Records), FormatDuration(float64(keptNS)), FormatDuration(float64(allNS)))
+	if !strings.Contains(out, want) {
+		t.Errorf("want %q in:\n%s", want, out)
+	}
+
+	none, _ := capture.NewFilter([]string{"no_such_lock"}, nil)
+	b.Reset()
+	if err := WriteSummary(&b, c, SummaryOptions{Filter: none}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "no contention matches the filters\nfilters keep 0 of ") {
+		t.Errorf("a filter that keeps nothing:\n%s", b.String())
+	}
+}
+
+func TestSummaryOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o    SummaryOptions
+		want string
+	}{
+		{SummaryOptions{By: "owner"}, `unknown grouping "owner": want one of caller, thread, lock`},
+		{SummaryOptions{Sort: "wait"}, `unknown sort key "wait"`},
+		{SummaryOptions{Fields: []capture.GroupStat{"contended", "total"}}, `unknown field "total"`},
+	} {
+		if err := tc.o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error containing %q", tc.o, err, tc.want)
+		}
+		if err := WriteSummary(&bytes.Buffer{}, &capture.Capture{}, tc.o); err == nil {
+			t.Errorf("WriteSummary(%+v) succeeded", tc.o)
+		}
+	}
+	if err := (SummaryOptions{}).Validate(); err != nil {
+		t.Errorf("the zero options: %v", err)
+	}
+}
