@@ -430,20 +430,6 @@ func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Write
 	return nil
 }
 
-// readInput reads a capture JSON or the capture an HTML report carries.
-func readInput(path string) (*capture.Capture, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	c, err := report.ReadInput(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
-}
-
 // runDiff compares two captures: terminal summary, HTML page, and with
 // --fail-over an exit status for CI.
 func runDiff(args []string, stdout, stderr io.Writer) (int, error) {
@@ -491,11 +477,11 @@ Flags:
 	if err := checkOutputs(map[string]string{"--output": htmlPath}); err != nil {
 		return 0, err
 	}
-	before, err := readInput(fs.Arg(0))
+	before, err := report.ReadInputFile(fs.Arg(0), os.Stdin)
 	if err != nil {
 		return 0, err
 	}
-	after, err := readInput(fs.Arg(1))
+	after, err := report.ReadInputFile(fs.Arg(1), os.Stdin)
 	if err != nil {
 		return 0, err
 	}
@@ -571,7 +557,7 @@ Flags:
 		return 0, err
 	}
 	input := fs.Arg(0)
-	c, err := readInput(input)
+	c, err := report.ReadInputFile(input, os.Stdin)
 	if err != nil {
 		return 0, err
 	}

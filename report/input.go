@@ -2,88 +2,147 @@ package report
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/inputfile"
 )
 
 // captureElementID is the id of the script element of an HTML report that holds its capture as JSON.
 const captureElementID = "klockstat-capture"
 
+// MaxInputSize is the most ReadInput reads. A capture JSON takes about 1 KB a record at the default
+// --stack-depth of 16, so a capture of a million records fits with room to spare; a larger input
+// is refused rather than read into memory.
+const MaxInputSize = 2 << 30
+
+// sniffSize is how much of an input ReadInput looks at before deciding whether to read the rest,
+// so that a stream of something else (stdin from /dev/zero) is refused without being read.
+const sniffSize = 64 << 10
+
+// ReadInputFile reads the capture at path, or at stdin for "-". Anything but a regular file or
+// stdin is refused, as is a file over MaxInputSize; errors start with the path.
+func ReadInputFile(path string, stdin io.Reader) (*capture.Capture, error) {
+	f, err := inputfile.Open(path, stdin, MaxInputSize)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c, err := ReadInput(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", inputfile.Name(path), err)
+	}
+	return c, nil
+}
+
 // ReadInput reads what klockstat writes: a capture JSON, or an HTML report, whose embedded capture it
 // returns. The capture is validated as capture.Read does; anything else is an error of one line saying
-// what was found.
+// what was found, without quoting it (the input may be a file the user may not see). At most
+// MaxInputSize bytes are read.
 func ReadInput(r io.Reader) (*capture.Capture, error) {
-	data, err := io.ReadAll(r)
+	return readInput(r, MaxInputSize)
+}
+
+// readInput is ReadInput reading at most limit bytes.
+func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
+	head, err := io.ReadAll(io.LimitReader(r, sniffSize))
 	if err != nil {
 		return nil, fmt.Errorf("reading input: %w", err)
 	}
-	text := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\ufeff")), " \t\r\n")
+	if text := trimLeading(head); len(text) > 0 && text[0] != '{' && text[0] != '<' {
+		return nil, notCapture(describe(text))
+	}
+	data, err := inputfile.ReadAll(io.MultiReader(bytes.NewReader(head), r), limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading input: %w", err)
+	}
+	text := trimLeading(data)
 	switch {
 	case len(text) == 0:
 		return nil, notCapture("the input is empty")
 	case text[0] == '{':
 		return oneLine(capture.Read(bytes.NewReader(text)))
-	case text[0] == '<':
-		js, err := embeddedCapture(text)
-		if err != nil {
-			return nil, notCapture(err.Error())
-		}
-		c, err := capture.Read(bytes.NewReader(js))
-		if err != nil {
-			return nil, oneLineErr(fmt.Errorf("the report's embedded capture: %w", err))
-		}
-		return c, nil
 	}
-	return nil, notCapture(fmt.Sprintf("starts with %.16q", text))
+	js, err := embeddedCapture(text)
+	if err != nil {
+		return nil, notCapture(err.Error())
+	}
+	c, err := capture.Read(bytes.NewReader(js))
+	if err != nil {
+		return nil, oneLineErr(fmt.Errorf("the report's embedded capture: %w", err))
+	}
+	return c, nil
+}
+
+// trimLeading drops a UTF-8 byte-order mark and the blank space before a JSON document or a page.
+func trimLeading(data []byte) []byte {
+	return bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\ufeff")), " \t\r\n")
+}
+
+// describe says what kind of data text is, for an input that is neither JSON nor HTML.
+func describe(text []byte) string {
+	if !utf8.Valid(text) || bytes.ContainsFunc(text, func(r rune) bool {
+		return r != '\t' && r != '\n' && r != '\r' && unicode.IsControl(r)
+	}) {
+		return "found binary data"
+	}
+	return "found text that starts with neither '{' (capture JSON) nor '<' (HTML report)"
 }
 
 func notCapture(why string) error {
 	return oneLineErr(fmt.Errorf("not a klockstat capture JSON or HTML report: %s", why))
 }
 
-// embeddedCapture returns the content of the report's <script ... id="klockstat-capture"> element.
-// WriteHTML's JSON escapes every '<', so the element ends at the first "</script" after it.
-func embeddedCapture(html []byte) ([]byte, error) {
-	lower := asciiLower(html)
-	for from := 0; ; {
-		i := bytes.Index(lower[from:], []byte("<script"))
-		if i < 0 {
+// embeddedCapture returns the content of the page's element with id="klockstat-capture", found as
+// a browser's getElementById finds it: the first such start tag in document order, outside comments,
+// attribute values and the raw text of other scripts, styles or titles. It must be a script element.
+func embeddedCapture(page []byte) ([]byte, error) {
+	z := html.NewTokenizer(bytes.NewReader(page))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
 			return nil, fmt.Errorf("HTML without a <script id=%q> element", captureElementID)
-		}
-		start := from + i
-		end := bytes.IndexByte(html[start:], '>')
-		if end < 0 {
-			return nil, errors.New("HTML with an unterminated <script> tag")
-		}
-		tag := html[start : start+end]
-		content := start + end + 1
-		from = content
-		if !bytes.Contains(tag, []byte(`id="`+captureElementID+`"`)) {
-			continue
-		}
-		n := bytes.Index(lower[content:], []byte("</script"))
-		if n < 0 {
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			if !hasAttr || !hasCaptureID(z) {
+				continue
+			}
+			if string(name) != "script" {
+				return nil, fmt.Errorf("HTML whose element with id %q is a <%s>, not a <script>", captureElementID, name)
+			}
+			// A script's content is raw text up to its end tag: one text token, none if empty.
+			switch z.Next() {
+			case html.TextToken:
+				content := z.Text()
+				if z.Next() != html.EndTagToken {
+					return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", captureElementID)
+				}
+				return content, nil
+			case html.EndTagToken:
+				return nil, nil
+			}
 			return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", captureElementID)
 		}
-		return html[content : content+n], nil
 	}
 }
 
-// asciiLower lowers ASCII letters only, so indexes into the result are indexes into s: bytes.ToLower
-// would turn invalid UTF-8 into longer replacement characters.
-func asciiLower(s []byte) []byte {
-	lower := make([]byte, len(s))
-	for i, c := range s {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+// hasCaptureID reports whether the current tag of z has id="klockstat-capture". Like a browser, it
+// takes the first of repeated attributes.
+func hasCaptureID(z *html.Tokenizer) bool {
+	for more := true; more; {
+		var key, val []byte
+		key, val, more = z.TagAttr()
+		if string(key) == "id" {
+			return string(val) == captureElementID
 		}
-		lower[i] = c
 	}
-	return lower
+	return false
 }
 
 // oneLine and oneLineErr keep errors on one line: they end up in a terminal and in bug tickets, and a

@@ -1,0 +1,113 @@
+// Package inputfile opens the files klockstat reads (captures, reports, lock catalogues) so that a
+// wrong path fails at once: a FIFO, a device or a directory is refused instead of blocking or
+// streaming forever, and what is read is bounded.
+package inputfile
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// Stdin is the path that means standard input.
+const Stdin = "-"
+
+// Name is how messages call path: "stdin" for "-".
+func Name(path string) string {
+	if path == Stdin {
+		return "stdin"
+	}
+	return path
+}
+
+// Open opens path for reading, or returns stdin for "-". Anything but a regular file (after
+// following symlinks) is refused with an error naming what it is, so that a FIFO nobody writes to
+// or /dev/zero cannot hang or exhaust klockstat; stdin is taken as it is, since the user chose to
+// pipe it. A regular file larger than limit is refused before any of it is read.
+func Open(path string, stdin io.Reader, limit int64) (io.ReadCloser, error) {
+	if path == Stdin {
+		return io.NopCloser(stdin), nil
+	}
+	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the
+	// type check below could refuse it. It changes nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %s, not a regular file (give a file, or pipe the data to %q)", path, kind(st.Mode()), Stdin)
+	}
+	if st.Size() > limit {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, &TooLargeError{Limit: limit, Size: st.Size()})
+	}
+	return f, nil
+}
+
+// kind names a non-regular file type for a message.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "a special file"
+}
+
+// TooLargeError is an input over the size klockstat reads.
+type TooLargeError struct {
+	Limit int64
+	Size  int64 // -1 when the input is a stream that went on past Limit
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Size < 0 {
+		return fmt.Sprintf("more than %s, the most klockstat reads", Bytes(e.Limit))
+	}
+	return fmt.Sprintf("%s, more than the %s klockstat reads", Bytes(e.Size), Bytes(e.Limit))
+}
+
+// ReadAll reads r to the end, failing with a *TooLargeError once it has more than limit bytes.
+func ReadAll(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{Limit: limit, Size: -1}
+	}
+	return data, nil
+}
+
+// Bytes formats a size in binary units, as "2 GiB" or "512 KiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < len(units)-1 {
+		v /= unit
+		i++
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %s", int64(v), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
