@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/rand"
-	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -23,15 +22,16 @@ func (e *exportPaths) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&e.csv, "csv", "", "also write one CSV row per record to `FILE` (spreadsheets)")
 }
 
-// write writes the exports asked for. Kernel addresses become ids as in the HTML report, unless
-// rawAddresses, under one key for all of them, so that they name a lock by the same id.
-func (e exportPaths) write(c *capture.Capture, rawAddresses bool, stdout io.Writer) error {
+// outputs are the exports asked for, writing c. Kernel addresses become ids as in the HTML report,
+// unless rawAddresses, under one key for all of them, so that they name a lock by the same id.
+func (e exportPaths) outputs(c *capture.Capture, rawAddresses bool) []output {
 	var hasher *capture.AddressHasher
 	if !rawAddresses {
 		key := make([]byte, 32)
 		rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
 		hasher = capture.NewAddressHasher(key)
 	}
+	var outs []output
 	for _, out := range []struct {
 		flag, path string
 		write      func(io.Writer, *capture.Capture, *capture.AddressHasher) error
@@ -40,12 +40,8 @@ func (e exportPaths) write(c *capture.Capture, rawAddresses bool, stdout io.Writ
 		{"--folded", e.folded, export.WriteFolded},
 		{"--csv", e.csv, export.WriteCSV},
 	} {
-		if out.path == "" {
-			continue
-		}
-		if err := writeFile(out.path, stdout, func(w io.Writer) error { return out.write(w, c, hasher) }); err != nil {
-			return fmt.Errorf("writing %s: %w", out.flag, err)
-		}
+		outs = append(outs, output{flag: out.flag, path: out.path, secret: rawAddresses,
+			write: func(w io.Writer) error { return out.write(w, c, hasher) }})
 	}
-	return nil
+	return outs
 }

@@ -118,7 +118,7 @@ func TestExportFlagsFailBeforeCapture(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pprof", "-", "--csv", "-"}, "--csv and --pprof both write to stdout"},
-		{[]string{"--folded", filepath.Join(dir, "k.folded")}, "--folded: cannot create output file"},
+		{[]string{"--folded", filepath.Join(dir, "k.folded")}, "k.folded: cannot create output file"},
 		{[]string{"report", "examples/contend-capture.json", "-o", "-", "--pprof", "-"}, "--output and --pprof both write to stdout"},
 	} {
 		var stdout, stderr bytes.Buffer

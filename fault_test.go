@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,8 +20,10 @@ type fault struct {
 	name string
 	// capture: the case loads BPF (needs root); the others must fail or work without it.
 	capture bool
-	// args are klockstat's arguments; setup may prepare files in dir and return them.
+	// args are klockstat's arguments; the function may prepare files in dir.
 	args func(t *testing.T, dir string) []string
+	// prefix runs klockstat under another command, e.g. prlimit.
+	prefix []string
 	// stdin, when set, is fed to klockstat.
 	stdin  func(t *testing.T, dir string) *os.File
 	status int
@@ -41,7 +44,9 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			dir := t.TempDir()
 			writeCapture(t, filepath.Join(dir, "x.json"), 1000)
-			cmd := exec.Command(bin, f.args(t, dir)...)
+			writeCapture(t, filepath.Join(dir, "x2.json"), 1500)
+			argv := append(append(slices.Clone(f.prefix), bin), f.args(t, dir)...)
+			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -93,6 +98,103 @@ func fileIn(path string) func(*testing.T, string) *os.File {
 
 func faults() []fault {
 	return []fault{
+		{
+			name:   "a failed output does not keep the others from being written",
+			args:   fixed("report", "x.json", "--json", "/dev/full", "-o", "r.html"),
+			status: 1,
+			stderr: []string{"klockstat: writing --json /dev/full: ", "no space left on device"},
+			check: func(t *testing.T, dir, stdout string) {
+				readCaptureFile(t, filepath.Join(dir, "r.html"))
+				if !strings.Contains(stdout, "anon_pipe_write") || !strings.Contains(stdout, "report: r.html") {
+					t.Errorf("no summary after the failed --json:\n%s", stdout)
+				}
+			},
+		},
+		{
+			name: "a write cut short leaves the previous file whole",
+			args: func(t *testing.T, dir string) []string {
+				writeText(t, filepath.Join(dir, "r.html"), "the previous report")
+				return []string{"report", "-q", "x.json", "-o", "r.html"}
+			},
+			prefix: []string{"prlimit", "--fsize=100000"}, // a report is a megabyte: the disk is "full" at 100 kB
+			status: 1,
+			stderr: []string{"klockstat: writing --output r.html: ", "file too large"},
+			check: func(t *testing.T, dir, _ string) {
+				if b, _ := os.ReadFile(filepath.Join(dir, "r.html")); string(b) != "the previous report" {
+					t.Errorf("r.html holds %d bytes of something else, want the previous report", len(b))
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+					t.Errorf("%d files left in the directory, want x.json, x2.json and r.html: a temporary file stayed", len(entries))
+				}
+			},
+		},
+		{
+			name:   "the capture JSON is readable by its owner only",
+			args:   fixed("report", "-q", "x.json", "--json", "c.json", "-o", "r.html"),
+			status: 0,
+			check: func(t *testing.T, dir, _ string) {
+				for name, want := range map[string]os.FileMode{"c.json": 0o600, "r.html": 0o644} {
+					if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Mode().Perm() != want {
+						t.Errorf("%s: mode %v (%v), want %v", name, st.Mode().Perm(), err, want)
+					}
+				}
+			},
+		},
+		{
+			name:   "an output over an input is refused",
+			args:   fixed("diff", "x.json", "x2.json", "-o", "x.json"),
+			status: 2,
+			stderr: []string{"klockstat: --output x.json is BEFORE: writing it would destroy the input"},
+			check:  func(t *testing.T, dir, _ string) { readCaptureFile(t, filepath.Join(dir, "x.json")) },
+		},
+		{
+			name: "an output over an input by another name is refused",
+			args: func(t *testing.T, dir string) []string {
+				return []string{"report", "./x.json", "--json", filepath.Join("..", filepath.Base(dir), "x.json")}
+			},
+			status: 2,
+			stderr: []string{"is INPUT: writing it would destroy the input"},
+		},
+		{
+			name:   "two outputs to one file are refused",
+			args:   fixed("report", "x.json", "-o", "same", "--json", "./same"),
+			status: 2,
+			stderr: []string{"klockstat: --json and --output both write to the same file"},
+		},
+		{
+			name:   "/dev/stdout and - are the same",
+			args:   fixed("report", "x.json", "-o", "/dev/stdout", "--json", "-"),
+			status: 2,
+			stderr: []string{"klockstat: --json and --output both write to stdout"},
+		},
+		{
+			name:   "diff reads stdin once",
+			args:   fixed("diff", "-", "-"),
+			stdin:  fileIn("x.json"),
+			status: 2,
+			stderr: []string{"klockstat: BEFORE and AFTER both read stdin"},
+		},
+		{
+			name: "a dangling symlink at -o is named",
+			args: func(t *testing.T, dir string) []string {
+				if err := os.Symlink("nowhere/r.html", filepath.Join(dir, "r.html")); err != nil {
+					t.Fatal(err)
+				}
+				return []string{"report", "x.json", "-o", "r.html"}
+			},
+			status: 1,
+			stderr: []string{"klockstat: --output r.html: a symlink to nowhere/r.html, which does not exist"},
+		},
+		{
+			name:   "diff -q prints no summary",
+			args:   fixed("diff", "-q", "-o", "", "x.json", "x2.json"),
+			status: 0,
+			check: func(t *testing.T, _, stdout string) {
+				if stdout != "" {
+					t.Errorf("diff -q printed %q", stdout)
+				}
+			},
+		},
 		{
 			name:   "report of /dev/zero is refused at once",
 			args:   fixed("report", "/dev/zero", "-o", ""),

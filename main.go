@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -49,7 +48,9 @@ func usagef(format string, args ...any) error {
 func main() {
 	status, err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "klockstat: %v\n", err)
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(os.Stderr, "klockstat: %s\n", line)
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintln(os.Stderr, "Run 'klockstat --help' for usage.")
@@ -111,6 +112,8 @@ type captureOptions struct {
 	cfg         collector.Config
 	command     []string
 	commandLine []string
+	inputs      []input       // files read, which no output may overwrite
+	dests       []destination // where outputs(c) go, from planOutputs
 }
 
 func parseCaptureFlags(args []string, stderr io.Writer) (*captureOptions, error) {
@@ -202,6 +205,7 @@ Flags:
 			return nil, fmt.Errorf("reading --locks: %w", err)
 		}
 		source = locksPath
+		o.inputs = append(o.inputs, input{"--locks", locksPath})
 	}
 	spec, err := lockspec.Parse(source, data)
 	if err != nil {
@@ -213,50 +217,10 @@ Flags:
 	if err := o.cfg.Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	if err := checkOutputs(o.outputs()); err != nil {
+	if o.dests, err = planOutputs(o.outputs(nil), o.inputs); err != nil {
 		return nil, err
 	}
 	return o, nil
-}
-
-// checkOutputs fails before any capture if an output could not be written,
-// or if two of them claim stdout.
-func checkOutputs(paths map[string]string) error {
-	var toStdout []string
-	for flag, path := range paths {
-		switch path {
-		case "":
-		case "-":
-			toStdout = append(toStdout, flag)
-		default:
-			if err := checkWritable(path); err != nil {
-				return fmt.Errorf("%s: %w", flag, err)
-			}
-		}
-	}
-	if len(toStdout) > 1 {
-		slices.Sort(toStdout)
-		return usagef("%s both write to stdout: give one of them a file", strings.Join(toStdout, " and "))
-	}
-	return nil
-}
-
-// checkWritable fails now, before a capture, if path could not be written
-// at the end. It leaves an existing file as it was.
-func checkWritable(path string) error {
-	if _, err := os.Stat(path); err == nil {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("output file not writable: %w", err)
-		}
-		return f.Close()
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("cannot create output file: %w", err)
-	}
-	f.Close()
-	return os.Remove(path)
 }
 
 func runCapture(o *captureOptions, stdout, stderr io.Writer) (int, error) {
@@ -388,46 +352,45 @@ func cpuModel() string {
 	return ""
 }
 
-// outputs are the files the options write, by flag.
-func (o *captureOptions) outputs() map[string]string {
-	return map[string]string{"--json": o.jsonPath, "--output": o.htmlPath,
-		"--pprof": o.exports.pprof, "--folded": o.exports.folded, "--csv": o.exports.csv}
+// outputs are the files the options write, writing c; nil c is enough to plan them.
+func (o *captureOptions) outputs(c *capture.Capture) []output {
+	outs := []output{{flag: "--json", path: o.jsonPath, secret: true, write: func(w io.Writer) error { return c.Write(w) }}}
+	selected := c
+	if c != nil {
+		selected = c.Select(o.summary.Filter)
+	}
+	outs = append(outs, o.exports.outputs(selected, o.rawAddrs)...)
+	return append(outs, output{flag: "--output", path: o.htmlPath, secret: o.rawAddrs, write: func(w io.Writer) error {
+		return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs})
+	}})
 }
 
-func writeOutputs(c *capture.Capture, o *captureOptions, stdout, stderr io.Writer) error {
-	if o.jsonPath != "" {
-		if err := writeFile(o.jsonPath, stdout, c.Write); err != nil {
-			return fmt.Errorf("writing --json: %w", err)
-		}
-	}
-	if err := o.exports.write(c.Select(o.summary.Filter), o.rawAddrs, stdout); err != nil {
-		return err
-	}
-	if o.htmlPath != "" {
-		html := func(w io.Writer) error {
-			return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs})
-		}
-		if err := writeFile(o.htmlPath, stdout, html); err != nil {
-			return fmt.Errorf("writing the HTML report: %w", err)
-		}
-	}
+// writeOutputs writes every output and the summary, and reports every failure: one that cannot be
+// written does not keep the others from being written.
+func writeOutputs(c *capture.Capture, o *captureOptions, stdout io.Writer, stderr io.Writer) error {
+	outs := o.outputs(c)
+	err := writeAll(outs, o.dests, stdout)
 	if o.quiet {
-		return nil
+		return err
 	}
 	// The summary makes way on stdout for a file written there.
 	summary := stdout
-	if slices.Contains(slices.Collect(maps.Values(o.outputs())), "-") {
+	if slices.ContainsFunc(o.dests, func(d destination) bool { return d.stdout }) {
 		summary = stderr
+	}
+	htmlFile := false
+	for i, out := range outs {
+		htmlFile = htmlFile || out.flag == "--output" && out.path != "" && !o.dests[i].stdout
 	}
 	so := o.summary
 	so.Top = o.top
-	if err := report.WriteSummary(summary, c, so); err != nil {
-		return fmt.Errorf("writing the summary: %w", err)
+	if serr := report.WriteSummary(summary, c, so); serr != nil {
+		return errors.Join(err, fmt.Errorf("writing the summary: %w", serr))
 	}
-	if o.htmlPath != "" && o.htmlPath != "-" {
+	if htmlFile {
 		fmt.Fprintf(summary, "report: %s\n", o.htmlPath)
 	}
-	return nil
+	return err
 }
 
 // runDiff compares two captures: terminal summary, HTML page, and with
@@ -440,6 +403,7 @@ func runDiff(args []string, stdout, stderr io.Writer) (int, error) {
 		htmlPath, by string
 		top          int
 		raw, abs     bool
+		quiet        bool
 		failOver     float64
 	)
 	fs.Usage = func() {
@@ -458,6 +422,7 @@ Flags:
 	fs.BoolVar(&abs, "absolute", false, "compare raw totals instead of per-second rates")
 	fs.Float64Var(&failOver, "fail-over", -1, "exit with status 1 when total wait grows by more than `PCT` percent")
 	fs.BoolVar(&raw, "raw-addresses", false, "show real kernel addresses instead of hashed ids")
+	fs.BoolVarP(&quiet, "quiet", "q", false, "no terminal summary (--fail-over still explains a failure on stderr)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0, nil
@@ -474,7 +439,9 @@ Flags:
 	case fs.Changed("fail-over") && (failOver < 0 || math.IsNaN(failOver) || math.IsInf(failOver, 0)):
 		return 0, usagef("--fail-over %v: want a percentage of 0 or more", failOver)
 	}
-	if err := checkOutputs(map[string]string{"--output": htmlPath}); err != nil {
+	page := output{flag: "--output", path: htmlPath, secret: raw}
+	dests, err := planOutputs([]output{page}, []input{{"BEFORE", fs.Arg(0)}, {"AFTER", fs.Arg(1)}})
+	if err != nil {
 		return 0, err
 	}
 	before, err := report.ReadInputFile(fs.Arg(0), os.Stdin)
@@ -487,23 +454,24 @@ Flags:
 	}
 	d := report.Compare(before, after, report.DiffOptions{ByThread: by == "thread", Absolute: abs, Top: top})
 
-	summary := stdout
-	if htmlPath == "-" {
-		summary = stderr
+	page.write = func(w io.Writer) error {
+		return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: top, RawAddresses: raw})
 	}
-	if htmlPath != "" {
-		page := func(w io.Writer) error {
-			return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: top, RawAddresses: raw})
+	writeErr := writeAll([]output{page}, dests, stdout)
+	if !quiet {
+		summary := stdout
+		if dests[0].stdout {
+			summary = stderr
 		}
-		if err := writeFile(htmlPath, stdout, page); err != nil {
-			return 0, fmt.Errorf("writing the HTML comparison: %w", err)
+		if err := report.WriteDiffSummary(summary, d, top); err != nil {
+			writeErr = errors.Join(writeErr, fmt.Errorf("writing the summary: %w", err))
+		}
+		if htmlPath != "" && !dests[0].stdout {
+			fmt.Fprintf(summary, "diff: %s\n", htmlPath)
 		}
 	}
-	if err := report.WriteDiffSummary(summary, d, top); err != nil {
-		return 0, fmt.Errorf("writing the summary: %w", err)
-	}
-	if htmlPath != "" && htmlPath != "-" {
-		fmt.Fprintf(summary, "diff: %s\n", htmlPath)
+	if writeErr != nil {
+		return 0, writeErr
 	}
 	if fs.Changed("fail-over") {
 		if ok, grew := d.FailOver(failOver); !ok {
@@ -556,34 +524,18 @@ Flags:
 	if o.summary, err = o.viewFlags.summaryOptions(); err != nil {
 		return 0, err
 	}
-	input := fs.Arg(0)
-	c, err := report.ReadInputFile(input, os.Stdin)
-	if err != nil {
+	inputPath := fs.Arg(0)
+	if o.dests, err = planOutputs(o.outputs(nil), []input{{"INPUT", inputPath}}); err != nil {
 		return 0, err
 	}
-	if err := checkOutputs(o.outputs()); err != nil {
+	c, err := report.ReadInputFile(inputPath, os.Stdin)
+	if err != nil {
 		return 0, err
 	}
 	if o.rawAddrs && c.Meta.AddressesHashed {
-		fmt.Fprintf(stderr, "klockstat: warning: %s holds hashed addresses only; --raw-addresses cannot restore them (re-render from the capture JSON)\n", input)
+		fmt.Fprintf(stderr, "klockstat: warning: %s holds hashed addresses only; --raw-addresses cannot restore them (re-render from the capture JSON)\n", inputPath)
 	}
 	return 0, writeOutputs(c, o, stdout, stderr)
-}
-
-// writeFile writes through write to path, or to stdout for "-".
-func writeFile(path string, stdout io.Writer, write func(io.Writer) error) error {
-	if path == "-" {
-		return write(stdout)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // progress draws one self-overwriting status line on a terminal.

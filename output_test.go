@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestPlanOutputsLeavesFilesAsTheyWere checks that the check before a capture changes nothing: an
+// existing file keeps its content, a new one is not left behind, nor is a temporary file.
+func TestPlanOutputsLeavesFilesAsTheyWere(t *testing.T) {
+	dir := t.TempDir()
+	keep, fresh := filepath.Join(dir, "keep.json"), filepath.Join(dir, "new.html")
+	writeText(t, keep, "precious")
+	if _, err := planOutputs([]output{{flag: "--json", path: keep}, {flag: "--output", path: fresh}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(keep); string(b) != "precious" {
+		t.Errorf("planOutputs changed %s to %q", keep, b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("planOutputs left %d files in %s, want only keep.json", len(entries), dir)
+	}
+}
+
+// TestWriteOutputKeepsThePreviousFile checks that a write that fails halfway (a full disk, an
+// encoding error) leaves the file it would replace whole, and no temporary file.
+func TestWriteOutputKeepsThePreviousFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	writeText(t, path, "the previous report")
+	failing := output{flag: "--output", path: path, write: func(w io.Writer) error {
+		io.WriteString(w, "half a rep")
+		return errors.New("no space left on device")
+	}}
+	dests, err := planOutputs([]output{failing}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAll([]output{failing}, dests, io.Discard); err == nil || !strings.Contains(err.Error(), "writing --output "+path+": no space left") {
+		t.Errorf("writeAll error %v, want it to name --output and the failure", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "the previous report" {
+		t.Errorf("a failed write left %q", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a failed write left %d files, want the previous report only", len(entries))
+	}
+}
+
+// TestWriteOutputModes checks that a file with raw kernel addresses is readable by its owner only,
+// and that others keep the usual mode, replacing a file of another mode.
+func TestWriteOutputModes(t *testing.T) {
+	dir := t.TempDir()
+	secret, public := filepath.Join(dir, "c.json"), filepath.Join(dir, "r.html")
+	writeText(t, secret, "old") // 0644: the new file must not inherit it
+	outs := []output{
+		{flag: "--json", path: secret, secret: true, write: func(w io.Writer) error { _, err := io.WriteString(w, "{}"); return err }},
+		{flag: "--output", path: public, write: func(w io.Writer) error { _, err := io.WriteString(w, "<html>"); return err }},
+	}
+	dests, err := planOutputs(outs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAll(outs, dests, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	umask := os.FileMode(syscall.Umask(0))
+	syscall.Umask(int(umask))
+	for path, want := range map[string]os.FileMode{secret: 0o600, public: 0o666 &^ umask} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", path, st.Mode().Perm(), want)
+		}
+	}
+}
