@@ -2,14 +2,20 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/internal/testenv"
 )
@@ -29,8 +35,77 @@ type fault struct {
 	status int
 	// stderr must contain each of stderr and none of notStderr.
 	stderr, notStderr []string
+	// terminal runs klockstat in a session of its own with a pseudo-terminal as its controlling
+	// terminal and stdin, as from a shell.
+	terminal bool
+	// during, when set, acts while klockstat runs: signals it, types on its terminal.
+	during func(t *testing.T, r *faultRun)
 	// check, when set, looks at what is left in dir after klockstat ended.
 	check func(t *testing.T, dir, stdout string)
+}
+
+// faultRun is a running case of the fault matrix.
+type faultRun struct {
+	dir    string
+	proc   *os.Process
+	stderr *lockedBuffer
+	tty    *os.File // the terminal's master side, with terminal
+}
+
+// lockedBuffer is a bytes.Buffer that klockstat's stderr copier and the test may use at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls until cond holds, failing the test after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
+// exists reports whether name exists in dir.
+func exists(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
+}
+
+// openTerminal opens a new pseudo-terminal: its master side, and the slave for the process.
+func openTerminal(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
 }
 
 // TestFaultMatrix runs the klockstat binary on every fault of the matrix, each in a directory of its
@@ -48,18 +123,34 @@ func TestFaultMatrix(t *testing.T) {
 			argv := append(append(slices.Clone(f.prefix), bin), f.args(t, dir)...)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = dir
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			var stdout bytes.Buffer
+			stderr := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			if f.stdin != nil {
 				in := f.stdin(t, dir)
 				defer in.Close()
 				cmd.Stdin = in
 			}
+			run := &faultRun{dir: dir, stderr: stderr}
+			if f.terminal {
+				master, slave := openTerminal(t)
+				defer master.Close()
+				defer slave.Close()
+				go io.Copy(io.Discard, master) // what klockstat or the command print on the terminal
+				run.tty = master
+				cmd.Stdin = slave
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			run.proc = cmd.Process
+			t.Cleanup(func() { cmd.Process.Kill() }) // when during gives up: a no-op after Wait
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
+			if f.during != nil {
+				f.during(t, run)
+			}
 			select {
 			case err := <-done:
 				if status := exitStatus(t, err); status != f.status {
@@ -98,6 +189,84 @@ func fileIn(path string) func(*testing.T, string) *os.File {
 
 func faults() []fault {
 	return []fault{
+		{
+			name:    "outputs are written when the window ends, and a signal then reaches the command",
+			capture: true,
+			args:    fixed("-d", "1s", "-q", "-o", "r.html", "--json", "c.json", "--", "sleep", "60"),
+			during: func(t *testing.T, r *faultRun) {
+				waitFor(t, "the outputs, while sleep runs", func() bool { return exists(r.dir, "c.json") && exists(r.dir, "r.html") })
+				waitFor(t, "the message that klockstat waits", func() bool { return strings.Contains(r.stderr.String(), "waiting for sleep") })
+				r.proc.Signal(syscall.SIGTERM)
+			},
+			status: 128 + int(syscall.SIGTERM), // sleep's, killed by the SIGTERM passed on
+			stderr: []string{"klockstat: capture ended; waiting for sleep (pid "},
+			check: func(t *testing.T, dir, _ string) {
+				if c := readCaptureFile(t, filepath.Join(dir, "c.json")); c.Meta.WorkloadExit != nil {
+					t.Errorf("workload_exit %d in a capture written while the command ran", *c.Meta.WorkloadExit)
+				}
+			},
+		},
+		{
+			name:    "a second signal ends a command that ignores the first, and klockstat",
+			capture: true,
+			args:    fixed("-d", "1s", "-q", "-o", "", "--json", "c.json", "--", "sh", "-c", `trap "" INT TERM HUP; while :; do sleep 0.1; done`),
+			during: func(t *testing.T, r *faultRun) {
+				waitFor(t, "the message that klockstat waits", func() bool { return strings.Contains(r.stderr.String(), "waiting for sh") })
+				r.proc.Signal(os.Interrupt)
+				time.Sleep(500 * time.Millisecond) // two signals at once would merge into one
+				r.proc.Signal(os.Interrupt)
+			},
+			status: 128 + int(syscall.SIGINT),
+			check:  func(t *testing.T, dir, _ string) { readCaptureFile(t, filepath.Join(dir, "c.json")) },
+		},
+		{
+			name:    "SIGHUP ends the capture as SIGTERM does",
+			capture: true,
+			args:    fixed("-d", "60s", "-q", "-o", "", "--json", "c.json"),
+			during: func(t *testing.T, r *faultRun) {
+				time.Sleep(time.Second) // past flag parsing, where klockstat starts catching signals
+				r.proc.Signal(syscall.SIGHUP)
+			},
+			status: 128 + int(syscall.SIGHUP),
+			check: func(t *testing.T, dir, _ string) {
+				if d := readCaptureFile(t, filepath.Join(dir, "c.json")).Meta.Duration(); d >= 60*time.Second {
+					t.Errorf("capture lasted %v: SIGHUP did not end it", d)
+				}
+			},
+		},
+		{
+			name:    "a killed klockstat leaves no command behind",
+			capture: true,
+			args:    fixed("-d", "60s", "-q", "-o", "", "--", "sleep", "60"),
+			during: func(t *testing.T, r *faultRun) {
+				var child int
+				waitFor(t, "sleep to start", func() bool { child = childPID(r.proc.Pid); return child > 0 })
+				r.proc.Kill()
+				waitFor(t, fmt.Sprintf("sleep (pid %d) to die with klockstat", child), func() bool { return !running(child) })
+			},
+			status: -1, // killed
+		},
+		{
+			name:     "Ctrl-C on the terminal reaches the command once",
+			capture:  true,
+			terminal: true,
+			args: fixed("-d", "60s", "-q", "-o", "", "--json", "c.json", "--",
+				"sh", "-c", `trap "echo INT >> ints" INT; while [ ! -e stop ]; do sleep 0.1; done`),
+			during: func(t *testing.T, r *faultRun) {
+				waitFor(t, "sh to start", func() bool { return childPID(r.proc.Pid) > 0 })
+				if _, err := r.tty.Write([]byte{0x03}); err != nil { // ^C
+					t.Fatal(err)
+				}
+				waitFor(t, "the message that klockstat waits", func() bool { return strings.Contains(r.stderr.String(), "waiting for sh") })
+				time.Sleep(time.Second) // for a second SIGINT, if klockstat passed its copy on
+				if b, _ := os.ReadFile(filepath.Join(r.dir, "ints")); string(b) != "INT\n" {
+					t.Errorf("the command got %d SIGINTs for one Ctrl-C, want 1", strings.Count(string(b), "INT"))
+				}
+				writeText(t, filepath.Join(r.dir, "stop"), "")
+			},
+			status: 0,
+			check:  func(t *testing.T, dir, _ string) { readCaptureFile(t, filepath.Join(dir, "c.json")) },
+		},
 		{
 			name:   "a failed output does not keep the others from being written",
 			args:   fixed("report", "x.json", "--json", "/dev/full", "-o", "r.html"),
@@ -258,6 +427,29 @@ func faults() []fault {
 			stderr: []string{`c.html: not a klockstat capture JSON or HTML report: HTML without a <script id="klockstat-capture"> element`},
 		},
 	}
+}
+
+// childPID is the first child of pid, 0 for none. Each thread lists the children it forked.
+func childPID(pid int) int {
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, list := range lists {
+		b, _ := os.ReadFile(list)
+		if fields := strings.Fields(string(b)); len(fields) > 0 {
+			child, _ := strconv.Atoi(fields[0])
+			return child
+		}
+	}
+	return 0
+}
+
+// running reports whether pid is a process that has not exited (a zombie has).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(after, "Z")
 }
 
 func openFile(t *testing.T, path string) *os.File {

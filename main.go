@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -224,34 +223,28 @@ Flags:
 }
 
 func runCapture(o *captureOptions, stdout, stderr io.Writer) (int, error) {
+	signals, stopSignals := notifyStopSignals()
+	defer stopSignals()
 	coll, err := collector.Start(o.cfg)
 	if err != nil {
 		return 0, err
 	}
 	defer coll.Close()
 
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(signals)
-
 	var (
-		cmd      *exec.Cmd
-		cmdDone  chan error
+		work     *workload
+		cmdDone  <-chan error
 		exitCode *int
 	)
 	if len(o.command) > 0 {
-		cmd = exec.Command(o.command[0], o.command[1:]...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if err := cmd.Start(); err != nil {
-			coll.Close()
-			return 0, fmt.Errorf("starting %s: %w", o.command[0], err)
+		if work, err = startWorkload(o.command); err != nil {
+			return 0, err
 		}
-		cmdDone = make(chan error, 1)
-		go func() { cmdDone <- cmd.Wait() }()
+		cmdDone = work.done
 	}
 
 	var deadline <-chan time.Time
-	if cmd == nil || o.durationSet {
+	if work == nil || o.durationSet {
 		timer := time.NewTimer(o.duration)
 		defer timer.Stop()
 		deadline = timer.C
@@ -271,6 +264,9 @@ wait:
 			exitCode = commandStatus(err)
 			break wait
 		case interrupted = <-signals:
+			if work != nil && cmdDone != nil {
+				work.signal(interrupted)
+			}
 			break wait
 		case <-ticker.C:
 			progress.update()
@@ -279,29 +275,25 @@ wait:
 	progress.clear()
 
 	c, err := coll.Stop()
+	coll.Close() // the probes go now, not after the command
 	if err != nil {
 		return 0, err
 	}
-	if cmdDone != nil {
-		// The window ended first: let the command finish on its own, or
-		// pass the signal that ended the capture on to it.
-		if interrupted != nil {
-			cmd.Process.Signal(interrupted)
-		}
-		exitCode = commandStatus(<-cmdDone)
-	}
+	// The outputs are written when the window ends, not when a command that outlives it exits:
+	// its exit status is then missing from them.
 	fillMeta(&c.Meta, o, exitCode)
+	writeErr := writeOutputs(c, o, stdout, stderr)
 
-	if err := writeOutputs(c, o, stdout, stderr); err != nil {
-		return 0, err
-	}
 	status := 0
-	if exitCode != nil {
+	switch {
+	case cmdDone != nil:
+		status = work.wait(signals, stderr)
+	case exitCode != nil:
 		status = *exitCode
-	} else if sig, ok := interrupted.(syscall.Signal); ok {
-		status = 128 + int(sig)
+	case interrupted != nil:
+		status = 128 + int(interrupted.(syscall.Signal))
 	}
-	return status, nil
+	return status, writeErr
 }
 
 // commandStatus turns cmd.Wait's result into a shell-style exit status.

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// stopSignals are the signals that end a capture early. SIGHUP counts: a closed terminal or a
+// `kill -HUP` must still get the outputs written.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// notifyStopSignals starts catching stopSignals; call it before anything that takes time, so a
+// signal during the start is not fatal.
+func notifyStopSignals() (chan os.Signal, func()) {
+	signals := make(chan os.Signal, len(stopSignals))
+	signal.Notify(signals, stopSignals...)
+	return signals, func() { signal.Stop(signals) }
+}
+
+// workload is the command klockstat runs and captures.
+type workload struct {
+	cmd  *exec.Cmd
+	done chan error // cmd.Wait's result, once
+	// signalled: the command has had the first signal; the next one kills it.
+	signalled bool
+}
+
+// startWorkload starts argv with klockstat's stdio. The command dies with klockstat (SIGKILL on
+// the parent's death), so a killed klockstat leaves no orphan running.
+func startWorkload(argv []string) (*workload, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	w := &workload{cmd: cmd, done: make(chan error, 1)}
+	go func() { w.done <- cmd.Wait() }()
+	return w, nil
+}
+
+// signal passes sig on to the command: the first time as it is, the second time as SIGKILL. It
+// reports whether the command was killed.
+func (w *workload) signal(sig os.Signal) (killed bool) {
+	if w.signalled {
+		w.cmd.Process.Kill()
+		return true
+	}
+	w.signalled = true
+	// Ctrl-C on a terminal reaches the whole foreground process group, the command with
+	// klockstat: passing klockstat's copy on would make it two.
+	if sig != os.Interrupt || !terminalSentToUs() {
+		w.cmd.Process.Signal(sig)
+	}
+	return false
+}
+
+// wait waits for the command to exit, saying so on stderr, and keeps answering signals: the first
+// is passed on, the second kills the command. It returns the shell-style exit status: the
+// command's, or 128+signal when a second signal ended it.
+func (w *workload) wait(signals <-chan os.Signal, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "klockstat: capture ended; waiting for %s (pid %d) to exit: a signal is passed on to it, a second one kills it\n",
+		w.cmd.Args[0], w.cmd.Process.Pid)
+	for {
+		select {
+		case err := <-w.done:
+			return *commandStatus(err)
+		case sig := <-signals:
+			if w.signal(sig) {
+				<-w.done
+				return 128 + int(sig.(syscall.Signal))
+			}
+		}
+	}
+}
+
+// terminalSentToUs reports whether klockstat is in the foreground process group of its terminal,
+// where a Ctrl-C reaches it and the command, which shares its group, alike.
+func terminalSentToUs() bool {
+	for _, fd := range []int{0, 1, 2} {
+		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
+			return pgrp == unix.Getpgrp()
+		}
+	}
+	return false
+}
