@@ -444,7 +444,7 @@ Flags:
 	if err != nil {
 		return 0, err
 	}
-	d := report.Compare(before, after, report.DiffOptions{ByThread: by == "thread", Absolute: abs, Top: top})
+	d := capture.Compare(before, after, capture.DiffOptions{ByThread: by == "thread", Absolute: abs, Top: top})
 
 	page.write = func(w io.Writer) error {
 		return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: top, RawAddresses: raw})

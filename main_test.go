@@ -237,6 +237,7 @@ func TestReportRerendersTheSameData(t *testing.T) {
 		h.TotalNS = r.TotalNS
 		c.Histograms = append(c.Histograms, h)
 	}
+	c.Sort() // as captures are written, and as a report holds the records
 	jsonPath := filepath.Join(dir, "c.json")
 	f, err := os.Create(jsonPath)
 	if err != nil {

@@ -3,6 +3,7 @@ package capture
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -10,7 +11,8 @@ import (
 // Group is an aggregate of records sharing a key.
 //
 // Type, Caller, Name, Lock and Comm hold the value all merged records share, or the zero value where
-// they differ (a ByCaller group spanning several locks has no single Lock or Name).
+// they differ, which Mixed says (a ByCaller group spanning several locks has no single Lock; the locks
+// may still share a Name, as the mmap_lock of two processes do).
 type Group struct {
 	Key        string `json:"key"`
 	Type       string `json:"type"`
@@ -18,19 +20,40 @@ type Group struct {
 	Name       string `json:"name"`
 	Lock       Addr   `json:"lock"`
 	Comm       string `json:"comm"`
+	Mixed      Fields `json:"mixed"` // the fields the merged records differ in
 	Count      uint64 `json:"count"`
 	TotalNS    uint64 `json:"total_ns"`
 	MaxNS      uint64 `json:"max_ns"`
 	MinNS      uint64 `json:"min_ns"`
 	InProgress uint64 `json:"in_progress"`
 	// Hold times, summed like the waits; zero unless a function-probe backend timed holds.
-	HoldCount   uint64   `json:"hold_count,omitempty"`
-	HoldTotalNS uint64   `json:"hold_total_ns,omitempty"`
-	HoldMinNS   uint64   `json:"hold_min_ns,omitempty"`
-	HoldMaxNS   uint64   `json:"hold_max_ns,omitempty"`
-	Records     int      `json:"records"` // how many records merged
-	Stack       []string `json:"stack"`   // stack of the record with the largest TotalNS in the group; never nil
+	HoldCount   uint64 `json:"hold_count,omitempty"`
+	HoldTotalNS uint64 `json:"hold_total_ns,omitempty"`
+	HoldMinNS   uint64 `json:"hold_min_ns,omitempty"`
+	HoldMaxNS   uint64 `json:"hold_max_ns,omitempty"`
+	// Saturated is set when a sum (Count, TotalNS, InProgress, HoldCount, HoldTotalNS) exceeded what
+	// a uint64 holds and stopped at math.MaxUint64: only a corrupt or forged capture gets there, and
+	// a wrapped sum would show a small, plausible and wrong number instead.
+	Saturated bool     `json:"saturated,omitempty"`
+	Records   int      `json:"records"`  // how many records merged
+	Heaviest  int      `json:"heaviest"` // index of the record with the largest TotalNS, by the order of Sort
+	Stack     []string `json:"stack"`    // that record's stack (shared with it, not copied); never nil
 }
+
+// Fields is a set of a record's identifying fields.
+type Fields uint8
+
+// The fields of Fields.
+const (
+	FieldType Fields = 1 << iota
+	FieldLock
+	FieldName
+	FieldComm
+	FieldCaller
+)
+
+// Has reports whether f holds every field of g.
+func (f Fields) Has(g Fields) bool { return f&g == g }
 
 // MeanNS is the average wait; 0 for an empty group.
 func (g Group) MeanNS() float64 {
@@ -52,9 +75,8 @@ func (g Group) HoldMeanNS() float64 {
 // Count descending, Key ascending).
 func GroupBy(records []Record, key func(Record) string) []Group {
 	groups := []Group{}
-	heaviest := []Record{} // heaviest[i] gives groups[i] its Stack
 	index := make(map[string]int)
-	for _, r := range records {
+	for ri, r := range records {
 		k := key(r)
 		i, ok := index[k]
 		if !ok {
@@ -63,44 +85,46 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 				Key: k, Type: r.Type, Caller: r.Caller, Name: r.Name, Lock: r.Lock, Comm: r.Comm,
 				Count: r.Count, TotalNS: r.TotalNS, MaxNS: r.MaxNS, MinNS: r.MinNS, InProgress: r.InProgress,
 				HoldCount: r.HoldCount, HoldTotalNS: r.HoldTotalNS, HoldMinNS: r.HoldMinNS, HoldMaxNS: r.HoldMaxNS,
-				Records: 1,
+				Records: 1, Heaviest: ri,
 			})
-			heaviest = append(heaviest, r)
 			continue
 		}
 		g := &groups[i]
-		g.Type = shared(g.Type, r.Type)
-		g.Caller = shared(g.Caller, r.Caller)
-		g.Name = shared(g.Name, r.Name)
-		g.Lock = shared(g.Lock, r.Lock)
-		g.Comm = shared(g.Comm, r.Comm)
-		g.Count += r.Count
-		g.TotalNS += r.TotalNS
+		g.Type = g.shared(FieldType, g.Type, r.Type)
+		g.Caller = g.shared(FieldCaller, g.Caller, r.Caller)
+		g.Name = g.shared(FieldName, g.Name, r.Name)
+		g.Comm = g.shared(FieldComm, g.Comm, r.Comm)
+		if g.Lock != r.Lock || g.Mixed.Has(FieldLock) {
+			g.Lock, g.Mixed = 0, g.Mixed|FieldLock
+		}
+		hadWaits, hadHolds := g.Count > 0, g.HoldCount > 0
+		g.Count = g.add(g.Count, r.Count)
+		g.TotalNS = g.add(g.TotalNS, r.TotalNS)
 		g.MaxNS = max(g.MaxNS, r.MaxNS)
 		// A record without waits has no minimum wait to contribute.
 		switch {
-		case g.Count == r.Count: // the group had no waits before this record
+		case !hadWaits:
 			g.MinNS = r.MinNS
 		case r.Count > 0:
 			g.MinNS = min(g.MinNS, r.MinNS)
 		}
-		g.InProgress += r.InProgress
-		g.HoldCount += r.HoldCount
+		g.InProgress = g.add(g.InProgress, r.InProgress)
+		g.HoldCount = g.add(g.HoldCount, r.HoldCount)
 		switch {
-		case g.HoldCount == r.HoldCount:
+		case !hadHolds:
 			g.HoldMinNS = r.HoldMinNS
 		case r.HoldCount > 0:
 			g.HoldMinNS = min(g.HoldMinNS, r.HoldMinNS)
 		}
-		g.HoldTotalNS += r.HoldTotalNS
+		g.HoldTotalNS = g.add(g.HoldTotalNS, r.HoldTotalNS)
 		g.HoldMaxNS = max(g.HoldMaxNS, r.HoldMaxNS)
 		g.Records++
-		if compareRecords(r, heaviest[i]) < 0 {
-			heaviest[i] = r
+		if compareRecords(r, records[g.Heaviest]) < 0 {
+			g.Heaviest = ri
 		}
 	}
 	for i := range groups {
-		groups[i].Stack = append([]string{}, heaviest[i].Stack...)
+		groups[i].Stack = nonNil(records[groups[i].Heaviest].Stack)
 	}
 	slices.SortFunc(groups, func(a, b Group) int {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count), strings.Compare(a.Key, b.Key))
@@ -108,13 +132,49 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 	return groups
 }
 
-// shared returns the value two records agree on, or the zero value.
-func shared[T comparable](a, b T) T {
-	if a != b {
-		var zero T
-		return zero
+// shared returns the value the group's records agree on so far, or "" once one differs, which it
+// records in Mixed.
+func (g *Group) shared(f Fields, have, next string) string {
+	if have != next || g.Mixed.Has(f) {
+		g.Mixed |= f
+		return ""
 	}
-	return a
+	return have
+}
+
+// add is a + b, or math.MaxUint64 with Saturated set where that does not fit.
+func (g *Group) add(a, b uint64) uint64 {
+	sum, saturated := addSaturating(a, b)
+	g.Saturated = g.Saturated || saturated
+	return sum
+}
+
+// addSaturating is a + b, or math.MaxUint64 and true where that does not fit.
+func addSaturating(a, b uint64) (uint64, bool) {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64, true
+	}
+	return a + b, false
+}
+
+// Totals are the sums of a capture's waits.
+type Totals struct {
+	Count, TotalNS uint64
+	// Saturated is set when a sum exceeded what a uint64 holds and stopped at math.MaxUint64, as
+	// Group.Saturated.
+	Saturated bool
+}
+
+// Totals sums the waits of all records.
+func (c *Capture) Totals() Totals {
+	var t Totals
+	for _, r := range c.Records {
+		var count, total bool
+		t.Count, count = addSaturating(t.Count, r.Count)
+		t.TotalNS, total = addSaturating(t.TotalNS, r.TotalNS)
+		t.Saturated = t.Saturated || count || total
+	}
+	return t
 }
 
 // Group keys start with the lock type, which has no spaces, and end with the free-form caller, so two

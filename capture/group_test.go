@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -31,8 +32,9 @@ func TestGroupByCaller(t *testing.T) {
 	a, b := records[0], records[2]
 	want := Group{
 		Key: "spinlock f+0x1", Type: "spinlock", Caller: "f+0x1", Comm: "x", // Name and Lock differ: left empty
+		Mixed: FieldLock | FieldName,
 		Count: a.Count + b.Count, TotalNS: a.TotalNS + b.TotalNS, MaxNS: max(a.MaxNS, b.MaxNS), MinNS: min(a.MinNS, b.MinNS),
-		InProgress: a.InProgress + b.InProgress, Records: 2, Stack: b.Stack,
+		InProgress: a.InProgress + b.InProgress, Records: 2, Heaviest: 2, Stack: b.Stack,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("merged group\n got %+v\nwant %+v", got, want)
@@ -108,5 +110,41 @@ func TestGroupByHolds(t *testing.T) {
 	}
 	if g.HoldCount != 4 || g.HoldTotalNS != 1600 || g.HoldMinNS != 50 || g.HoldMaxNS != 1000 || g.HoldMeanNS() != 400 {
 		t.Errorf("holds: count %d total %d min %d max %d mean %v, want 4, 1600, 50, 1000, 400", g.HoldCount, g.HoldTotalNS, g.HoldMinNS, g.HoldMaxNS, g.HoldMeanNS())
+	}
+}
+
+// Different locks that share a name, as the mmap_lock of two processes do, merge into a group that
+// keeps the name and says that the locks differ.
+func TestGroupByMixedLocksSharingAName(t *testing.T) {
+	records := []Record{
+		{Type: "rwsem:W", Lock: 0x10, Name: "mmap_lock", Comm: "a", Count: 1, TotalNS: 5, MinNS: 5, MaxNS: 5, Caller: "vm_mmap_pgoff+0xe0"},
+		{Type: "rwsem:W", Lock: 0x20, Name: "mmap_lock", Comm: "b", Count: 1, TotalNS: 7, MinNS: 7, MaxNS: 7, Caller: "vm_mmap_pgoff+0xe0"},
+		{Type: "rwsem:W", Lock: 0x10, Name: "mmap_lock", Comm: "a", Count: 1, TotalNS: 1, MinNS: 1, MaxNS: 1, Caller: "vm_mmap_pgoff+0xe0"},
+	}
+	groups := GroupBy(records, ByCaller)
+	if len(groups) != 1 {
+		t.Fatalf("%d groups, want 1", len(groups))
+	}
+	g := groups[0]
+	if g.Name != "mmap_lock" || g.Lock != 0 || g.Mixed != FieldLock|FieldComm || g.Heaviest != 1 {
+		t.Errorf("name %q lock %v mixed %b heaviest %d, want mmap_lock, 0x0, lock and comm, 1", g.Name, g.Lock, g.Mixed, g.Heaviest)
+	}
+	// A third record equal to the first does not undo what the second made mixed.
+	if byLock := GroupBy(records, ByLock); len(byLock) != 2 || byLock[1].Mixed != 0 || byLock[1].Lock != 0x10 {
+		t.Errorf("ByLock groups %+v, want two, 0x10 with nothing mixed", byLock)
+	}
+}
+
+// Sums that do not fit a uint64 stop at its maximum and say so, instead of wrapping around to a
+// small and plausible number.
+func TestGroupBySaturates(t *testing.T) {
+	huge := Record{Type: "mutex", Caller: "f", Count: math.MaxUint64, TotalNS: math.MaxUint64 - 1, MinNS: 1, MaxNS: 1, HoldCount: 1}
+	small := Record{Type: "mutex", Caller: "f", Count: 1970, TotalNS: 3, MinNS: 1, MaxNS: 2, HoldCount: 2}
+	g := GroupBy([]Record{huge, small}, ByCaller)[0]
+	if !g.Saturated || g.Count != math.MaxUint64 || g.TotalNS != math.MaxUint64 || g.HoldCount != 3 {
+		t.Errorf("saturated %v count %d total %d holds %d, want true, MaxUint64, MaxUint64, 3", g.Saturated, g.Count, g.TotalNS, g.HoldCount)
+	}
+	if g := GroupBy([]Record{small, small}, ByCaller)[0]; g.Saturated || g.Count != 2*1970 {
+		t.Errorf("sums that fit: saturated %v count %d", g.Saturated, g.Count)
 	}
 }

@@ -31,3 +31,13 @@ func compareRecords(a, b Record) int {
 		strings.Compare(a.Comm, b.Comm),
 	)
 }
+
+// Order returns the indexes of records in the order of Sort, leaving records as they are.
+func Order(records []Record) []int32 {
+	order := make([]int32, len(records))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return compareRecords(records[a], records[b]) })
+	return order
+}

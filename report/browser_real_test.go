@@ -46,9 +46,9 @@ func TestBrowserRealHostileThreadName(t *testing.T) {
 	}
 
 	ctx := browser(t, c, HTMLOptions{Top: 20})
-	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), hostile))
-	waitRows(t, ctx, "table-threads", min(named, 20))
-	shown := shownColumn(t, ctx, "table-threads", "comm")
+	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), hostile))
+	waitRows(t, ctx, "table-locks", min(named, 20))
+	shown := shownColumn(t, ctx, "table-locks", "comm")
 	if !slices.ContainsFunc(shown, func(s string) bool { return strings.HasPrefix(s, hostile) }) {
 		t.Errorf("thread %q does not show as text: %q", hostile, shown)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -132,8 +133,7 @@ func openPage(t *testing.T, what string, write func(io.Writer) error) context.Co
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path)); err != nil {
 		t.Fatalf("opening the %s: %v", what, err)
 	}
-	// report.js marks the page once it has built the tables from the embedded capture; diff.js
-	// once it has built its table from the rows.
+	// page.js marks the page once it has drawn the tables from the page data.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.classList.contains("js")`)); err != nil {
 		t.Fatalf("waiting for the tables: %v", err)
 	}
@@ -157,14 +157,27 @@ func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Acti
 	}
 }
 
-// shownColumn returns the texts of a column of the rows shown in a table.
+// shownColumn returns the texts of a column of the rows shown in a table. Headings may span two
+// rows, so the cell of a key is found by the table's data-cols.
 func shownColumn(t *testing.T, ctx context.Context, table, key string) []string {
+	t.Helper()
+	return shownCells(t, ctx, table, key, "textContent")
+}
+
+// shownTitles returns the titles of a column's cells, as shownColumn does their texts.
+func shownTitles(t *testing.T, ctx context.Context, table, key string) []string {
+	t.Helper()
+	return shownCells(t, ctx, table, key, "title")
+}
+
+// shownCells returns a property of the cells of a column of the rows shown in a table.
+func shownCells(t *testing.T, ctx context.Context, table, key, property string) []string {
 	t.Helper()
 	return eval[[]string](t, ctx, fmt.Sprintf(`(() => {
 		const t = document.getElementById(%q);
-		const i = [...t.tHead.rows[0].cells].findIndex((th) => th.dataset.col === %q);
-		return [...t.tBodies[0].rows].map((r) => r.cells[i].textContent);
-	})()`, table, key))
+		const i = t.dataset.cols.split(" ").indexOf(%q);
+		return [...t.tBodies[0].rows].filter((r) => !r.classList.contains("empty-row")).map((r) => r.cells[i][%q]);
+	})()`, table, key, property))
 }
 
 // waitRows waits until the table shows n rows.
@@ -255,13 +268,14 @@ func checkNoMarkup(t *testing.T, ctx context.Context) {
 	}
 }
 
-func clearFilter(t *testing.T, ctx context.Context) {
+// clearFilter empties the filter of a section of tables.
+func clearFilter(t *testing.T, ctx context.Context, section string) {
 	t.Helper()
-	do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](`(() => {
-		const f = document.getElementById("klockstat-filter");
+	do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const f = document.getElementById("filter-" + %q);
 		f.value = "";
 		f.dispatchEvent(new Event("input"));
-	})()`))
+	})()`, section)))
 }
 
 func TestBrowserReport(t *testing.T) {
@@ -272,13 +286,12 @@ func TestBrowserReport(t *testing.T) {
 	t.Run("charts", func(t *testing.T) { checkChartsDrawn(t, ctx, reportChartIDs) })
 
 	t.Run("table", func(t *testing.T) {
-		waitRows(t, ctx, "table-threads", top)
-		byTotal := topRecords(c.Records, top)
+		waitRows(t, ctx, "table-locks", top)
 		var want []string
-		for _, r := range byTotal {
+		for _, r := range sortedRecords(c)[:top] {
 			want = append(want, fmt.Sprint(r.PID, "/", r.TID, "/", r.Type))
 		}
-		pids, tids, types := shownColumn(t, ctx, "table-threads", "pid"), shownColumn(t, ctx, "table-threads", "tid"), shownColumn(t, ctx, "table-threads", "type")
+		pids, tids, types := shownColumn(t, ctx, "table-locks", "pid"), shownColumn(t, ctx, "table-locks", "tid"), shownColumn(t, ctx, "table-locks", "type")
 		var got []string
 		for i := range pids {
 			got = append(got, pids[i]+"/"+tids[i]+"/"+types[i])
@@ -294,7 +307,7 @@ func TestBrowserReport(t *testing.T) {
 			counts = append(counts, int(r.Count))
 		}
 		slices.Sort(counts)
-		sel := chromedp.CSS(`#table-threads th[data-col="count"]`)
+		sel := chromedp.CSS(`#table-locks th[data-col="count"]`)
 		do(t, ctx, "sorting by waits", chromedp.Click(sel))
 		var desc []string
 		for _, n := range slices.Backward(counts) {
@@ -302,7 +315,7 @@ func TestBrowserReport(t *testing.T) {
 				desc = append(desc, fmt.Sprint(n))
 			}
 		}
-		if got := shownColumn(t, ctx, "table-threads", "count"); !slices.Equal(got, desc) {
+		if got := shownColumn(t, ctx, "table-locks", "count"); !slices.Equal(got, desc) {
 			t.Errorf("sorted by waits, descending: %q, want %q", got, desc)
 		}
 		do(t, ctx, "sorting by waits again", chromedp.Click(sel))
@@ -310,13 +323,13 @@ func TestBrowserReport(t *testing.T) {
 		for _, n := range counts[:top] {
 			asc = append(asc, fmt.Sprint(n))
 		}
-		if got := shownColumn(t, ctx, "table-threads", "count"); !slices.Equal(got, asc) {
+		if got := shownColumn(t, ctx, "table-locks", "count"); !slices.Equal(got, asc) {
 			t.Errorf("sorted by waits, ascending: %q, want %q", got, asc)
 		}
-		if s := eval[string](t, ctx, `document.querySelector('#table-threads th[data-col="count"]').getAttribute("aria-sort")`); s != "ascending" {
+		if s := eval[string](t, ctx, `document.querySelector('#table-locks th[data-col="count"]').getAttribute("aria-sort")`); s != "ascending" {
 			t.Errorf("header aria-sort %q, want ascending", s)
 		}
-		do(t, ctx, "sorting by total wait", chromedp.Click(chromedp.CSS(`#table-threads th[data-col="total"]`)))
+		do(t, ctx, "sorting by total wait", chromedp.Click(chromedp.CSS(`#table-locks th[data-col="total"]`)))
 	})
 
 	t.Run("filter", func(t *testing.T) {
@@ -326,33 +339,33 @@ func TestBrowserReport(t *testing.T) {
 				want++
 			}
 		}
-		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), "EXT4_buffered"))
-		waitRows(t, ctx, "table-threads", want)
-		for _, caller := range shownColumn(t, ctx, "table-threads", "caller") {
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), "EXT4_buffered"))
+		waitRows(t, ctx, "table-locks", want)
+		for _, caller := range shownColumn(t, ctx, "table-locks", "caller") {
 			if !strings.Contains(caller, "ext4_buffered") {
 				t.Errorf("filter for ext4_buffered shows caller %q", caller)
 			}
 		}
-		clearFilter(t, ctx)
-		waitRows(t, ctx, "table-threads", top)
+		clearFilter(t, ctx, "locks")
+		waitRows(t, ctx, "table-locks", top)
 	})
 
 	t.Run("stack", func(t *testing.T) {
-		checkFirstStack(t, ctx, "table-threads", topRecords(c.Records, 1)[0].Stack)
+		checkFirstStack(t, ctx, "table-locks", sortedRecords(c)[0].Stack)
 	})
 
 	t.Run("views", func(t *testing.T) {
 		do(t, ctx, "showing the callers", chromedp.Click(chromedp.CSS(`.tab[data-view="callers"]`)))
 		groups := capture.GroupBy(c.Records, capture.ByCaller)
-		waitRows(t, ctx, "table-callers", min(top, len(groups)))
-		if visible := eval[bool](t, ctx, `document.getElementById("view-threads").offsetHeight === 0 && document.getElementById("view-callers").offsetHeight > 0`); !visible {
-			t.Error("the callers tab does not replace the threads view")
+		waitRows(t, ctx, "table-locks", min(top, len(groups)))
+		if selected := eval[string](t, ctx, `document.querySelector('.tab[aria-selected="true"]').dataset.view`); selected != "callers" {
+			t.Errorf("the selected tab is %q, want callers", selected)
 		}
 		var want []string
 		for _, g := range groups[:top] {
 			want = append(want, FormatDuration(float64(g.TotalNS)))
 		}
-		if got := shownColumn(t, ctx, "table-callers", "total"); !slices.Equal(got, want) {
+		if got := shownColumn(t, ctx, "table-locks", "total"); !slices.Equal(got, want) {
 			t.Errorf("callers by total wait: %q, want %q", got, want)
 		}
 		do(t, ctx, "showing the threads", chromedp.Click(chromedp.CSS(`.tab[data-view="threads"]`)))
@@ -365,9 +378,9 @@ func TestBrowserReport(t *testing.T) {
 				want++
 			}
 		}
-		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), svgComm))
-		waitRows(t, ctx, "table-threads", want)
-		if got := shownColumn(t, ctx, "table-threads", "comm"); !slices.Contains(got, svgComm) {
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), svgComm))
+		waitRows(t, ctx, "table-locks", want)
+		if got := shownColumn(t, ctx, "table-locks", "comm"); !slices.Contains(got, svgComm) {
 			t.Errorf("thread %q does not show as text: %q", svgComm, got)
 		}
 		// Every tooltip of each chart's first series, with the hostile type and caller names in them.
@@ -384,25 +397,106 @@ func TestBrowserBigReport(t *testing.T) {
 	}
 	c := syntheticCapture(100_000)
 	ctx := browser(t, c, HTMLOptions{Top: defaultTop})
-	waitRows(t, ctx, "table-threads", defaultTop)
+	waitRows(t, ctx, "table-locks", defaultTop)
 	if got := eval[int](t, ctx, `document.querySelectorAll("tbody tr").length`); got > 3*defaultTop {
 		t.Errorf("%d table rows in the page, want one page per view", got)
 	}
 	start := time.Now()
-	do(t, ctx, "sorting by thread", chromedp.Click(chromedp.CSS(`#table-threads th[data-col="comm"]`)))
-	got := shownColumn(t, ctx, "table-threads", "comm")
+	do(t, ctx, "sorting by thread", chromedp.Click(chromedp.CSS(`#table-locks th[data-col="comm"]`)))
+	got := shownColumn(t, ctx, "table-locks", "comm")
 	t.Logf("sorted %d records in %v", len(c.Records), time.Since(start).Round(time.Millisecond))
 	if !slices.IsSorted(got) {
 		t.Errorf("sorted by thread: %q", got)
 	}
 	start = time.Now()
-	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("klockstat-filter"), "worker-976"))
+	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), "worker-976"))
 	var want int
 	for _, r := range c.Records {
 		if strings.Contains(r.Comm, "worker-976") {
 			want++
 		}
 	}
-	waitRows(t, ctx, "table-threads", min(want, defaultTop))
+	waitRows(t, ctx, "table-locks", min(want, defaultTop))
 	t.Logf("filtered in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestBrowserMergedLocks shows the views that merge records, by caller and by lock, of two processes
+// each waiting on its own mmap_lock: two locks of one name. The report's "By caller" merges the two
+// locks into a row that names them, its "By lock" keeps them apart; the diff's "By lock" matches
+// locks by name, so it merges them, and its "By caller" merges every lock of a caller. Every number
+// shown is the one Go computed.
+func TestBrowserMergedLocks(t *testing.T) {
+	c, locks := mergedLocksCapture(t, 1e9, 1)
+	t.Run("report", func(t *testing.T) {
+		ctx := browser(t, c, HTMLOptions{})
+		do(t, ctx, "showing the callers", chromedp.Click(chromedp.CSS(`#locks .tab[data-view="callers"]`)))
+		groups := capture.GroupBy(c.Records, capture.ByCaller)
+		waitRows(t, ctx, "table-locks", len(groups))
+		var want []string
+		for _, g := range groups {
+			want = append(want, g.Caller+" "+FormatDuration(float64(g.TotalNS)))
+		}
+		callers, totals := shownColumn(t, ctx, "table-locks", "caller"), shownColumn(t, ctx, "table-locks", "total")
+		var got []string
+		for i := range callers {
+			got = append(got, callers[i]+" "+totals[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("by caller: %q, want %q", got, want)
+		}
+		lockNames, lockTitles, comms := shownColumn(t, ctx, "table-locks", "lock"), shownTitles(t, ctx, "table-locks", "lock"), shownColumn(t, ctx, "table-locks", "comm")
+		if lockNames[0] != "mmap_lock" || lockTitles[0] != "several locks named mmap_lock" || comms[0] != "various" {
+			t.Errorf("the merged mmap_locks of vm_mmap_pgoff show as %q titled %q, thread %q", lockNames[0], lockTitles[0], comms[0])
+		}
+
+		do(t, ctx, "showing the locks", chromedp.Click(chromedp.CSS(`#locks .tab[data-view="locks"]`)))
+		byLock := capture.GroupBy(c.Records, capture.ByLock)
+		waitRows(t, ctx, "table-locks", len(byLock))
+		names, titles, totals := shownColumn(t, ctx, "table-locks", "lock"), shownTitles(t, ctx, "table-locks", "lock"), shownColumn(t, ctx, "table-locks", "total")
+		var ids []string
+		for i, g := range byLock {
+			if names[i] != cmp.Or(g.Name, strings.TrimPrefix(titles[i], "lock ")) || totals[i] != FormatDuration(float64(g.TotalNS)) {
+				t.Errorf("by lock, row %d: %s (%s) %s, want %s %s", i, names[i], titles[i], totals[i], g.Name, FormatDuration(float64(g.TotalNS)))
+			}
+			if g.Name == "mmap_lock" {
+				ids = append(ids, titles[i])
+			}
+		}
+		if len(ids) != len(locks) || ids[0] == ids[1] {
+			t.Errorf("by lock, the mmap_locks are titled %q, want one id each", ids)
+		}
+	})
+
+	t.Run("diff", func(t *testing.T) {
+		after, _ := mergedLocksCapture(t, 2e9, 3)
+		d := capture.Compare(c, after, capture.DiffOptions{})
+		ctx := diffBrowser(t, d, HTMLOptions{})
+		for _, v := range []struct {
+			id, key string
+			rows    []capture.DiffRow
+			name    func(capture.DiffRow) string
+		}{
+			{"callers", "caller", d.Callers, func(r capture.DiffRow) string { return r.Caller }},
+			{"locks", "lock", d.Locks, func(r capture.DiffRow) string { return cmp.Or(r.Name, "unnamed") }},
+		} {
+			do(t, ctx, "showing "+v.id, chromedp.Click(chromedp.CSS(`#diff-rows .tab[data-view="`+v.id+`"]`)))
+			waitRows(t, ctx, "table-diff-rows", len(v.rows))
+			var want []string
+			for _, r := range v.rows {
+				want = append(want, v.name(r)+" "+FormatDuration(r.Before.TotalNS)+" "+FormatDuration(r.After.TotalNS)+" "+formatDelta(r.DeltaNS()))
+			}
+			names, before, after, delta := shownDiffColumn(t, ctx, v.key), shownDiffColumn(t, ctx, "total_b"), shownDiffColumn(t, ctx, "total_a"), shownDiffColumn(t, ctx, "total_d")
+			var got []string
+			for i := range names {
+				got = append(got, names[i]+" "+before[i]+" "+after[i]+" "+delta[i])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %q, want %q", v.id, got, want)
+			}
+		}
+		// Both mmap_locks, of both callers, are one row by lock.
+		if n := len(d.Locks); n != 2 {
+			t.Errorf("%d rows by lock, want mmap_lock and the mutex", n)
+		}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"math"
 	"math/bits"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +17,11 @@ import (
 	"github.com/klockstat/klockstat/capture"
 )
 
-// The charts are built with go-echarts, but only their options are used: go-echarts' own pages load
-// ECharts from a CDN. Tooltips and axis labels are formatted by functions of report.js
-// (klock.*), which read the exact numbers and the original names from the chart data JSON; the chart
-// options themselves hold the names only for legends and axes, which ECharts draws on a canvas.
+// The charts of both pages are built here, the same way: go-echarts builds each chart's options,
+// which are encoded as JSON without any change (no function markers: go-echarts' own pages load
+// ECharts from a CDN and turn marked strings into code, which a name from a capture could exploit).
+// Where ECharts calls a function, a formatter, the chart names one of page.js's by the path of the
+// option it goes in; the tooltips' texts are written here, one per point, so page.js formats nothing.
 
 // typeColors are assigned to lock types in order of total wait, the same in every chart.
 var typeColors = []string{
@@ -30,30 +30,238 @@ var typeColors = []string{
 	"#d37295", "#499894", "#86bcb6", "#f1ce63",
 }
 
-// chart is one chart of the page: a div for ECharts and the script that draws into it.
+// chart is one figure of a page: a title, a caption and the element ECharts draws into.
 type chart struct {
 	ID, Title, Caption string
 	Height             int // pixels
 	Wide               bool
-	Script             template.JS
 }
+
+// tip is the tooltip of one point of a chart: a title and rows of label, value and an optional colour.
+type tip struct {
+	Title string     `json:"t"`
+	Color string     `json:"c,omitempty"`
+	Rows  [][]string `json:"r"`
+}
+
+// builtChart is a chart with what draws it: its options, the formatters page.js sets in them, and
+// its tooltips, by series and point (an axis tooltip, which shows all series, by point in Tips[0]).
+type builtChart struct {
+	chart
+	options    echartsChart
+	formatters [][2]string // option path ("yAxis.0.axisLabel.formatter"), formatter name ("axisNS", "tip")
+	tips       [][]tip
+}
+
+// chartSet is what page.html's charts part renders: the figures and the JSON that draws them.
+type chartSet struct {
+	Figures []chart
+	JSON    template.JS
+}
+
+// echartsChart is what every go-echarts chart provides: Validate completes the options, JSON returns them.
+type echartsChart interface {
+	Validate()
+	JSON() map[string]any
+}
+
+// renderCharts encodes the charts' options, formatters and tips for page.js.
+func renderCharts(built []builtChart) (chartSet, error) {
+	type spec struct {
+		ID         string      `json:"id"`
+		Option     any         `json:"option"`
+		Formatters [][2]string `json:"formatters"`
+		Tips       [][]tip     `json:"tips"`
+	}
+	set := chartSet{}
+	specs := make([]spec, len(built))
+	for i, b := range built {
+		b.options.Validate()
+		specs[i] = spec{ID: b.ID, Option: b.options.JSON(), Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips}
+		set.Figures = append(set.Figures, b.chart)
+	}
+	js, err := json.Marshal(specs) // escapes <, > and &: safe inside a script element
+	if err != nil {
+		return chartSet{}, fmt.Errorf("encoding the charts: %w", err)
+	}
+	set.JSON = template.JS(js)
+	return set, nil
+}
+
+// baseOptions are the options of every chart. The element and its size are the page's (page.html).
+func baseOptions(trigger string) []charts.GlobalOpts {
+	tooltip := opts.Tooltip{Show: opts.Bool(true), Trigger: trigger}
+	if trigger == "axis" {
+		tooltip.AxisPointer = &opts.AxisPointer{Type: "shadow"}
+	}
+	return []charts.GlobalOpts{charts.WithAnimation(false), charts.WithTooltipOpts(tooltip)}
+}
+
+// slice is one slice of a doughnut.
+type slice struct {
+	Name, Color string
+	Value       float64
+	Share       float64 // of the doughnut
+}
+
+// doughnut draws slices around their total, written in the hole with a subtitle.
+func doughnut(slices []slice, total, subtitle string) echartsChart {
+	pie := charts.NewPie()
+	pie.SetGlobalOptions(append(baseOptions("item"),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Orient: "vertical", Right: "8", Top: "middle"}),
+		charts.WithTitleOpts(opts.Title{
+			Title: total, Subtitle: subtitle, Left: "37%", Top: "middle", TextAlign: "center",
+			TitleStyle: &opts.TextStyle{FontSize: 18, Color: "#1f2328"}, SubtitleStyle: &opts.TextStyle{FontSize: 12, Color: "#656d76"},
+		}),
+	)...)
+	data := make([]opts.PieData, len(slices))
+	for i, s := range slices {
+		// A label without {placeholders} is shown as it is written.
+		label := &opts.Label{Show: opts.Bool(true), Formatter: strconv.FormatFloat(100*s.Share, 'f', 1, 64) + "%"}
+		if s.Share < 0.01 {
+			label.Show = opts.Bool(false) // its label would only pile up with others
+		}
+		data[i] = opts.PieData{Name: visible(s.Name), Value: s.Value, ItemStyle: &opts.ItemStyle{Color: s.Color}, Label: label}
+	}
+	pie.AddSeries("share", data,
+		charts.WithPieChartOpts(opts.PieChart{Radius: []string{"42%", "70%"}, Center: []string{"37%", "50%"}}),
+		charts.WithItemStyleOpts(opts.ItemStyle{BorderColor: "#fff", BorderWidth: 1}),
+	)
+	return pie
+}
+
+// boxSeries is one series of a box chart: a box per category, nil where the category has none.
+type boxSeries struct {
+	Name   string
+	Colors []string     // per category, or one for all
+	Boxes  []*[5]uint64 // min, p25, median, p75, max
+}
+
+// boxChart draws the distributions of categories on a log axis. With more than one series, a legend
+// names them; single selects one series at a time.
+func boxChart(categories []string, series []boxSeries, axis string, single bool) echartsChart {
+	box := charts.NewBoxPlot()
+	legend := opts.Legend{Show: opts.Bool(len(series) > 1), Top: "0"}
+	if single {
+		legend.SelectedMode = "single"
+	}
+	box.SetGlobalOptions(append(baseOptions("item"),
+		charts.WithLegendOpts(legend),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0", HideOverlap: opts.Bool(true)}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: axis, AxisLabel: &opts.AxisLabel{}}),
+		charts.WithGridOpts(opts.Grid{Left: "12", Right: "16", Top: "44", Bottom: "8", ContainLabel: opts.Bool(true)}),
+	)...)
+	names := make([]string, len(categories))
+	for i, c := range categories {
+		names[i] = visible(c)
+	}
+	box.SetXAxis(names)
+	for _, s := range series {
+		data := make([]opts.BoxPlotData, len(categories))
+		for i := range categories {
+			b := s.Boxes[i]
+			if b == nil {
+				data[i] = opts.BoxPlotData{Value: []string{}} // nothing to draw
+				continue
+			}
+			color := s.Colors[min(i, len(s.Colors)-1)]
+			// A log axis cannot show 0; a 0 ns wait is drawn at 1 ns (the tooltip says 0).
+			v := make([]uint64, 5)
+			for j := range v {
+				v[j] = max(b[j], 1)
+			}
+			data[i] = opts.BoxPlotData{Value: v, ItemStyle: &opts.ItemStyle{Color: color + "40", BorderColor: color, BorderWidth: 1.5}}
+		}
+		box.AddSeries(s.Name, data)
+	}
+	return box
+}
+
+// barSeries is one series of a histogram: a value per range, NaN for no bar.
+type barSeries struct {
+	Name, Color string
+	Values      []float64
+}
+
+// histogram draws series over power-of-two ranges of time: stacked, or overlaid (the later series
+// half transparent over the earlier) on a log axis.
+func histogram(ranges []waitRange, series []barSeries, xName, yName string, overlaid bool) echartsChart {
+	bar := charts.NewBar()
+	colors := make(opts.Colors, len(series))
+	for i, s := range series {
+		colors[i] = s.Color
+	}
+	y := opts.YAxis{Type: "value", Name: yName, AxisLabel: &opts.AxisLabel{}}
+	if overlaid {
+		// Log scale: the two captures' counts can be orders of magnitude apart (more threads, fewer and
+		// longer waits), and a linear axis would flatten the smaller one.
+		y.Type = "log"
+	}
+	bar.SetGlobalOptions(append(baseOptions("axis"),
+		charts.WithColorsOpts(colors),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: xName, NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(y),
+		charts.WithGridOpts(opts.Grid{Left: "12", Right: "24", Top: "48", Bottom: "32", ContainLabel: opts.Bool(true)}),
+	)...)
+	labels := make([]string, len(ranges))
+	for i, r := range ranges {
+		labels[i] = axisDuration(r.LoNS)
+	}
+	bar.SetXAxis(labels)
+	for _, s := range series {
+		data := make([]opts.BarData, len(s.Values))
+		for i, v := range s.Values {
+			data[i] = opts.BarData{Value: v}
+			if math.IsNaN(v) || overlaid && v == 0 {
+				data[i].Value = "-" // no bar: a log axis has no 0
+			}
+		}
+		if overlaid {
+			bar.AddSeries(visible(s.Name), data,
+				charts.WithBarChartOpts(opts.BarChart{BarGap: "-100%", BarCategoryGap: "18%"}),
+				charts.WithItemStyleOpts(opts.ItemStyle{Opacity: opts.Float(0.6)}))
+		} else {
+			bar.AddSeries(visible(s.Name), data, charts.WithBarChartOpts(opts.BarChart{Stack: "all", BarCategoryGap: "12%"}))
+		}
+	}
+	return bar
+}
+
+// hbar is one bar of a horizontal bar chart.
+type hbar struct {
+	Label, Color string
+	Value        float64
+}
+
+// hbars draws labelled bars across a value axis named axis.
+func hbars(bars []hbar, axis string) echartsChart {
+	bar := charts.NewBar()
+	bar.SetGlobalOptions(append(baseOptions("item"),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: axis, NameLocation: "middle", NameGap: 28, AxisLabel: &opts.AxisLabel{}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", Width: 300, Overflow: "truncate"}}),
+		charts.WithGridOpts(opts.Grid{Left: "12", Right: "40", Top: "8", Bottom: "28", ContainLabel: opts.Bool(true)}),
+	)...)
+	labels := make([]string, len(bars))
+	data := make([]opts.BarData, len(bars))
+	for i, b := range bars {
+		labels[i] = visible(b.Label)
+		data[i] = opts.BarData{Value: b.Value, ItemStyle: &opts.ItemStyle{Color: b.Color}}
+	}
+	bar.SetXAxis(labels).XYReversal()
+	bar.AddSeries(axis, data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))
+	return bar
+}
+
+// The report's charts.
 
 // typeSummary is one lock type's share of the wait and its distribution, from its histogram.
 type typeSummary struct {
-	Name    string  `json:"name"`
-	Color   string  `json:"color"`
-	Count   uint64  `json:"count"`
-	TotalNS uint64  `json:"total_ns"`
-	Share   float64 `json:"share"` // of the wait on all types
-	MeanNS  float64 `json:"mean_ns"`
-	MinNS   uint64  `json:"min_ns"`
-	P25NS   uint64  `json:"p25_ns"`
-	P50NS   uint64  `json:"p50_ns"`
-	P75NS   uint64  `json:"p75_ns"`
-	P95NS   uint64  `json:"p95_ns"`
-	P99NS   uint64  `json:"p99_ns"`
-	MaxNS   uint64  `json:"max_ns"`
-
+	Name  string
+	Color string
+	Share float64 // of the wait on all types
+	capture.Stats
 	hist capture.Histogram
 }
 
@@ -65,13 +273,8 @@ func summarizeTypes(hists []capture.Histogram) []typeSummary {
 		if h.Count == 0 {
 			continue
 		}
-		s := h.Stats()
-		types = append(types, typeSummary{
-			Name: h.Type, Count: s.Count, TotalNS: s.TotalNS, MeanNS: s.MeanNS,
-			MinNS: s.MinNS, P25NS: s.P25, P50NS: s.P50, P75NS: s.P75, P95NS: s.P95, P99NS: s.P99, MaxNS: s.MaxNS,
-			hist: h,
-		})
-		total += s.TotalNS
+		types = append(types, typeSummary{Name: h.Type, Stats: h.Stats(), hist: h})
+		total += h.TotalNS
 	}
 	slices.SortStableFunc(types, func(a, b typeSummary) int {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count))
@@ -85,334 +288,190 @@ func summarizeTypes(hists []capture.Histogram) []typeSummary {
 	return types
 }
 
-// waitRange is one power-of-two range [LoNS, HiNS) of the wait-time histogram chart.
+// box is the box a box chart draws of a distribution.
+func box(s capture.Stats) *[5]uint64 {
+	return &[5]uint64{s.MinNS, s.P25, s.P50, s.P75, s.MaxNS}
+}
+
+// distributionTip is the tooltip of a box.
+func distributionTip(title, color, events string, s capture.Stats) tip {
+	f := func(ns uint64) string { return FormatDuration(float64(ns)) }
+	return tip{Title: visible(title), Color: color, Rows: [][]string{
+		{events, strconv.FormatUint(s.Count, 10)},
+		{"min", f(s.MinNS)}, {"p25", f(s.P25)}, {"median", f(s.P50)}, {"p75", f(s.P75)},
+		{"p95", f(s.P95)}, {"p99", f(s.P99)}, {"max", f(s.MaxNS)}, {"mean", FormatDuration(s.MeanNS)},
+	}}
+}
+
+// waitRange is one power-of-two range [LoNS, HiNS) of a histogram chart.
 type waitRange struct {
-	LoNS uint64 `json:"lo_ns"`
-	HiNS uint64 `json:"hi_ns"`
+	LoNS, HiNS uint64
 }
 
-// callerSummary is one bar of the top-callers chart.
-type callerSummary struct {
-	Caller  string  `json:"caller"`
-	Type    string  `json:"type"`
-	Color   string  `json:"color"`
-	Count   uint64  `json:"count"`
-	TotalNS uint64  `json:"total_ns"`
-	MaxNS   uint64  `json:"max_ns"`
-	MeanNS  float64 `json:"mean_ns"`
-}
-
-// chartData is what the tooltips show, in the order of the charts' data. Holds has one entry per box
-// chart category (Types, then the types with holds only), Count 0 where a type had no holds.
-type chartData struct {
-	Measure measure         `json:"measure"`
-	Types   []typeSummary   `json:"types"`
-	Holds   []typeSummary   `json:"holds"`
-	Ranges  []waitRange     `json:"ranges"`
-	Callers []callerSummary `json:"callers"`
+func (r waitRange) String() string {
+	return "[" + FormatDuration(float64(r.LoNS)) + ", " + FormatDuration(float64(r.HiNS)) + ")"
 }
 
 // powerRange is the index of the power-of-two range holding the bucket starting at lo: 0 for [0, 1),
 // p for [2^(p-1), 2^p). Buckets of the capture layout never straddle two ranges.
 func powerRange(lo uint64) int { return bits.Len64(lo) }
 
-func rangeBounds(p int) waitRange {
-	switch {
-	case p == 0:
-		return waitRange{0, 1}
-	case p == 64:
-		return waitRange{1 << 63, math.MaxUint64}
-	}
-	return waitRange{1 << (p - 1), 1 << p}
-}
-
-// holdSummaries summarises the hold histograms for the box chart's categories: the wait types, then
-// the types with holds only, whose names it returns.
-func holdSummaries(types []typeSummary, holdHists []capture.Histogram) ([]typeSummary, []string) {
-	byType := map[string]typeSummary{}
-	for _, t := range summarizeTypes(holdHists) {
-		byType[t.Name] = t
-	}
-	var holds []typeSummary
-	var holdOnly []string
-	for _, t := range types {
-		h := byType[t.Name]
-		h.Name, h.Color = t.Name, t.Color
-		holds = append(holds, h)
-		delete(byType, t.Name)
-	}
-	for i, h := range summarizeTypes(holdHists) {
-		if _, ok := byType[h.Name]; ok {
-			h.Color = typeColors[(len(types)+i)%len(typeColors)]
-			holds = append(holds, h)
-			holdOnly = append(holdOnly, h.Name)
-		}
-	}
-	return holds, holdOnly
-}
-
-// buildCharts builds the four charts and the JSON their tooltips read. byCaller holds the groups with
-// waits only; holdHists the histograms of hold times, if any.
-func buildCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []capture.Group, top int, ms measure) ([]chart, template.JS, error) {
-	data := chartData{Measure: ms, Types: types, Holds: []typeSummary{}, Callers: []callerSummary{}}
-	var holdOnly []string
-	if len(holdHists) > 0 {
-		data.Holds, holdOnly = holdSummaries(types, holdHists)
-	}
-	colors := make(map[string]string, len(types))
-	for _, t := range types {
-		colors[t.Name] = t.Color
-	}
-	for _, g := range byCaller[:min(top, len(byCaller))] {
-		data.Callers = append(data.Callers, callerSummary{
-			Caller: callerText(g.Caller), Type: g.Type, Color: colors[g.Type],
-			Count: g.Count, TotalNS: g.TotalNS, MaxNS: g.MaxNS, MeanNS: g.MeanNS(),
-		})
-	}
-	var counts [][]uint64 // counts[type][range - lowest]
-	data.Ranges, counts = waitRanges(types)
-
-	built := []builtChart{
-		{chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
-			doughnutChart(types, ms)},
-		{chart{ID: "klockBox", Title: title(ms.Time + " distribution by lock type"), Caption: boxCaption(ms, len(data.Holds) > 0), Height: 340},
-			boxChart(types, data.Holds, holdOnly, ms)},
-		{chart{ID: "klockHistogram", Title: title(ms.Time + " time histogram"), Caption: fmt.Sprintf("Number of %s per power-of-two range of %s time, all locks, stacked by lock type.", ms.Events, ms.Time), Height: 360, Wide: true},
-			histogramChart(types, data.Ranges, counts, ms)},
-		{chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(data.Callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(data.Callers), Wide: true},
-			callersChart(data.Callers, ms)},
-	}
-	return renderCharts(built, data, "chart data")
-}
-
-// builtChart is a chart with the ECharts options that draw it.
-type builtChart struct {
-	chart
-	options echartsChart
-}
-
-// renderCharts writes each chart's drawing script and encodes data, which
-// the page's script reads, for a script element.
-func renderCharts(built []builtChart, data any, what string) ([]chart, template.JS, error) {
-	out := make([]chart, len(built))
-	for i, b := range built {
-		script, err := chartScript(b.ID, b.options)
-		if err != nil {
-			return nil, "", err
-		}
-		out[i] = b.chart
-		out[i].Script = template.JS(script)
-	}
-	js, err := json.Marshal(data) // escapes <, > and &: safe inside a script element
-	if err != nil {
-		return nil, "", fmt.Errorf("encoding the %s: %w", what, err)
-	}
-	return out, template.JS(js), nil
-}
-
-// waitRanges sums each type's histogram into power-of-two ranges, from the lowest to the highest range
-// with waits, so empty ranges in between show as gaps.
-func waitRanges(types []typeSummary) ([]waitRange, [][]uint64) {
+// waitRanges sums each histogram into power-of-two ranges, the same for all, from the lowest to the
+// highest range with waits, so empty ranges in between show as gaps.
+func waitRanges(hists []capture.Histogram) ([]waitRange, [][]uint64) {
 	lowest, highest := 64, 0
-	for _, t := range types {
-		for _, b := range t.hist.Buckets {
+	for _, h := range hists {
+		for _, b := range h.Buckets {
 			lowest, highest = min(lowest, powerRange(b.LoNS)), max(highest, powerRange(b.LoNS))
 		}
 	}
+	counts := make([][]uint64, len(hists))
 	if lowest > highest {
-		return []waitRange{}, make([][]uint64, len(types))
+		return []waitRange{}, counts
 	}
 	ranges := make([]waitRange, 0, highest-lowest+1)
 	for p := lowest; p <= highest; p++ {
-		ranges = append(ranges, rangeBounds(p))
+		switch {
+		case p == 0:
+			ranges = append(ranges, waitRange{0, 1})
+		case p == 64:
+			ranges = append(ranges, waitRange{1 << 63, math.MaxUint64})
+		default:
+			ranges = append(ranges, waitRange{1 << (p - 1), 1 << p})
+		}
 	}
-	counts := make([][]uint64, len(types))
-	for i, t := range types {
+	for i, h := range hists {
 		counts[i] = make([]uint64, len(ranges))
-		for _, b := range t.hist.Buckets {
+		for _, b := range h.Buckets {
 			counts[i][powerRange(b.LoNS)-lowest] += b.Count
 		}
 	}
 	return ranges, counts
 }
 
-// echartsChart is what every go-echarts chart provides: Validate completes the options, JSON returns them.
-type echartsChart interface {
-	Validate()
-	JSON() map[string]any
-}
-
-// functionMarkers is how go-echarts marks JavaScript in options: opts.FuncOpts wraps code in "__f__",
-// and its renderer deletes each marker with the quote next to it, turning the JSON string into code.
-var functionMarkers = regexp.MustCompile(`(__f__")|("__f__)|(__f__)`)
-
-// chartScript is the script that draws c into the element with the given id. It does what go-echarts'
-// RenderSnippet does, except that the options are encoded with encoding/json's HTML escaping, so no
-// "<", ">" or "&" of a name reaches the page unescaped, not even inside a script.
-func chartScript(id string, c echartsChart) (string, error) {
-	c.Validate()
-	option, err := json.Marshal(c.JSON())
-	if err != nil {
-		return "", fmt.Errorf("encoding the options of chart %s: %w", id, err)
+// reportCharts builds the report's four charts. byCaller holds the groups with waits only;
+// holdHists the histograms of hold times, if any.
+func reportCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []capture.Group, top int, ms measure) (chartSet, error) {
+	var total uint64
+	slices := make([]slice, len(types))
+	hists := make([]capture.Histogram, len(types))
+	colors := make(map[string]string, len(types))
+	var doughnutTips []tip
+	for i, t := range types {
+		total += t.TotalNS
+		slices[i] = slice{Name: t.Name, Color: t.Color, Value: float64(t.TotalNS), Share: t.Share}
+		hists[i] = t.hist
+		colors[t.Name] = t.Color
+		doughnutTips = append(doughnutTips, tip{Title: visible(t.Name), Color: t.Color, Rows: [][]string{
+			{"total " + ms.Time, FormatDuration(float64(t.TotalNS)) + " (" + percent(t.Share) + ")"},
+			{ms.Events, strconv.FormatUint(t.Count, 10)},
+			{"average", FormatDuration(t.MeanNS)},
+		}})
 	}
-	option = functionMarkers.ReplaceAll(option, nil)
-	return scriptSafe(fmt.Sprintf("echarts.init(document.getElementById(%q)).setOption(%s);", id, option)), nil
-}
 
-// chartText keeps a name from a capture from turning into code: a name containing go-echarts' function
-// marker "__f__" would end its JSON string early once the markers are removed (see chartScript). A
-// zero-width space, which the canvas does not show, splits the marker; the tooltips show the original
-// names from the chart data.
-func chartText(s string) string {
-	for strings.Contains(s, "__f__") {
-		s = strings.ReplaceAll(s, "__f__", "__f\u200b__")
+	// The box chart: one box per type of single waits and, when holds were timed, a second series of
+	// hold times over the same categories (the wait types, then the types with holds only), one
+	// series shown at a time.
+	var categories []string
+	waits := boxSeries{Name: ms.Time}
+	var waitTips, holdTips []tip
+	for _, t := range types {
+		categories = append(categories, t.Name)
+		waits.Colors = append(waits.Colors, t.Color)
+		waits.Boxes = append(waits.Boxes, box(t.Stats))
+		waitTips = append(waitTips, distributionTip(t.Name, t.Color, ms.Events, t.Stats))
 	}
-	return s
+	series := []boxSeries{waits}
+	axis := ms.Time + " time"
+	if len(holdHists) > 0 {
+		holds := boxSeries{Name: "hold"}
+		byType := map[string]typeSummary{}
+		for _, h := range summarizeTypes(holdHists) {
+			byType[h.Name] = h
+		}
+		for _, h := range summarizeTypes(holdHists) {
+			if _, wait := colors[h.Name]; !wait {
+				categories = append(categories, h.Name)
+			}
+		}
+		for i, name := range categories {
+			color := typeColors[i%len(typeColors)]
+			holds.Colors = append(holds.Colors, color)
+			h, ok := byType[name]
+			if !ok {
+				holds.Boxes = append(holds.Boxes, nil)
+				holdTips = append(holdTips, tip{Title: visible(name), Color: color, Rows: [][]string{{"holds", "none timed"}}})
+				continue
+			}
+			holds.Boxes = append(holds.Boxes, box(h.Stats))
+			holdTips = append(holdTips, distributionTip(name, color, "holds", h.Stats))
+			if i >= len(waits.Boxes) {
+				waits.Boxes = append(waits.Boxes, nil)
+				waits.Colors = append(waits.Colors, color)
+				waitTips = append(waitTips, tip{Title: visible(name), Color: color, Rows: [][]string{{ms.Events, "none"}}})
+			}
+		}
+		series = []boxSeries{waits, holds}
+		axis = "time"
+	}
+
+	ranges, counts := waitRanges(hists)
+	bars := make([]barSeries, len(types))
+	for i, t := range types {
+		bars[i] = barSeries{Name: t.Name, Color: t.Color, Values: make([]float64, len(ranges))}
+		for j, n := range counts[i] {
+			bars[i].Values[j] = float64(n)
+		}
+	}
+	histTips := make([]tip, len(ranges))
+	for j, r := range ranges {
+		var all uint64
+		histTips[j] = tip{Title: r.String()}
+		for i, t := range types {
+			if n := counts[i][j]; n > 0 {
+				all += n
+				histTips[j].Rows = append(histTips[j].Rows, []string{visible(t.Name), strconv.FormatUint(n, 10), t.Color})
+			}
+		}
+		histTips[j].Rows = append(histTips[j].Rows, []string{"all types", strconv.FormatUint(all, 10) + " " + ms.Events})
+	}
+
+	var callers []hbar
+	var callerTips []tip
+	for _, g := range byCaller[:min(top, len(byCaller))] {
+		callers = append(callers, hbar{Label: callerText(g.Caller), Color: colors[g.Type], Value: float64(g.TotalNS)})
+		callerTips = append(callerTips, tip{Title: visible(callerText(g.Caller)), Rows: [][]string{
+			{"lock type", visible(g.Type)},
+			{"total " + ms.Time, FormatDuration(float64(g.TotalNS))},
+			{ms.Events, strconv.FormatUint(g.Count, 10)},
+			{"average", FormatDuration(g.MeanNS())},
+			{"max", FormatDuration(float64(g.MaxNS))},
+		}})
+	}
+
+	boxCaption := fmt.Sprintf("Min, 25th percentile, median, 75th percentile and max of single %s (log scale).", ms.Events)
+	if len(holdHists) > 0 {
+		boxCaption += " The legend switches to hold times: acquire return to release."
+	}
+	return renderCharts([]builtChart{
+		{chart: chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
+			options: doughnut(slices, FormatDuration(float64(total)), "total "+ms.Time), tips: [][]tip{doughnutTips}},
+		{chart: chart{ID: "klockBox", Title: title(ms.Time + " distribution by lock type"), Caption: boxCaption, Height: 340},
+			options: boxChart(categories, series, axis, len(series) > 1), formatters: [][2]string{{"yAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{waitTips, holdTips}},
+		{chart: chart{ID: "klockHistogram", Title: title(ms.Time + " time histogram"), Caption: fmt.Sprintf("Number of %s per power-of-two range of %s time, all locks, stacked by lock type.", ms.Events, ms.Time), Height: 360, Wide: true},
+			options: histogram(ranges, bars, ms.Time+" time (range start)", ms.Events, false), tips: [][]tip{histTips}},
+		{chart: chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(callers), Wide: true},
+			options: hbars(callers, "total "+ms.Time), formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{callerTips}},
+	})
 }
 
-// baseOptions are the options of every chart. The element and its size are the page's (report.html).
-func baseOptions(tooltip opts.Tooltip) []charts.GlobalOpts {
-	tooltip.Show = opts.Bool(true)
-	return []charts.GlobalOpts{charts.WithAnimation(false), charts.WithTooltipOpts(tooltip)}
-}
+func percent(share float64) string { return strconv.FormatFloat(100*share, 'f', 1, 64) + "%" }
 
 // title capitalises a chart title's first letter.
 func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
-func boxCaption(ms measure, holds bool) string {
-	c := fmt.Sprintf("Min, 25th percentile, median, 75th percentile and max of single %s (log scale).", ms.Events)
-	if holds {
-		c += " The legend switches to hold times: acquire return to release."
-	}
-	return c
-}
-
-func doughnutChart(types []typeSummary, ms measure) echartsChart {
-	var total uint64
-	for _, t := range types {
-		total += t.TotalNS
-	}
-	pie := charts.NewPie()
-	pie.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "item", Formatter: opts.FuncOpts("klock.tooltip.doughnut")}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Orient: "vertical", Right: "8", Top: "middle"}),
-		// The total in the hole of the doughnut.
-		charts.WithTitleOpts(opts.Title{
-			Title: FormatDuration(float64(total)), Subtitle: "total " + ms.Time, Left: "38%", Top: "middle", TextAlign: "center",
-			TitleStyle: &opts.TextStyle{FontSize: 18, Color: "#1f2328"}, SubtitleStyle: &opts.TextStyle{FontSize: 12, Color: "#656d76"},
-		}),
-	)...)
-	data := make([]opts.PieData, len(types))
-	for i, t := range types {
-		data[i] = opts.PieData{Name: chartText(t.Name), Value: t.TotalNS, ItemStyle: &opts.ItemStyle{Color: t.Color}}
-		if t.Share < 0.01 {
-			data[i].Label = &opts.Label{Show: opts.Bool(false)} // its label would only pile up with others
-		}
-	}
-	pie.AddSeries(ms.Time+" time", data,
-		charts.WithPieChartOpts(opts.PieChart{Radius: []string{"42%", "70%"}, Center: []string{"38%", "50%"}}),
-		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: string(opts.FuncOpts("klock.label.share"))}),
-		charts.WithItemStyleOpts(opts.ItemStyle{BorderColor: "#fff", BorderWidth: 1}),
-	)
-	return pie
-}
-
-// boxChart draws one box per type of single waits and, when holds were timed, a second series of
-// hold times over the same categories (holds, then the types with holds only), one series shown at a
-// time: the legend switches between them.
-func boxChart(types, holds []typeSummary, holdOnly []string, ms measure) echartsChart {
-	box := charts.NewBoxPlot()
-	legend := opts.Legend{Show: opts.Bool(false)}
-	axis := ms.Time + " time"
-	if len(holds) > 0 {
-		legend = opts.Legend{Show: opts.Bool(true), SelectedMode: "single", Top: "0", Data: []string{ms.Time, "hold"}}
-		axis = "time"
-	}
-	box.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "item", Formatter: opts.FuncOpts("klock.tooltip.box")}),
-		charts.WithLegendOpts(legend),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0", HideOverlap: opts.Bool(true)}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: axis, AxisLabel: &opts.AxisLabel{Formatter: opts.FuncOpts("klock.axisNS")}}),
-		charts.WithGridOpts(opts.Grid{Left: "12", Right: "16", Top: "40", Bottom: "8", ContainLabel: opts.Bool(true)}),
-	)...)
-	var names []string
-	for _, t := range types {
-		names = append(names, chartText(t.Name))
-	}
-	for _, name := range holdOnly {
-		names = append(names, chartText(name))
-	}
-	series := func(summaries []typeSummary) []opts.BoxPlotData {
-		data := make([]opts.BoxPlotData, len(names))
-		for i := range names {
-			data[i] = opts.BoxPlotData{Name: names[i], Value: []string{"-", "-", "-", "-", "-"}} // nothing to draw
-			if i >= len(summaries) || summaries[i].Count == 0 {
-				continue
-			}
-			t := summaries[i]
-			// A log axis cannot show 0; a 0 ns wait is drawn at 1 ns (the tooltip says 0).
-			values := []uint64{t.MinNS, t.P25NS, t.P50NS, t.P75NS, t.MaxNS}
-			for j := range values {
-				values[j] = max(values[j], 1)
-			}
-			data[i] = opts.BoxPlotData{Name: names[i], Value: values, ItemStyle: &opts.ItemStyle{Color: t.Color + "40", BorderColor: t.Color, BorderWidth: 1.5}}
-		}
-		return data
-	}
-	box.SetXAxis(names).AddSeries(ms.Time, series(types))
-	if len(holds) > 0 {
-		box.AddSeries("hold", series(holds))
-	}
-	return box
-}
-
-func histogramChart(types []typeSummary, ranges []waitRange, counts [][]uint64, ms measure) echartsChart {
-	bar := charts.NewBar()
-	colors := make(opts.Colors, len(types))
-	for i, t := range types {
-		colors[i] = t.Color
-	}
-	bar.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "axis", Formatter: opts.FuncOpts("klock.tooltip.histogram"), AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
-		charts.WithColorsOpts(colors),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: ms.Time + " time (range start)", NameLocation: "middle", NameGap: 28}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: ms.Events, AxisLabel: &opts.AxisLabel{}}),
-		charts.WithGridOpts(opts.Grid{Left: "12", Right: "24", Top: "48", Bottom: "32", ContainLabel: opts.Bool(true)}),
-	)...)
-	labels := make([]string, len(ranges))
-	for i, r := range ranges {
-		labels[i] = axisDuration(r.LoNS)
-	}
-	bar.SetXAxis(labels)
-	for i, t := range types {
-		data := make([]opts.BarData, len(ranges))
-		for j, n := range counts[i] {
-			data[j] = opts.BarData{Value: n}
-		}
-		bar.AddSeries(chartText(t.Name), data, charts.WithBarChartOpts(opts.BarChart{Stack: "waits", BarCategoryGap: "12%"}))
-	}
-	return bar
-}
-
-func callersChart(callers []callerSummary, ms measure) echartsChart {
-	bar := charts.NewBar()
-	bar.SetGlobalOptions(append(baseOptions(opts.Tooltip{Trigger: "item", Formatter: opts.FuncOpts("klock.tooltip.callers")}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "total " + ms.Time, NameLocation: "middle", NameGap: 28, AxisLabel: &opts.AxisLabel{Formatter: opts.FuncOpts("klock.axisNS")}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", Width: 300, Overflow: "truncate"}}),
-		charts.WithGridOpts(opts.Grid{Left: "12", Right: "40", Top: "8", Bottom: "28", ContainLabel: opts.Bool(true)}),
-	)...)
-	labels := make([]string, len(callers))
-	data := make([]opts.BarData, len(callers))
-	for i, c := range callers {
-		labels[i] = chartText(c.Caller)
-		data[i] = opts.BarData{Value: c.TotalNS, ItemStyle: &opts.ItemStyle{Color: c.Color}}
-	}
-	bar.SetXAxis(labels).XYReversal()
-	bar.AddSeries("total "+ms.Time, data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))
-	return bar
-}
-
 // axisDuration renders a power-of-two range start briefly for an axis label: "512 ns", "1 us", "4.1 us",
-// "131 us", "1 ms". report.js labels value axes the same way (klock.axisNS).
+// "131 us", "1 ms". page.js labels value axes the same way (axisNS).
 func axisDuration(ns uint64) string {
 	v, unit := float64(ns), "ns"
 	for _, u := range []struct {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/klockstat/klockstat/capture"
 	"io"
 	"math"
 	"slices"
@@ -15,24 +16,27 @@ import (
 )
 
 // diffBrowser opens the page WriteDiffHTML writes of d (see openPage).
-func diffBrowser(t *testing.T, d *Diff, o HTMLOptions) context.Context {
+func diffBrowser(t *testing.T, d *capture.Diff, o HTMLOptions) context.Context {
 	t.Helper()
 	return openPage(t, fmt.Sprintf("diff page of %d rows", len(d.Rows)), func(w io.Writer) error { return WriteDiffHTML(w, d, o) })
 }
 
-// shownDiffColumn returns the texts of a column of the rows the diff's rows table shows. The headings
-// span two rows, so the cell of a key is found by the table's data-cols.
+// shownDiffColumn returns the texts of a column of the rows the diff's rows table shows.
 func shownDiffColumn(t *testing.T, ctx context.Context, key string) []string {
 	t.Helper()
-	return eval[[]string](t, ctx, fmt.Sprintf(`(() => {
-		const t = document.getElementById("table-diff-rows");
-		const i = t.dataset.cols.split(" ").indexOf(%q);
-		return [...t.tBodies[0].rows].filter((r) => !r.classList.contains("empty-row")).map((r) => r.cells[i].textContent);
-	})()`, key))
+	return shownColumn(t, ctx, "table-diff-rows", key)
+}
+
+// heaviestStack is the stack a diff row shows: its heaviest record's on its later side.
+func heaviestStack(r capture.DiffRow) []string {
+	if r.Status == capture.Gone {
+		return r.Before.Stack
+	}
+	return r.After.Stack
 }
 
 func TestBrowserDiff(t *testing.T) {
-	d := hostileDiff(t, DiffOptions{ByThread: true})
+	d := hostileDiff(t, capture.DiffOptions{ByThread: true})
 	const top = 2
 	ctx := diffBrowser(t, d, HTMLOptions{Top: top})
 
@@ -45,24 +49,24 @@ func TestBrowserDiff(t *testing.T) {
 		}
 		waitRows(t, ctx, "table-diff-rows", top)
 		got := shownDiffColumn(t, ctx, "total_a")
-		do(t, ctx, "turning the page", chromedp.Click(chromedp.CSS(`#diff-rows-section .pager button:nth-child(2)`)))
+		do(t, ctx, "turning the page", chromedp.Click(chromedp.CSS(`#diff-rows .pager button:nth-child(2)`)))
 		waitRows(t, ctx, "table-diff-rows", len(d.Rows)-top)
 		got = append(got, shownDiffColumn(t, ctx, "total_a")...)
 		// Missing sides show as "–".
 		for i, r := range d.Rows {
-			if r.Status == Gone {
+			if r.Status == capture.Gone {
 				want[i] = "–"
 			}
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("total wait after, page by page: %q, want %q", got, want)
 		}
-		do(t, ctx, "turning back", chromedp.Click(chromedp.CSS(`#diff-rows-section .pager button:nth-child(1)`)))
+		do(t, ctx, "turning back", chromedp.Click(chromedp.CSS(`#diff-rows .pager button:nth-child(1)`)))
 	})
 
 	t.Run("sort", func(t *testing.T) {
 		rows := slices.Clone(d.Rows)
-		slices.SortStableFunc(rows, func(a, b DiffRow) int { return cmp.Compare(b.DeltaNS(), a.DeltaNS()) })
+		slices.SortStableFunc(rows, func(a, b capture.DiffRow) int { return cmp.Compare(b.DeltaNS(), a.DeltaNS()) })
 		var want []string
 		for _, r := range rows[:top] {
 			want = append(want, formatDelta(r.DeltaNS()))
@@ -80,15 +84,15 @@ func TestBrowserDiff(t *testing.T) {
 		// The filter looks at the names and the frames, case-insensitively.
 		var want []string
 		for _, r := range d.Rows {
-			fields := append([]string{r.Status.String(), r.Type, r.Name, r.Comm, r.Caller}, r.heaviestStack()...)
+			fields := append([]string{r.Status.String(), r.Type, r.Name, r.Comm, r.Caller}, heaviestStack(r)...)
 			if slices.ContainsFunc(fields, func(f string) bool { return strings.Contains(f, "script") }) {
 				want = append(want, r.Comm)
 			}
 		}
-		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("diff-filter"), "SCRIPT"))
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-diff-rows"), "SCRIPT"))
 		// The filter applies once typing pauses: wait for the pager to count the rows it let through.
 		suffix := fmt.Sprintf(" of %d (filtered from %d)", len(want), len(d.Rows))
-		const info = `document.querySelector("#diff-rows-section .pager .info").textContent`
+		const info = `document.querySelector("#diff-rows .pager .info").textContent`
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`%s.endsWith(%q)`, info, suffix), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 			t.Fatalf("the pager says %q, want it to end in %q: %v", eval[string](t, ctx, info), suffix, err)
 		}
@@ -97,15 +101,11 @@ func TestBrowserDiff(t *testing.T) {
 				t.Errorf("filter for script shows thread %q, want only %q", comm, want)
 			}
 		}
-		do(t, ctx, "clearing the filter", chromedp.Evaluate[chromedp.Void](`(() => {
-			const f = document.getElementById("diff-filter");
-			f.value = "";
-			f.dispatchEvent(new Event("input"));
-		})()`))
+		clearFilter(t, ctx, "diff-rows")
 	})
 
 	t.Run("hostile strings stay text", func(t *testing.T) {
-		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("diff-filter"), svgComm))
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-diff-rows"), svgComm))
 		waitRows(t, ctx, "table-diff-rows", 1)
 		if got := shownDiffColumn(t, ctx, "comm"); !slices.Equal(got, []string{svgComm}) {
 			t.Errorf("thread %q does not show as text: %q", svgComm, got)
@@ -117,8 +117,8 @@ func TestBrowserDiff(t *testing.T) {
 
 	t.Run("stack", func(t *testing.T) {
 		// The filter still shows only the row of svgComm, whose frames are hostile too.
-		i := slices.IndexFunc(d.Rows, func(r DiffRow) bool { return r.Comm == svgComm })
-		checkFirstStack(t, ctx, "table-diff-rows", d.Rows[i].heaviestStack())
+		i := slices.IndexFunc(d.Rows, func(r capture.DiffRow) bool { return r.Comm == svgComm })
+		checkFirstStack(t, ctx, "table-diff-rows", heaviestStack(d.Rows[i]))
 	})
 }
 
@@ -128,7 +128,7 @@ func TestBrowserDiffBig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the big diff in -short mode")
 	}
-	d := Compare(syntheticCapture(20_000), syntheticCapture(30_000), DiffOptions{ByThread: true})
+	d := capture.Compare(syntheticCapture(20_000), syntheticCapture(30_000), capture.DiffOptions{ByThread: true})
 	ctx := diffBrowser(t, d, HTMLOptions{Top: defaultTop})
 	waitRows(t, ctx, "table-diff-rows", defaultTop)
 	do(t, ctx, "sorting by caller", chromedp.Click(chromedp.CSS(`#table-diff-rows th[data-col="caller"]`)))
@@ -148,7 +148,7 @@ func TestBrowserDiffOneSideEmpty(t *testing.T) {
 	c, _ := knownCapture(t)
 	empty := *c
 	empty.Records, empty.Histograms = nil, nil
-	d := Compare(&empty, c, DiffOptions{})
+	d := capture.Compare(&empty, c, capture.DiffOptions{})
 	ctx := diffBrowser(t, d, HTMLOptions{Top: 5})
 	waitRows(t, ctx, "table-diff-rows", 5)
 	for _, status := range shownDiffColumn(t, ctx, "status") {

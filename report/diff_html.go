@@ -1,130 +1,43 @@
 package report
 
 import (
-	"bufio"
-	"crypto/rand"
-	"encoding/json"
-	"errors"
+	"cmp"
 	"fmt"
-	"html/template"
 	"io"
+	"math"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/klockstat/klockstat/capture"
-	"github.com/klockstat/klockstat/templates"
 )
 
 // WriteDiffHTML renders the comparison as one self-contained page, under the rules of WriteHTML's
-// report: it works offline from file://, inlines ECharts, the CSS and the JavaScript, and escapes
-// every string from the captures. Unless o.RawAddresses is set, kernel addresses (callers and stack
-// frames kallsyms could not name) are replaced by ids under a key drawn for this page only. o.Top is
-// the number of rows on a table page and of bars in the changes chart.
+// report: it works offline from file://, inlines ECharts, the CSS, the JavaScript and its rows, and
+// escapes every string from the captures. Unless o.RawAddresses is set, kernel addresses (callers and
+// stack frames kallsyms could not name) are replaced by ids under a key drawn for this page only.
+// o.Top is the number of rows on a table page and of bars in the changes chart.
 //
 // Unlike the report, the page does not embed the captures: it is not an input of ReadInput.
-func WriteDiffHTML(w io.Writer, d *Diff, o HTMLOptions) error {
-	key := make([]byte, 32)
-	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
-	return writeDiffHTML(w, d, o, key)
+func WriteDiffHTML(w io.Writer, d *capture.Diff, o HTMLOptions) error {
+	return writeDiffHTML(w, d, o, newKey())
 }
 
 // writeDiffHTML is WriteDiffHTML with the address-hashing key chosen by the caller.
-func writeDiffHTML(w io.Writer, d *Diff, o HTMLOptions, key []byte) error {
-	a, err := loadAssets()
-	if err != nil {
-		return err
-	}
-	da, err := loadDiffAssets()
-	if err != nil {
-		return err
-	}
-	if o.Top <= 0 {
-		o.Top = defaultTop
-	}
-	if !o.RawAddresses {
-		d = d.hashed(key)
-	}
-	p, err := newDiffPage(d, o, a, da)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 1<<16)
-	if err := da.page.Execute(bw, p); err != nil {
-		return fmt.Errorf("rendering the HTML diff: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing the HTML diff: %w", err)
-	}
-	return nil
+func writeDiffHTML(w io.Writer, d *capture.Diff, o HTMLOptions, key []byte) error {
+	b, a := d.Captures[capture.BeforeSide].Meta, d.Captures[capture.AfterSide].Meta
+	// Addresses never match across captures, hashed or not, so hashing what is shown changes no row.
+	hash := !o.RawAddresses && !(b.AddressesHashed && a.AddressesHashed)
+	return renderPage(w, "diff", o, func(as *assets, o HTMLOptions) (any, error) {
+		return newDiffPage(d, o, as, newStrtab(hasherFor(hash, key)))
+	})
 }
 
-// hashed returns the diff of copies of d's captures whose addresses are hashed with key. Matching
-// does not change: addresses never match, hashed or not.
-func (d *Diff) hashed(key []byte) *Diff {
-	c := d.captures
-	if c[beforeSide].Meta.AddressesHashed && c[afterSide].Meta.AddressesHashed {
-		return d
-	}
-	for side := range c {
-		if !c[side].Meta.AddressesHashed {
-			c[side] = hashedCopy(c[side], key)
-		}
-	}
-	return Compare(c[beforeSide], c[afterSide], d.Options)
-}
-
-// diffAssets are the diff page's own template, styles and script; the rest comes from the report's
-// assets.
-type diffAssets struct {
-	page *template.Template
-	css  template.CSS
-	js   template.JS
-}
-
-var loadDiffAssets = sync.OnceValues(func() (*diffAssets, error) {
-	css, err := templates.DiffFS.ReadFile("diff.css")
-	if err != nil {
-		return nil, fmt.Errorf("loading the diff page's diff.css: %w", err)
-	}
-	// html/template inlines CSS as it is, so it must not end its <style> element early.
-	if strings.Contains(strings.ToLower(string(css)), "</style") {
-		return nil, errors.New("diff.css contains </style")
-	}
-	js, err := templates.DiffFS.ReadFile("diff.js")
-	if err != nil {
-		return nil, fmt.Errorf("loading the diff page's diff.js: %w", err)
-	}
-	page, err := template.New("diff.html").ParseFS(templates.DiffFS, "diff.html")
-	if err != nil {
-		return nil, fmt.Errorf("parsing the diff template: %w", err)
-	}
-	return &diffAssets{page: page, css: template.CSS(css), js: template.JS(scriptSafe(string(js)))}, nil
-})
-
-// diffPage is what diff.html renders.
+// diffPage is what page.html's diff template renders.
 type diffPage struct {
-	Title, Subtitle string
-	CSP             string
-	CSS, DiffCSS    template.CSS
-	ECharts         template.JS
-	ReportJS        template.JS
-	DiffJS          template.JS
-	Basis           string
-	Warnings        []string
-	Highlights      []highlight
-	Sides           []sideField
-	Empty           bool
-	Charts          []chart
-	ChartData       template.JS
-	Types           diffTable
-	Rows            diffTable
-	RowsJSON        template.JS
-	Top             int
-	AddrHashed      bool
-	Tool            string
-	ECVersion       string
-	ECNotice        string
+	page
+	Basis  string
+	Sides  []sideField
+	Tables []tables
 }
 
 // sideField is one line of the side-by-side header: a field of both captures.
@@ -134,47 +47,51 @@ type sideField struct {
 	Differs       bool
 }
 
-func newDiffPage(d *Diff, o HTMLOptions, a *assets, da *diffAssets) (*diffPage, error) {
-	b, af := d.captures[beforeSide].Meta, d.captures[afterSide].Meta
+func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffPage, error) {
+	b, af := d.Captures[capture.BeforeSide].Meta, d.Captures[capture.AfterSide].Meta
 	p := &diffPage{
-		Title:      "klockstat diff",
-		Subtitle:   sideTitle(b) + " → " + sideTitle(af),
-		CSS:        a.css,
-		DiffCSS:    da.css,
-		ECharts:    a.echarts,
-		ReportJS:   a.js,
-		DiffJS:     da.js,
-		Basis:      d.basis(),
-		Warnings:   d.warnings,
-		Sides:      sideFields(d),
-		Empty:      len(d.Rows) == 0,
-		Top:        o.Top,
-		AddrHashed: b.AddressesHashed && af.AddressesHashed,
-		Tool:       strings.TrimSpace("klockstat " + af.ToolVersion),
-		ECVersion:  a.echartsVersion,
-		ECNotice:   a.echartsNotice,
+		page:  newPage(a, "klockstat diff", sideTitle(b)+" → "+sideTitle(af), strings.TrimSpace("klockstat "+af.ToolVersion)),
+		Basis: basis(d),
+		Sides: sideFields(d),
 	}
-	p.Highlights = d.highlights()
-	if !p.Empty {
-		charts, data, err := diffCharts(d, o.Top)
-		if err != nil {
-			return nil, err
-		}
-		p.Charts, p.ChartData = charts, data
+	p.Warnings, p.WarningsTitle = d.Warnings(), "The captures differ in ways that change what the numbers mean"
+	p.Empty = len(d.Rows) == 0
+	p.AddrHashed = tab.hasher != nil || b.AddressesHashed && af.AddressesHashed
+	p.FooterNote = "the page does not embed the captures: keep their JSON or reports"
+	p.Highlights = diffHighlights(d, tab)
+	if p.Empty {
+		return p, nil
 	}
-	p.Types = d.typeTable()
-	p.Rows = d.rowTable(o.Top)
-	js, err := d.rowsJSON()
-	if err != nil {
+	var err error
+	if p.Charts, err = diffCharts(d, o.Top, tab); err != nil {
 		return nil, err
 	}
-	p.RowsJSON = template.JS(js)
-
-	scripts := []string{string(p.ECharts), string(p.ReportJS), string(p.DiffJS)}
-	for _, ch := range p.Charts {
-		scripts = append(scripts, string(ch.Script))
+	per := ""
+	if d.PerSecond {
+		per = " per second"
 	}
-	p.CSP = contentSecurityPolicy(scripts)
+	p99 := typeP99(d)
+	caption := "one row per lock type, caller function and lock name"
+	if d.Options.ByThread {
+		caption = "one row per lock type, caller function, lock name and thread name"
+	}
+	p.Tables = []tables{{
+		ID: "diff-types", Title: "By lock type", PageSize: o.Top, Placeholder: "Filter: type, status…",
+		Note:  "All rows of a lock type merged, with percentiles from the lock type's histogram; sorted by absolute change in total wait.",
+		Views: []view{typeView(d, per, tab)},
+	}, {
+		ID: "diff-rows", Title: "Changes", PageSize: o.Top, Placeholder: "Filter: status, type, lock, caller, frame…",
+		Note: "Sorted by absolute change in total wait. A record keeps count, total, min and max of its waits but no distribution, so p99 is known per lock type only (see above).",
+		Views: []view{
+			rowView("rows", "By lock and caller", caption, d.Rows, d, per, p99, tab, capture.FieldName|capture.FieldCaller),
+			rowView("callers", "By caller", "one row per lock type and caller function, all locks merged", d.Callers, d, per, p99, tab, capture.FieldCaller),
+			rowView("locks", "By lock", "one row per lock type and lock name, all callers merged: different locks of the same name are one row", d.Locks, d, per, p99, tab, capture.FieldName),
+		},
+	}}
+	data := pageData{tab: tab, views: append(append([]view{}, p.Tables[0].Views...), p.Tables[1].Views...)}
+	if p.Data, err = data.encode(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -189,21 +106,21 @@ func sideTitle(m capture.Meta) string {
 }
 
 // basis says what the numbers are and how rows were matched.
-func (d *Diff) basis() string {
-	durations := fmt.Sprintf("before %s, after %s", FormatDuration(float64(d.captures[beforeSide].Meta.DurationNS)), FormatDuration(float64(d.captures[afterSide].Meta.DurationNS)))
+func basis(d *capture.Diff) string {
+	durations := fmt.Sprintf("before %s, after %s", FormatDuration(float64(d.Captures[capture.BeforeSide].Meta.DurationNS)), FormatDuration(float64(d.Captures[capture.AfterSide].Meta.DurationNS)))
 	var b strings.Builder
 	if d.PerSecond {
 		fmt.Fprintf(&b, "Waits and total wait are per second of capture (%s), so captures of different lengths compare; average, percentiles and max are of single waits and are not scaled. ", durations)
 	} else {
 		fmt.Fprintf(&b, "Waits and total wait are the raw totals of each capture (%s), not scaled to their lengths. ", durations)
 	}
-	fmt.Fprintf(&b, "Rows are matched by lock type, caller function (without offset)%s; a caller that is a raw address or hashed id never matches, so its rows are new or gone.", d.matchedBy())
+	fmt.Fprintf(&b, "Rows are matched by lock type, caller function (without offset)%s; a caller that is a raw address or hashed id never matches, so its rows are new or gone.", matchedBy(d))
 	return b.String()
 }
 
 // highlights are the headline numbers: how the total wait and the number of waits changed, the
 // biggest change, and how many rows matched.
-func (d *Diff) highlights() []highlight {
+func diffHighlights(d *capture.Diff, tab *strtab) []highlight {
 	per := ""
 	if d.PerSecond {
 		per = "/s"
@@ -219,13 +136,14 @@ func (d *Diff) highlights() []highlight {
 		countA += r.After.Count
 	}
 	hs = append(hs, highlight{
-		Label: "Waits", Value: formatPct(changePct(countB, countA)),
-		Detail: fmt.Sprintf("%s%s before, %s%s after", d.formatCount(countB), per, d.formatCount(countA), per),
+		Label: "Waits", Value: formatPct(capture.ChangePct(countB, countA)),
+		Detail: fmt.Sprintf("%s%s before, %s%s after", formatCount(d, countB), per, formatCount(d, countA), per),
 	})
 	if len(d.Rows) > 0 {
 		r := d.Rows[0]
+		caller := callerText(tab.strings[tab.frame(r.Caller)])
 		hs = append(hs, highlight{
-			Label: "Biggest change", Value: callerText(r.Caller), Title: r.Type + " " + callerText(r.Caller), Symbol: true,
+			Label: "Biggest change", Value: caller, Title: r.Type + " " + caller, Symbol: true,
 			Detail: fmt.Sprintf("%s%s, %s%s (%s)", r.Type, nameSuffix(r.Name), formatDelta(r.DeltaNS()), per, rowChange(r)),
 		})
 	}
@@ -234,8 +152,8 @@ func (d *Diff) highlights() []highlight {
 		counts[r.Status]++
 	}
 	hs = append(hs, highlight{
-		Label: "Rows matched", Value: strconv.Itoa(counts[Matched]),
-		Detail: fmt.Sprintf("%d new, %d gone", counts[New], counts[Gone]),
+		Label: "Rows matched", Value: strconv.Itoa(counts[capture.Matched]),
+		Detail: fmt.Sprintf("%d new, %d gone", counts[capture.New], counts[capture.Gone]),
 	})
 	return hs
 }
@@ -248,23 +166,23 @@ func nameSuffix(name string) string {
 }
 
 // sideFields put the two captures' header fields (header.go) side by side, with their warnings.
-func sideFields(d *Diff) []sideField {
+func sideFields(d *capture.Diff) []sideField {
 	var lists [2][]field
-	for side, c := range d.captures {
+	for side, c := range d.Captures {
 		captured, settings, health := headerFields(c.Meta)
 		lists[side] = append(append(append(lists[side], captured...), settings...), health...)
-		lists[side] = append(lists[side], field{Label: "Warnings", Value: listOr(c.Meta.Warnings, "none"), Bad: len(c.Meta.Warnings) > 0})
+		lists[side] = append(lists[side], field{Label: "Warnings", Value: cmp.Or(strings.Join(c.Meta.Warnings, "; "), "none"), Bad: len(c.Meta.Warnings) > 0})
 	}
 	var out []sideField
-	for i, f := range lists[beforeSide] {
-		g := lists[afterSide][i] // headerFields always returns the same labels in the same order
+	for i, f := range lists[capture.BeforeSide] {
+		g := lists[capture.AfterSide][i] // headerFields always returns the same labels in the same order
 		out = append(out, sideField{Label: f.Label, Before: f, After: g, Differs: f.Value != g.Value})
 	}
 	return out
 }
 
 // formatCount renders a number of waits: per second with one decimal, raw totals as integers.
-func (d *Diff) formatCount(n float64) string {
+func formatCount(d *capture.Diff, n float64) string {
 	if d.PerSecond {
 		return strconv.FormatFloat(n, 'f', 1, 64)
 	}
@@ -285,273 +203,161 @@ func formatRatio(b, a float64) string {
 	return "×" + strconv.FormatFloat(a/b, 'f', 2, 64)
 }
 
-// changeClass marks a cell of a change: more waiting is worse.
-func changeClass(delta float64) string {
+// The tables. A value is shown before, after, as a change and as a ratio, in four columns under one
+// heading.
+
+// comparedValues are one value of the rows of a table, before and after; NaN where a row is missing
+// from a side.
+type comparedValues struct {
+	before, after []float64
+	additive      bool // a count or a total: 0 on the side a row is missing from, where an average is unknown
+}
+
+func newCompared(n int, additive bool) *comparedValues {
+	return &comparedValues{before: make([]float64, n), after: make([]float64, n), additive: additive}
+}
+
+// set sets row i's values; present says which sides have one.
+func (c *comparedValues) set(i int, b, a float64, present [2]bool) {
+	c.before[i], c.after[i] = b, a
+	if !present[capture.BeforeSide] {
+		c.before[i] = missing
+	}
+	if !present[capture.AfterSide] {
+		c.after[i] = missing
+	}
+}
+
+// columns are the four columns of the value: kind is how before and after are shown (kindNS,
+// kindMeanNS or kindNum with decimals), unit that of the change ("ns" or "num").
+func (c *comparedValues) columns(key, group, kind, unit string, decimals int) []column {
+	n := len(c.before)
+	delta, ratio := make([]float64, n), make([]float64, n)
+	for i := range n {
+		b, a := c.before[i], c.after[i]
+		if c.additive {
+			b, a = zeroIfMissing(b), zeroIfMissing(a)
+		}
+		delta[i], ratio[i] = a-b, ratioOf(b, a)
+	}
+	side := func(suffix, label string, values []float64) column {
+		return column{Key: key + suffix, Label: label, Group: group, Kind: kind, Decimals: decimals, floats: values}
+	}
+	return []column{
+		side("_b", "before", c.before), side("_a", "after", c.after),
+		{Key: key + "_d", Label: "change", Group: group, Kind: kindDelta, Unit: unit, Decimals: decimals, floats: delta},
+		{Key: key + "_r", Label: "ratio", Group: group, Kind: kindRatio, floats: ratio},
+	}
+}
+
+func zeroIfMissing(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
+// ratioOf is after / before as kindRatio holds it: NaN where unknown or both are 0, -1 from 0.
+func ratioOf(b, a float64) float64 {
 	switch {
-	case delta > 0:
-		return "num worse"
-	case delta < 0:
-		return "num better"
+	case math.IsNaN(b) || math.IsNaN(a) || b == 0 && a == 0:
+		return missing
+	case b == 0:
+		return -1
 	}
-	return "num"
+	return a / b
 }
 
-// The tables. Their columns come in groups of before, after, delta and ratio under one heading;
-// the keys are shared with diff.js, which rebuilds the rows table from the JSON of all rows.
-
-// diffColumn is one column of a diff table.
-type diffColumn struct {
-	Key, Label string
-	Num        bool
-}
-
-// diffHeading is a heading over a group of columns, or with an empty Label a single column whose
-// heading spans both header rows.
-type diffHeading struct {
-	Label   string
-	Columns []diffColumn
-}
-
-type diffTable struct {
-	ID, Title, Caption string
-	Headings           []diffHeading
-	Rows               [][]cell
-	Total              int // rows of the whole table; Rows may hold the first page only
-}
-
-// Keys are the column keys in the order of the cells.
-func (t diffTable) Keys() string {
-	var keys []string
-	for _, h := range t.Headings {
-		for _, c := range h.Columns {
-			keys = append(keys, c.Key)
-		}
-	}
-	return strings.Join(keys, " ")
-}
-
-func single(key, label string, num bool) diffHeading {
-	return diffHeading{Columns: []diffColumn{{Key: key, Label: label, Num: num}}}
-}
-
-// compared is the heading of a value shown before, after, as a change and as a ratio.
-func compared(key, label string) diffHeading {
-	return diffHeading{Label: label, Columns: []diffColumn{
-		{Key: key + "_b", Label: "before", Num: true}, {Key: key + "_a", Label: "after", Num: true},
-		{Key: key + "_d", Label: "change", Num: true}, {Key: key + "_r", Label: "ratio", Num: true},
-	}}
-}
-
-// valueFormat is how the cells of one compared value are written.
-type valueFormat struct {
-	text, change, title func(float64) string
-	additive            bool // a count or total: 0 on the side a row is missing from, where an average is unknown
-}
-
-// comparedCells are the four cells of compared: before, after, change and ratio. present says which
-// sides have the value; diff.js renders them the same way.
-func comparedCells(b, a float64, present [2]bool, f valueFormat) []cell {
-	side := func(v float64, ok bool) cell {
-		if !ok {
-			return cell{Text: "–", Class: "num muted"}
-		}
-		return cell{Text: f.text(v), Title: f.title(v), Class: "num"}
-	}
-	change, ratio := cell{Text: "–", Class: "num muted"}, cell{Text: "–", Class: "num muted"}
-	if f.additive || present[beforeSide] && present[afterSide] {
-		change = cell{Text: f.change(a - b), Title: f.title(a - b), Class: changeClass(a - b)}
-		ratio = cell{Text: formatRatio(b, a), Class: changeClass(a - b)}
-	}
-	return []cell{side(b, present[beforeSide]), side(a, present[afterSide]), change, ratio}
-}
-
-func nsCellTitle(ns float64) string { return strconv.FormatFloat(ns, 'f', 1, 64) + " ns" }
-
-func (d *Diff) unit() string {
+// countDecimals are the decimals of a number of waits: per second with one, raw totals as integers.
+func countDecimals(d *capture.Diff) int {
 	if d.PerSecond {
-		return " per second"
+		return 1
 	}
-	return ""
+	return 0
 }
 
-func (d *Diff) typeTable() diffTable {
-	t := diffTable{
-		ID: "diff-types", Title: "By lock type",
-		Caption: "all rows of a lock type merged, with percentiles from the lock type's histogram; sorted by absolute change in total wait",
-		Headings: []diffHeading{
-			single("type", "Type", false), single("status", "Status", false),
-			compared("total", "Total wait"+d.unit()), compared("count", "Waits"+d.unit()),
-			compared("avg", "Average wait"), compared("p99", "p99 wait"), compared("max", "Max wait"),
-		},
-		Total: len(d.Types),
+func typeView(d *capture.Diff, per string, tab *strtab) view {
+	n := len(d.Types)
+	names, statuses := make([]int32, n), make([]int32, n)
+	total, count, mean, p99, maxWait := newCompared(n, true), newCompared(n, true), newCompared(n, false), newCompared(n, false), newCompared(n, false)
+	for i, t := range d.Types {
+		present := [2]bool{t.Status != capture.New, t.Status != capture.Gone}
+		names[i], statuses[i] = tab.str(t.Type), tab.str(t.Status.String())
+		total.set(i, t.Before.TotalNS, t.After.TotalNS, present)
+		count.set(i, t.Before.Count, t.After.Count, present)
+		mean.set(i, t.Before.MeanNS, t.After.MeanNS, present)
+		p99.set(i, float64(t.BeforeDist.P99), float64(t.AfterDist.P99), present)
+		maxWait.set(i, float64(t.Before.MaxNS), float64(t.After.MaxNS), present)
 	}
-	for _, ty := range d.Types {
-		present := [2]bool{ty.Status != New, ty.Status != Gone}
-		cells := []cell{{Text: ty.Type}, statusCell(ty.Status)}
-		cells = append(cells, comparedCells(ty.Before.TotalNS, ty.After.TotalNS, present, totalFormat)...)
-		cells = append(cells, comparedCells(ty.Before.Count, ty.After.Count, present, d.counts())...)
-		cells = append(cells, comparedCells(ty.Before.MeanNS, ty.After.MeanNS, present, waitFormat)...)
-		cells = append(cells, comparedCells(float64(ty.BeforeDist.P99), float64(ty.AfterDist.P99), present, waitFormat)...)
-		cells = append(cells, comparedCells(float64(ty.Before.MaxNS), float64(ty.After.MaxNS), present, waitFormat)...)
-		t.Rows = append(t.Rows, cells)
-	}
-	return t
+	cols := []column{textColumn("type", "Type", "", names), {Key: "status", Label: "Status", Kind: kindStatus, text: statuses}}
+	cols = append(cols, total.columns("total", "Total wait"+per, kindMeanNS, "ns", 0)...)
+	cols = append(cols, count.columns("count", "Waits"+per, kindNum, "num", countDecimals(d))...)
+	cols = append(cols, mean.columns("avg", "Average wait", kindMeanNS, "ns", 0)...)
+	cols = append(cols, p99.columns("p99", "p99 wait", kindMeanNS, "ns", 0)...)
+	cols = append(cols, maxWait.columns("max", "Max wait", kindMeanNS, "ns", 0)...)
+	return view{ID: "types", Title: "By lock type", Caption: "all rows of a lock type merged", Rows: n, Columns: cols}
 }
 
-var (
-	// waitFormat writes a single wait: an average, a percentile, a maximum.
-	waitFormat = valueFormat{text: FormatDuration, change: formatDelta, title: nsCellTitle}
-	// totalFormat writes a total wait.
-	totalFormat = valueFormat{text: FormatDuration, change: formatDelta, title: nsCellTitle, additive: true}
-)
-
-func (d *Diff) counts() valueFormat {
-	delta := func(n float64) string {
-		s := d.formatCount(n)
-		if n > 0 {
-			s = "+" + s
+// rowView shows rows of the diff keyed by fields (of capture.FieldName, FieldCaller), with a thread
+// column when the diff keeps threads apart.
+func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff, per string, p99 map[string]string, tab *strtab, fields capture.Fields) view {
+	n := len(rows)
+	statuses, types, locks, lockTitles, comms, callers := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	p99s, p99Titles, stacks := make([]int32, n), make([]int32, n), make([]int32, n)
+	total, count, mean := newCompared(n, true), newCompared(n, true), newCompared(n, false)
+	perType := tab.str("per type")
+	for i, r := range rows {
+		present := [2]bool{r.Status != capture.New, r.Status != capture.Gone}
+		statuses[i], types[i], comms[i] = tab.str(r.Status.String()), tab.str(r.Type), tab.str(r.Comm)
+		locks[i], lockTitles[i] = tab.str(r.Name), -1
+		if r.Name == "" {
+			locks[i], lockTitles[i] = tab.str("unnamed"), tab.str("all lock instances without a kernel symbol")
 		}
-		return s
-	}
-	return valueFormat{text: d.formatCount, change: delta, title: d.formatCount, additive: true}
-}
-
-func statusCell(s DiffStatus) cell {
-	return cell{Text: s.String(), Class: "status-" + s.String()}
-}
-
-// rowHeadings are the headings of the rows table; diff.js knows every key.
-func (d *Diff) rowHeadings() []diffHeading {
-	h := []diffHeading{single("status", "Status", false), single("type", "Type", false), single("lock", "Lock", false)}
-	if d.Options.ByThread {
-		h = append(h, single("comm", "Thread", false))
-	}
-	return append(h, single("caller", "Caller", false),
-		compared("total", "Total wait"+d.unit()), compared("count", "Waits"+d.unit()), compared("avg", "Average wait"),
-		single("p99", "p99 wait", false), single("stack", "Heaviest stack", false))
-}
-
-// rowTable renders the first n rows; diff.js renders the others from the JSON of all rows.
-func (d *Diff) rowTable(n int) diffTable {
-	caption := "one row per lock type, caller function and lock name"
-	if d.Options.ByThread {
-		caption = "one row per lock type, caller function, lock name and thread name"
-	}
-	t := diffTable{ID: "diff-rows", Title: "By lock and caller", Caption: caption + "; sorted by absolute change in total wait", Headings: d.rowHeadings(), Total: len(d.Rows)}
-	p99 := d.typeP99()
-	for _, r := range d.Rows[:min(n, len(d.Rows))] {
-		present := [2]bool{r.Status != New, r.Status != Gone}
-		cells := []cell{statusCell(r.Status), {Text: r.Type}, rowLockCell(r.Name)}
-		if d.Options.ByThread {
-			cells = append(cells, cell{Text: r.Comm})
+		callers[i] = tab.str(callerText(tab.strings[tab.frame(r.Caller)]))
+		p99s[i], p99Titles[i] = perType, tab.str(p99[r.Type])
+		stack := r.After.Stack
+		if r.Status == capture.Gone {
+			stack = r.Before.Stack
 		}
-		cells = append(cells, cell{Text: callerText(r.Caller), Class: "mono"})
-		cells = append(cells, comparedCells(r.Before.TotalNS, r.After.TotalNS, present, totalFormat)...)
-		cells = append(cells, comparedCells(r.Before.Count, r.After.Count, present, d.counts())...)
-		cells = append(cells, comparedCells(r.Before.MeanNS, r.After.MeanNS, present, waitFormat)...)
-		cells = append(cells, cell{Text: "per type", Title: p99Title(r.Type, p99[r.Type]), Class: "muted"})
-		cells = append(cells, cell{IsStack: true, Stack: r.heaviestStack()})
-		t.Rows = append(t.Rows, cells)
+		stacks[i] = tab.stack(stack)
+		total.set(i, r.Before.TotalNS, r.After.TotalNS, present)
+		count.set(i, r.Before.Count, r.After.Count, present)
+		mean.set(i, r.Before.MeanNS, r.After.MeanNS, present)
 	}
-	return t
+	cols := []column{{Key: "status", Label: "Status", Kind: kindStatus, text: statuses}, textColumn("type", "Type", "", types)}
+	if fields.Has(capture.FieldName) {
+		lock := textColumn("lock", "Lock", "mono", locks)
+		lock.titles = lockTitles
+		cols = append(cols, lock)
+	}
+	if d.Options.ByThread && fields.Has(capture.FieldName|capture.FieldCaller) {
+		cols = append(cols, textColumn("comm", "Thread", "", comms))
+	}
+	if fields.Has(capture.FieldCaller) {
+		cols = append(cols, textColumn("caller", "Caller", "mono", callers))
+	}
+	cols = append(cols, total.columns("total", "Total wait"+per, kindMeanNS, "ns", 0)...)
+	cols = append(cols, count.columns("count", "Waits"+per, kindNum, "num", countDecimals(d))...)
+	cols = append(cols, mean.columns("avg", "Average wait", kindMeanNS, "ns", 0)...)
+	p99Column := textColumn("p99", "p99 wait", "", p99s)
+	p99Column.titles = p99Titles
+	cols = append(cols, p99Column, column{Key: "stack", Label: "Heaviest stack", Kind: kindStack, text: stacks})
+	return view{ID: id, Title: title, Caption: caption, Rows: n, Columns: cols}
 }
 
-// rowLockCell names the lock of a row: its symbol, or, for the unnamed locks merged in a row, "unnamed".
-func rowLockCell(name string) cell {
-	if name == "" {
-		return cell{Text: "unnamed", Title: "all lock instances without a kernel symbol", Class: "muted"}
-	}
-	return cell{Text: name, Class: "mono"}
-}
-
-// heaviestStack is the stack of the heaviest record on the row's later side.
-func (r DiffRow) heaviestStack() []string {
-	if r.Status == Gone {
-		return r.Before.Stack
-	}
-	return r.After.Stack
-}
-
-// typeP99 returns the p99 wait of every lock type before and after, nil where the type had no waits.
-func (d *Diff) typeP99() map[string][2]*uint64 {
-	p99 := make(map[string][2]*uint64, len(d.Types))
+// typeP99 returns, by lock type, the tooltip of a row's p99 cell: a record keeps no distribution, so
+// only its lock type's p99 is known.
+func typeP99(d *capture.Diff) map[string]string {
+	p99 := make(map[string]string, len(d.Types))
 	for _, t := range d.Types {
-		var v [2]*uint64
-		if t.Status != New {
-			v[beforeSide] = &t.BeforeDist.P99
+		before, after := "none", "none"
+		if t.Status != capture.New {
+			before = FormatDuration(float64(t.BeforeDist.P99))
 		}
-		if t.Status != Gone {
-			v[afterSide] = &t.AfterDist.P99
+		if t.Status != capture.Gone {
+			after = FormatDuration(float64(t.AfterDist.P99))
 		}
-		p99[t.Type] = v
+		p99[t.Type] = fmt.Sprintf("p99 of all %s waits: %s before, %s after", t.Type, before, after)
 	}
 	return p99
-}
-
-// p99Title is the tooltip of a row's p99 cell: a record keeps no distribution, so only its lock
-// type's p99 is known.
-func p99Title(typ string, p99 [2]*uint64) string {
-	side := func(v *uint64) string {
-		if v == nil {
-			return "none"
-		}
-		return FormatDuration(float64(*v))
-	}
-	return fmt.Sprintf("p99 of all %s waits: %s before, %s after", typ, side(p99[beforeSide]), side(p99[afterSide]))
-}
-
-// diffRowSide and diffRowJSON are a row as diff.js reads it.
-type diffRowSide struct {
-	Count   float64 `json:"count"`
-	TotalNS float64 `json:"total_ns"`
-	MeanNS  float64 `json:"mean_ns"`
-	MaxNS   uint64  `json:"max_ns"`
-}
-
-type diffRowJSON struct {
-	Status string       `json:"status"`
-	Type   string       `json:"type"`
-	Name   string       `json:"name"`
-	Caller string       `json:"caller"`
-	Comm   string       `json:"comm"`
-	Before *diffRowSide `json:"before"` // null on the side the row is missing from
-	After  *diffRowSide `json:"after"`
-	P99    [2]*uint64   `json:"p99"` // of the lock type, before and after
-	Stack  []string     `json:"stack"`
-}
-
-// rowsJSON encodes all rows for diff.js. encoding/json escapes <, > and &, so the result cannot end
-// the page's script element early.
-func (d *Diff) rowsJSON() ([]byte, error) {
-	p99 := d.typeP99()
-	side := func(v DiffValues, present bool) *diffRowSide {
-		if !present {
-			return nil
-		}
-		return &diffRowSide{Count: v.Count, TotalNS: v.TotalNS, MeanNS: v.MeanNS, MaxNS: v.MaxNS}
-	}
-	rows := make([]diffRowJSON, len(d.Rows))
-	for i, r := range d.Rows {
-		rows[i] = diffRowJSON{
-			Status: r.Status.String(), Type: r.Type, Name: r.Name, Caller: r.Caller, Comm: r.Comm,
-			Before: side(r.Before, r.Status != New), After: side(r.After, r.Status != Gone),
-			P99: p99[r.Type], Stack: nonNilStrings(r.heaviestStack()),
-		}
-	}
-	js, err := json.Marshal(struct {
-		PerSecond bool          `json:"per_second"`
-		ByThread  bool          `json:"by_thread"`
-		Rows      []diffRowJSON `json:"rows"`
-	}{d.PerSecond, d.Options.ByThread, rows})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the diff's rows: %w", err)
-	}
-	return js, nil
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

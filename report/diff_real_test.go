@@ -41,7 +41,7 @@ func TestDiffRealThreads(t *testing.T) {
 	before := run("2", "-o", filepath.Join(dir, "2threads.html"))
 	after := run("8", "-o", "", "--json", filepath.Join(dir, "8threads.json"))
 
-	d := Compare(before, after, DiffOptions{Top: 10})
+	d := capture.Compare(before, after, capture.DiffOptions{Top: 10})
 	var summary bytes.Buffer
 	if err := WriteDiffSummary(&summary, d, 10); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestDiffRealThreads(t *testing.T) {
 		}
 		waitB += r.Before.TotalNS
 		waitA += r.After.TotalNS
-		if r.Status == Matched {
+		if r.Status == capture.Matched {
 			matched++
 		}
 	}

@@ -2,8 +2,8 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -15,11 +15,11 @@ import (
 )
 
 // rowID names a row for comparisons in tests.
-func rowID(r DiffRow) string {
+func rowID(r capture.DiffRow) string {
 	return fmt.Sprintf("%s %s|%s|%s|%s", r.Status, r.Type, r.Name, r.Caller, r.Comm)
 }
 
-func rowIDs(d *Diff) []string {
+func rowIDs(d *capture.Diff) []string {
 	var ids []string
 	for _, r := range d.Rows {
 		ids = append(ids, rowID(r))
@@ -111,18 +111,18 @@ func TestCompareMatching(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b, a := diffCapture(t, sec, tt.before...), diffCapture(t, sec, tt.after...)
 			b.Meta.AddressesHashed, a.Meta.AddressesHashed = tt.hashed, tt.hashed
-			d := Compare(b, a, DiffOptions{ByThread: tt.byThread})
+			d := capture.Compare(b, a, capture.DiffOptions{ByThread: tt.byThread})
 			want := slices.Clone(tt.want)
 			slices.Sort(want)
 			if got := rowIDs(d); !slices.Equal(got, want) {
 				t.Errorf("rows\n%q\nwant\n%q", got, want)
 			}
 			// Every record's waits are in exactly one row of its side.
-			for side, c := range d.captures {
+			for side, c := range d.Captures {
 				var records int
 				var total float64
 				for _, r := range d.Rows {
-					v := []DiffValues{r.Before, r.After}[side]
+					v := []capture.DiffValues{r.Before, r.After}[side]
 					records += v.Records
 					total += v.TotalNS
 				}
@@ -163,7 +163,7 @@ func TestComparePerSecond(t *testing.T) {
 		scaleB, scaleA float64
 	}{{false, 2, 4}, {true, 1, 1}} {
 		t.Run(fmt.Sprintf("absolute=%v", tt.absolute), func(t *testing.T) {
-			d := Compare(b, a, DiffOptions{Absolute: tt.absolute})
+			d := capture.Compare(b, a, capture.DiffOptions{Absolute: tt.absolute})
 			if d.PerSecond == tt.absolute {
 				t.Errorf("PerSecond %v with Absolute %v", d.PerSecond, tt.absolute)
 			}
@@ -172,7 +172,7 @@ func TestComparePerSecond(t *testing.T) {
 			}
 			for i, r := range d.Rows {
 				wantB, wantA := sum(before[i].waits)/tt.scaleB, sum(after[i].waits)/tt.scaleA
-				if r.Status != Matched || r.Type != before[i].Type || r.Before.TotalNS != wantB || r.After.TotalNS != wantA {
+				if r.Status != capture.Matched || r.Type != before[i].Type || r.Before.TotalNS != wantB || r.After.TotalNS != wantA {
 					t.Errorf("row %d: %s %v -> %v, want matched %s %v -> %v", i, rowID(r), r.Before.TotalNS, r.After.TotalNS, before[i].Type, wantB, wantA)
 				}
 				if wantCount := float64(len(after[i].waits)) / tt.scaleA; r.After.Count != wantCount {
@@ -207,7 +207,7 @@ func TestComparePercentiles(t *testing.T) {
 	}
 	b := diffCapture(t, 1e9, rec("mutex", "", "f+0x1", "a", 1, 1, 1, waits...))
 	a := diffCapture(t, 1e9, rec("mutex", "", "f+0x1", "a", 1, 1, 1, waits[:10]...))
-	d := Compare(b, a, DiffOptions{})
+	d := capture.Compare(b, a, capture.DiffOptions{})
 	sorted := slices.Sorted(slices.Values(waits))
 	exact := sorted[int(math.Ceil(0.99*float64(len(sorted))))-1] // nearest rank
 	if got := d.Types[0].BeforeDist.P99; math.Abs(float64(got)-float64(exact)) > float64(exact)/16 {
@@ -229,7 +229,7 @@ func TestCompareNewGone(t *testing.T) {
 		rec("rwsem:R", "", "onlyafter+0x1", "a", 1, 1, 1, 9_000))
 	// A record of a function-probe capture may time holds only: without waits it is in no row.
 	a.Records = append(a.Records, capture.Record{Type: "mutex", Caller: "holdsonly+0x1", Stack: []string{}})
-	d := Compare(b, a, DiffOptions{})
+	d := capture.Compare(b, a, capture.DiffOptions{})
 	want := []string{"new rwsem:R||onlyafter|", "gone spinlock||onlybefore|", "gone mutex||gone|", "new mutex||new|", "matched mutex||kept|"}
 	var got []string
 	for _, r := range d.Rows {
@@ -239,16 +239,16 @@ func TestCompareNewGone(t *testing.T) {
 		t.Errorf("rows by absolute change\n%q\nwant\n%q", got, want)
 	}
 	for _, r := range d.Rows {
-		missing := map[DiffStatus]DiffValues{New: r.Before, Gone: r.After}
+		missing := map[capture.DiffStatus]capture.DiffValues{capture.New: r.Before, capture.Gone: r.After}
 		if v, ok := missing[r.Status]; ok && (v.Records != 0 || v.TotalNS != 0 || v.Count != 0 || v.MeanNS != 0 || v.MaxNS != 0 || v.Stack != nil) {
 			t.Errorf("%s has values on its missing side: %+v", rowID(r), r)
 		}
 	}
-	types := map[string]DiffStatus{}
+	types := map[string]capture.DiffStatus{}
 	for _, ty := range d.Types {
 		types[ty.Type] = ty.Status
 	}
-	if want := map[string]DiffStatus{"mutex": Matched, "spinlock": Gone, "rwsem:R": New}; !maps.Equal(types, want) {
+	if want := map[string]capture.DiffStatus{"mutex": capture.Matched, "spinlock": capture.Gone, "rwsem:R": capture.New}; !maps.Equal(types, want) {
 		t.Errorf("types %v, want %v", types, want)
 	}
 }
@@ -276,7 +276,7 @@ func TestFailOver(t *testing.T) {
 		{pct: 0, top: 1, ok: false, grew: []string{"matched mutex||b|"}},
 		{pct: -50, ok: false, grew: []string{"matched mutex||b|", "new mutex||d|"}},
 	} {
-		d := Compare(b, a, DiffOptions{Top: tt.top})
+		d := capture.Compare(b, a, capture.DiffOptions{Top: tt.top})
 		if _, _, pct := d.TotalWaitChange(); pct != 10 {
 			t.Fatalf("the change is %v%%, not exactly 10%%", pct)
 		}
@@ -291,7 +291,7 @@ func TestFailOver(t *testing.T) {
 	}
 
 	// Absolute: 1 s -> 2.2 s is +120%.
-	d := Compare(b, a, DiffOptions{Absolute: true})
+	d := capture.Compare(b, a, capture.DiffOptions{Absolute: true})
 	if ok, _ := d.FailOver(120); !ok {
 		t.Error("absolute: FailOver(120) fails on a growth of exactly 120%")
 	}
@@ -301,24 +301,24 @@ func TestFailOver(t *testing.T) {
 
 	// From nothing to something is infinite growth; nothing to nothing is none.
 	empty := diffCapture(t, 1e9)
-	if ok, grew := Compare(empty, a, DiffOptions{}).FailOver(1e300); ok || len(grew) != 4 {
+	if ok, grew := capture.Compare(empty, a, capture.DiffOptions{}).FailOver(1e300); ok || len(grew) != 4 {
 		t.Errorf("from no waits: FailOver(1e300) = %v, %d rows; want false, 4", ok, len(grew))
 	}
-	if _, _, pct := Compare(empty, a, DiffOptions{}).TotalWaitChange(); !math.IsInf(pct, 1) {
+	if _, _, pct := capture.Compare(empty, a, capture.DiffOptions{}).TotalWaitChange(); !math.IsInf(pct, 1) {
 		t.Errorf("from no waits: change %v, want +Inf", pct)
 	}
-	if ok, _ := Compare(empty, empty, DiffOptions{}).FailOver(0); !ok {
+	if ok, _ := capture.Compare(empty, empty, capture.DiffOptions{}).FailOver(0); !ok {
 		t.Error("no waits in either: FailOver(0) fails")
 	}
 	// Less waiting passes any bound of 0 or more.
-	if ok, _ := Compare(a, b, DiffOptions{}).FailOver(0); !ok {
+	if ok, _ := capture.Compare(a, b, capture.DiffOptions{}).FailOver(0); !ok {
 		t.Error("less waiting fails FailOver(0)")
 	}
 }
 
 func TestDiffWarnings(t *testing.T) {
 	base := diffCapture(t, 1e9, rec("mutex", "", "a+0x1", "x", 1, 1, 1, 100))
-	if w := Compare(base, base, DiffOptions{}).Warnings(); len(w) != 0 {
+	if w := capture.Compare(base, base, capture.DiffOptions{}).Warnings(); len(w) != 0 {
 		t.Errorf("identical settings give warnings %q", w)
 	}
 	tests := []struct {
@@ -341,7 +341,7 @@ func TestDiffWarnings(t *testing.T) {
 			after := *base
 			after.Meta.Types = slices.Clone(base.Meta.Types)
 			tt.change(&after.Meta)
-			d := Compare(base, &after, DiffOptions{})
+			d := capture.Compare(base, &after, capture.DiffOptions{})
 			w := d.Warnings()
 			if len(w) != 1 {
 				t.Fatalf("warnings %q, want one", w)
@@ -356,25 +356,21 @@ func TestDiffWarnings(t *testing.T) {
 	// Without a duration nothing can be per second.
 	after := *base
 	after.Meta.DurationNS = 0
-	if d := Compare(base, &after, DiffOptions{}); d.PerSecond {
+	if d := capture.Compare(base, &after, capture.DiffOptions{}); d.PerSecond {
 		t.Error("per second with a capture of no duration")
 	}
 	// The warnings are a copy.
 	after.Meta.Probe = "x"
-	d := Compare(base, &after, DiffOptions{})
+	d := capture.Compare(base, &after, capture.DiffOptions{})
 	d.Warnings()[0] = "changed"
 	if d.Warnings()[0] == "changed" {
 		t.Error("Warnings returns the diff's own slice")
 	}
 }
 
-func diffSummary(t *testing.T, d *Diff, top int) string {
+func diffSummary(t *testing.T, d *capture.Diff, top int) string {
 	t.Helper()
-	var b bytes.Buffer
-	if err := WriteDiffSummary(&b, d, top); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return written(t, func(w io.Writer) error { return WriteDiffSummary(w, d, top) })
 }
 
 func TestWriteDiffSummary(t *testing.T) {
@@ -390,7 +386,7 @@ func TestWriteDiffSummary(t *testing.T) {
 		rec("rwsem:R", "", "new+0x1", "x", 1, 1, 1, 6_000_000))
 	a.Meta.Probe = "tracepoint"
 	a.Meta.CommandLine = []string{"klockstat", "--", "evil\x1b]0;x\x07"}
-	d := Compare(b, a, DiffOptions{})
+	d := capture.Compare(b, a, capture.DiffOptions{})
 	out := diffSummary(t, d, 3)
 	if strings.ContainsAny(out, "\x1b\x07") {
 		t.Errorf("summary holds control characters:\n%q", out)
@@ -446,16 +442,16 @@ func TestWriteDiffSummary(t *testing.T) {
 	if strings.Contains(all, "not shown") || !strings.Contains(all, "small") {
 		t.Errorf("top 0 does not show all rows:\n%s", all)
 	}
-	abs := diffSummary(t, Compare(b, a, DiffOptions{Absolute: true, ByThread: true}), 0)
+	abs := diffSummary(t, capture.Compare(b, a, capture.DiffOptions{Absolute: true, ByThread: true}), 0)
 	if !strings.Contains(abs, "total wait: 12.00 ms -> 48.00 ms (+300.0%)") || !strings.Contains(abs, "   thread   caller") || strings.Contains(abs, "/s") {
 		t.Errorf("absolute, by thread:\n%s", abs)
 	}
-	if empty := diffSummary(t, Compare(diffCapture(t, 1e9), diffCapture(t, 1e9), DiffOptions{}), 5); !strings.Contains(empty, "no lock contention recorded in either capture") {
+	if empty := diffSummary(t, capture.Compare(diffCapture(t, 1e9), diffCapture(t, 1e9), capture.DiffOptions{}), 5); !strings.Contains(empty, "no lock contention recorded in either capture") {
 		t.Errorf("empty diff:\n%s", empty)
 	}
 }
 
-func renderDiff(t testing.TB, d *Diff, o HTMLOptions) []byte {
+func renderDiff(t testing.TB, d *capture.Diff, o HTMLOptions) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := writeDiffHTML(&b, d, o, testKey); err != nil {
@@ -469,20 +465,25 @@ var diffChartIDs = []string{"klockDiffDoughnutBefore", "klockDiffDoughnutAfter",
 func TestDiffHTMLHostileStrings(t *testing.T) {
 	for _, o := range []HTMLOptions{{Top: 100}, {Top: 100, RawAddresses: true}} {
 		for _, byThread := range []bool{false, true} {
-			// ECharts, report.js, diff.js, the charts, and two JSON blocks.
-			doc := checkNoInjection(t, renderDiff(t, hostileDiff(t, DiffOptions{ByThread: byThread}), o), diffChartIDs, 3+len(diffChartIDs)+2)
-			texts := shownTexts(doc, textOf)
-			want := []string{
-				svgComm, scriptBreak, funcMarker, funcType, imgCanary, // caller, type, lock name
+			// ECharts, page.js, the charts and the page data.
+			page := renderDiff(t, hostileDiff(t, capture.DiffOptions{ByThread: byThread}), o)
+			texts := shownTexts(checkNoInjection(t, page, 4), textOf)
+			for _, w := range []string{
 				"klockstat -- sh -c '" + scriptBreak + "'", // command line
 				"6.12 " + svgComm + " x86_64",              // kernel
+			} {
+				if !texts[w] {
+					t.Errorf("byThread %v: no element shows %q as its text", byThread, w)
+				}
 			}
+			data := dataOf(t, page)
+			want := []string{svgComm, scriptBreak, funcMarker, funcType, imgCanary} // caller, type, lock name
 			if byThread {
 				want = append(want, commentOpen) // thread
 			}
 			for _, w := range want {
-				if !texts[w] {
-					t.Errorf("byThread %v: no element shows %q as its text", byThread, w)
+				if !slices.Contains(data.Strings, w) {
+					t.Errorf("byThread %v: the page data lacks %q", byThread, w)
 				}
 			}
 		}
@@ -490,22 +491,25 @@ func TestDiffHTMLHostileStrings(t *testing.T) {
 }
 
 func TestDiffHTMLSelfContained(t *testing.T) {
-	// ECharts, report.js, diff.js and the charts run.
-	checkSelfContained(t, parseHTML(t, renderDiff(t, hostileDiff(t, DiffOptions{}), HTMLOptions{})), 3+len(diffChartIDs))
+	// ECharts and page.js run.
+	checkSelfContained(t, parseHTML(t, renderDiff(t, hostileDiff(t, capture.DiffOptions{}), HTMLOptions{})), 2)
 }
 
 func TestDiffHTMLAddresses(t *testing.T) {
-	d := hostileDiff(t, DiffOptions{})
+	d := hostileDiff(t, capture.DiffOptions{})
+	shows := func(page []byte, addr string) bool {
+		return bytes.Contains(page, []byte(addr)) || slices.ContainsFunc(dataOf(t, page).Strings, func(s string) bool { return strings.Contains(s, addr) })
+	}
 	for _, addr := range []string{"ffffffffc0a81234", "ffffffffc0a85678"} {
-		if page := renderDiff(t, d, HTMLOptions{}); bytes.Contains(page, []byte(addr)) {
+		if shows(renderDiff(t, d, HTMLOptions{}), addr) {
 			t.Errorf("hashed page shows address %s", addr)
 		}
-		if page := renderDiff(t, d, HTMLOptions{RawAddresses: true}); !bytes.Contains(page, []byte(addr)) {
+		if !shows(renderDiff(t, d, HTMLOptions{RawAddresses: true}), addr) {
 			t.Errorf("page with raw addresses lacks %s", addr)
 		}
 	}
 	// The diff itself keeps the addresses: hashing works on copies.
-	if !slices.ContainsFunc(d.Rows, func(r DiffRow) bool { return r.Caller == "0xffffffffc0a81234" }) {
+	if !slices.ContainsFunc(d.Rows, func(r capture.DiffRow) bool { return r.Caller == "0xffffffffc0a81234" }) {
 		t.Error("rendering changed the diff's rows")
 	}
 }
@@ -521,72 +525,47 @@ func TestDiffHTMLTables(t *testing.T) {
 		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "x", 1, 1, 1, 40_000_000),
 		rec("mutex", "", "anon_pipe_write+0x43", "x", 1, 1, 1, 2_000_000),
 		rec("rwsem:R", "", "new+0x1", "x", 1, 1, 1, 6_000_000))
-	d := Compare(b, a, DiffOptions{})
-	doc := parseHTML(t, renderDiff(t, d, HTMLOptions{Top: 3}))
-
-	// The headings span two rows, so the cells follow the table's data-cols, not the headings' order.
-	table := func(id string) ([]string, [][]tableCell) {
-		all, rows := tableOf(t, doc, id)
-		headings := slices.DeleteFunc(all, func(k string) bool { return k == "" }) // group headings
-		cols, _ := attr(elementByID(t, doc, id), "data-cols")
-		keys := strings.Fields(cols)
-		if !slices.Equal(slices.Sorted(slices.Values(keys)), slices.Sorted(slices.Values(headings))) {
-			t.Errorf("%s: data-cols %q, headings %q", id, keys, headings)
-		}
-		return keys, rows
+	d := capture.Compare(b, a, capture.DiffOptions{})
+	page := renderDiff(t, d, HTMLOptions{Top: 3})
+	doc := parseHTML(t, page)
+	data := dataOf(t, page)
+	v := data.view(t, "rows")
+	if v.Rows != len(d.Rows) {
+		t.Fatalf("%d rows, want %d", v.Rows, len(d.Rows))
 	}
-	keys, rows := table("table-diff-rows")
-	if len(rows) != 3 {
-		t.Fatalf("%d rows on the first page, want 3", len(rows))
-	}
-	col := func(row []tableCell, key string) tableCell { return row[slices.Index(keys, key)] }
 	// vm_mmap_pgoff: 3 ms in 2 s -> 40 ms in 4 s: 1.5 ms/s -> 10 ms/s.
 	want := []struct{ status, caller, totalB, totalA, change, ratio, countB, avgA string }{
-		{"matched", "vm_mmap_pgoff", "1.50 ms", "10.00 ms", "+8.50 ms", "×6.67", "1.0", "40.00 ms"},
-		{"matched", "anon_pipe_write", "4.50 ms", "500.00 us", "-4.00 ms", "×0.11", "0.5", "2.00 ms"},
-		{"new", "new", "–", "1.50 ms", "+1.50 ms", "new", "–", "6.00 ms"},
+		{"matched", "vm_mmap_pgoff", "1500000", "10000000", "8500000", "6.667", "1", "40000000"},
+		{"matched", "anon_pipe_write", "4500000", "500000", "-4000000", "0.111", "0.5", "2000000"},
+		{"new", "new", "null", "1500000", "1500000", "-1", "null", "6000000"},
 	}
 	for i, w := range want {
-		r := rows[i]
-		got := []string{col(r, "status").Text, col(r, "caller").Text, col(r, "total_b").Text, col(r, "total_a").Text,
-			col(r, "total_d").Text, col(r, "total_r").Text, col(r, "count_b").Text, col(r, "avg_a").Text}
+		var got []string
+		for _, key := range []string{"status", "caller", "total_b", "total_a", "total_d", "total_r", "count_b", "avg_a"} {
+			got = append(got, data.cell(t, v, key, i))
+		}
 		if exp := []string{w.status, w.caller, w.totalB, w.totalA, w.change, w.ratio, w.countB, w.avgA}; !slices.Equal(got, exp) {
 			t.Errorf("row %d: %q, want %q", i, got, exp)
 		}
 	}
-	if c := col(rows[0], "total_d"); !strings.Contains(c.Class, "worse") {
-		t.Errorf("a growth is not marked worse: %+v", c)
+	if got, title := data.cell(t, v, "p99", 0), data.title(t, v, "p99", 0); got != "per type" || title != "p99 of all rwsem:W waits: 2.00 ms before, 40.00 ms after" {
+		t.Errorf("p99 cell %q titled %q", got, title)
 	}
-	if c := col(rows[1], "total_d"); !strings.Contains(c.Class, "better") {
-		t.Errorf("a reduction is not marked better: %+v", c)
+	if got := data.cell(t, v, "lock", 0); got != "mmap_lock" {
+		t.Errorf("lock cell %q", got)
 	}
-	p99 := col(rows[0], "p99")
-	if p99.Text != "per type" || !strings.Contains(p99.Title, "p99 of all rwsem:W waits: 2.00 ms before, 40.00 ms after") {
-		t.Errorf("p99 cell %+v", p99)
-	}
-	if c := col(rows[0], "lock"); c.Text != "mmap_lock" {
-		t.Errorf("lock cell %+v", c)
-	}
-	if c := col(rows[1], "lock"); c.Text != "unnamed" {
-		t.Errorf("lock cell of an unnamed lock %+v", c)
+	if got := data.cell(t, v, "lock", 1); got != "unnamed" {
+		t.Errorf("lock cell of an unnamed lock %q", got)
 	}
 
-	keys, rows = table("table-diff-types")
-	var types []string
-	for _, r := range rows {
-		types = append(types, r[slices.Index(keys, "type")].Text+" "+r[slices.Index(keys, "status")].Text+" "+r[slices.Index(keys, "p99_a")].Text)
+	types := data.view(t, "types")
+	var rows []string
+	for i := range types.Rows {
+		rows = append(rows, data.cell(t, types, "type", i)+" "+data.cell(t, types, "status", i)+" "+data.cell(t, types, "p99_a", i))
 	}
 	// p99 of one wait is that wait.
-	if want := []string{"rwsem:W matched 40.00 ms", "mutex matched 2.00 ms", "rwsem:R new 6.00 ms", "spinlock gone –"}; !slices.Equal(types, want) {
-		t.Errorf("types %q, want %q", types, want)
-	}
-
-	// The embedded rows hold them all, for the script.
-	js := textOf(elementByID(t, doc, "klockstat-diff-rows"))
-	for _, r := range d.Rows {
-		if !strings.Contains(js, `"caller":"`+r.Caller+`"`) {
-			t.Errorf("row JSON lacks %s", rowID(r))
-		}
+	if want := []string{"rwsem:W matched 40000000", "mutex matched 2000000", "rwsem:R new 6000000", "spinlock gone null"}; !slices.Equal(rows, want) {
+		t.Errorf("types %q, want %q", rows, want)
 	}
 	for _, want := range []string{"Waits and total wait are per second of capture (before 2.00 s, after 4.00 s)"} {
 		if got := textOf(elementByID(t, doc, "diff-basis")); !strings.Contains(got, want) {
@@ -604,12 +583,8 @@ func TestDiffHTMLCharts(t *testing.T) {
 	a := diffCapture(t, 4e9,
 		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe4", "x", 1, 1, 1, 2_000, 2_100, 70_000, 70_001),
 		rec("spinlock", "", "new+0x1", "x", 1, 1, 1, 100))
-	d := Compare(b, a, DiffOptions{})
-	doc := parseHTML(t, renderDiff(t, d, HTMLOptions{}))
-	var data diffChartData
-	if err := json.Unmarshal([]byte(textOf(elementByID(t, doc, "klockstat-diff-charts"))), &data); err != nil {
-		t.Fatal(err)
-	}
+	d := capture.Compare(b, a, capture.DiffOptions{})
+	charts := chartsOf(t, parseHTML(t, renderDiff(t, d, HTMLOptions{})))
 	// Waits per second in each power-of-two range, counted from the waits above.
 	perRange := func(scale float64, waits ...uint64) map[uint64]float64 {
 		m := map[uint64]float64{}
@@ -623,50 +598,57 @@ func TestDiffHTMLCharts(t *testing.T) {
 		return m
 	}
 	wantWaits := [2]map[uint64]float64{perRange(2, 1_000, 3_000, 3_100, 100), perRange(4, 2_000, 2_100, 70_000, 70_001, 100)}
-	if data.Ranges[0].LoNS != 64 || data.Ranges[len(data.Ranges)-1].LoNS != 65536 {
-		t.Errorf("ranges from %d to %d, want 64 to 65536", data.Ranges[0].LoNS, data.Ranges[len(data.Ranges)-1].LoNS)
+	hist := charts["klockDiffHistogram"].Option
+	labels := path(t, hist, "xAxis", 0, "data").([]any)
+	if len(labels) != 11 || labels[0] != axisDuration(64) || labels[10] != axisDuration(65536) {
+		t.Fatalf("ranges %v, want 64 ns to 65536 ns", labels)
 	}
 	for side := range 2 {
-		for i, r := range data.Ranges {
-			if got, want := data.Waits[side][i], wantWaits[side][r.LoNS]; got != want {
-				t.Errorf("side %d, range %d: %v waits/s, want %v", side, r.LoNS, got, want)
+		for i := range labels {
+			lo := uint64(64) << i
+			want := any(wantWaits[side][lo])
+			if want == 0.0 {
+				want = "-" // no bar on a log axis
+			}
+			if got := path(t, hist, "series", side, "data", i, "value"); got != want {
+				t.Errorf("side %d, range %d: %v waits/s, want %v", side, lo, got, want)
 			}
 		}
 	}
-	var names []string
-	for _, ty := range data.Types {
-		names = append(names, ty.Name)
-	}
 	// mutex waited 50 ns/s before, spinlock 25 ns/s after.
-	if want := []string{"rwsem:W", "mutex", "spinlock"}; !slices.Equal(names, want) {
-		t.Errorf("chart types %q, want %q (by wait in both)", names, want)
+	for id, want := range map[string][]any{"klockDiffDoughnutBefore": {"rwsem:W", "mutex"}, "klockDiffDoughnutAfter": {"rwsem:W", "spinlock"}} {
+		var names []any
+		for _, slice := range path(t, charts[id].Option, "series", 0, "data").([]any) {
+			names = append(names, path(t, slice, "name"))
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s slices %v, want %v", id, names, want)
+		}
 	}
-	if !slices.Equal(data.Doughnuts[0], []int{0, 1}) || !slices.Equal(data.Doughnuts[1], []int{0, 2}) {
-		t.Errorf("doughnut slices %v", data.Doughnuts)
+	box := charts["klockDiffBox"].Option
+	if names := path(t, box, "xAxis", 0, "data").([]any); !slices.Equal(names, []any{"rwsem:W", "mutex", "spinlock"}) {
+		t.Errorf("box categories %v, want the types by wait in both", names)
 	}
-	if data.Types[1].After != nil || data.Types[2].Before != nil || data.Types[0].After.P50NS == 0 {
-		t.Errorf("chart types %+v", data.Types)
-	}
-	box := chartOptions(t, doc, "klockDiffBox")
 	if n := len(path(t, box, "series").([]any)); n != 2 {
 		t.Errorf("box chart has %d series, want before and after", n)
 	}
 	if v := path(t, box, "series", 1, "data", 1, "value").([]any); len(v) != 0 {
 		t.Errorf("a box for mutex after, which had no waits: %v", v)
 	}
-	if got := len(data.Changes); got != len(d.Rows) {
-		t.Errorf("%d changes, want all %d rows", got, len(d.Rows))
+	changes := path(t, charts["klockDiffChanges"].Option, "series", 0, "data").([]any)
+	if len(changes) != len(d.Rows) {
+		t.Errorf("%d changes, want all %d rows", len(changes), len(d.Rows))
 	}
-	for i, c := range data.Changes {
-		if c.DeltaNS != d.Rows[i].DeltaNS() {
-			t.Errorf("change %d: %v, want %v", i, c.DeltaNS, d.Rows[i].DeltaNS())
+	for i, c := range changes {
+		if got := path(t, c, "value"); got != d.Rows[i].DeltaNS() {
+			t.Errorf("change %d: %v, want %v", i, got, d.Rows[i].DeltaNS())
 		}
 	}
 }
 
 func TestDiffHTMLEmpty(t *testing.T) {
 	empty := diffCapture(t, 1e9)
-	doc := parseHTML(t, renderDiff(t, Compare(empty, empty, DiffOptions{}), HTMLOptions{}))
+	doc := parseHTML(t, renderDiff(t, capture.Compare(empty, empty, capture.DiffOptions{}), HTMLOptions{}))
 	if !strings.Contains(textOf(doc), "No lock contention was recorded in either capture.") {
 		t.Error("the empty diff does not say so")
 	}
@@ -688,12 +670,12 @@ func FuzzCompare(f *testing.F) {
 		b := diffCapture(t, 1e9, rec(typ, name, callerB, commB, 1, 1, 1, 100), rec(typ, "", callerA, commA, 1, 2, 1, 50))
 		a := diffCapture(t, 3e9, rec(typ, name, callerA, commA, 2, 1, 1, 300))
 		b.Meta.AddressesHashed, a.Meta.AddressesHashed = hashed, hashed
-		d := Compare(b, a, DiffOptions{ByThread: byThread})
+		d := capture.Compare(b, a, capture.DiffOptions{ByThread: byThread})
 		var records [2]int
 		for _, r := range d.Rows {
 			records[0] += r.Before.Records
 			records[1] += r.After.Records
-			if (r.Status == Matched) != (r.Before.Records > 0 && r.After.Records > 0) {
+			if (r.Status == capture.Matched) != (r.Before.Records > 0 && r.After.Records > 0) {
 				t.Errorf("row %s has records %d, %d", rowID(r), r.Before.Records, r.After.Records)
 			}
 		}
@@ -725,8 +707,24 @@ func TestFormatPct(t *testing.T) {
 
 // TestDiffHTMLIsNoCapture: a diff page holds no capture, and reading it as one says so.
 func TestDiffHTMLIsNoCapture(t *testing.T) {
-	page := renderDiff(t, hostileDiff(t, DiffOptions{}), HTMLOptions{})
+	page := renderDiff(t, hostileDiff(t, capture.DiffOptions{}), HTMLOptions{})
 	if _, err := ReadInput(bytes.NewReader(page)); err == nil || !strings.Contains(err.Error(), "not a klockstat capture") {
 		t.Errorf("ReadInput of a diff page: %v, want an error saying it is no capture", err)
+	}
+}
+
+// A capture whose sums saturate is flagged, and its total is not wrapped into a small change.
+func TestDiffSaturatedSums(t *testing.T) {
+	b := saturatingCapture(t)
+	a := saturatingCapture(t)
+	a.Records = a.Records[1:]
+	d := capture.Compare(b, a, capture.DiffOptions{Absolute: true})
+	if !slices.ContainsFunc(d.Warnings(), func(w string) bool {
+		return strings.Contains(w, "before capture's waits add up to more than a 64-bit number")
+	}) {
+		t.Errorf("warnings %q do not flag the saturated capture", d.Warnings())
+	}
+	if before, _, pct := d.TotalWaitChange(); before != math.MaxUint64 || pct > -99 {
+		t.Errorf("total before %v, change %v%%: want the maximum, and nearly all of it gone", before, pct)
 	}
 }

@@ -136,7 +136,7 @@ func diffCapture(t testing.TB, durationNS int64, records ...testRecord) *capture
 }
 
 // hostileDiff compares two captures whose every string tries to run script in the page.
-func hostileDiff(t testing.TB, o DiffOptions) *Diff {
+func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 	t.Helper()
 	b := diffCapture(t, 1e9,
 		rec(funcType, imgCanary, svgComm+"+0x10", svgComm, 1, 1, 0xffff888100000000, 5_000, 9_000),
@@ -157,7 +157,7 @@ func hostileDiff(t testing.TB, o DiffOptions) *Diff {
 	}
 	a.Meta.Kernel = "6.12 " + svgComm
 	a.Meta.Comm = commentOpen
-	return Compare(b, a, o)
+	return capture.Compare(b, a, o)
 }
 
 // syntheticCapture is a capture shaped like a big real one: n records on about 12 lock types, a few
@@ -219,4 +219,40 @@ func syntheticCapture(n int) *capture.Capture {
 		}
 	}
 	return c
+}
+
+// sortedRecords are the records of c in the order of capture.Sort, as the report's "By thread"
+// view shows them.
+func sortedRecords(c *capture.Capture) []capture.Record {
+	var sorted []capture.Record
+	for _, i := range capture.Order(c.Records) {
+		sorted = append(sorted, c.Records[i])
+	}
+	return sorted
+}
+
+// mergedLocksCapture is a capture of two processes, each waiting on its own mmap_lock (two locks
+// of one name) from the same callers, and on a pipe mutex; scale multiplies the waits, so that two
+// of them compare.
+func mergedLocksCapture(t testing.TB, durationNS int64, scale uint64) (*capture.Capture, [2]capture.Addr) {
+	t.Helper()
+	locks := [2]capture.Addr{0xffff888104d2a0c8, 0xffff888104d2b1d0}
+	mmap := []string{"rwsem_down_write_slowpath+0x2a1", "down_write_killable+0x4f", "vm_mmap_pgoff+0xe0", "do_syscall_64+0x82"}
+	munmap := []string{"rwsem_down_write_slowpath+0x2a1", "down_write_killable+0x4f", "__vm_munmap+0x7d", "do_syscall_64+0x82"}
+	records := []testRecord{
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "proc-a", 100, 101, locks[0], 4_000*scale, 9_000*scale),
+		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "proc-b", 200, 201, locks[1], 7_000*scale),
+		rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "proc-a", 100, 102, locks[0], 3_000*scale),
+		rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "proc-b", 200, 202, locks[1], 1_000*scale, 500*scale),
+		rec("mutex", "", "anon_pipe_write+0x43", "proc-b", 200, 203, 0xffff88810a6b3c40, 600*scale),
+	}
+	for i := range records {
+		if records[i].Caller == "vm_mmap_pgoff+0xe0" {
+			records[i].Stack = mmap
+		} else if records[i].Type == "rwsem:W" {
+			records[i].Stack = munmap
+		}
+	}
+	c := diffCapture(t, durationNS, records...)
+	return c, locks
 }

@@ -64,22 +64,25 @@ func holdsTimed(records []capture.Record) bool {
 func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Group) []highlight {
 	m := c.Meta
 	ms := measureOf(m)
-	var total, waits uint64
 	locks := make(map[string]bool)
 	threads := make(map[uint32]bool)
 	for _, r := range c.Records {
 		if r.Count == 0 {
 			continue // holds only
 		}
-		total += r.TotalNS
-		waits += r.Count
 		locks[capture.ByLock(r)] = true
 		threads[r.TID] = true
 	}
+	totals := c.Totals()
+	total, waits := totals.TotalNS, totals.Count
 	hs := []highlight{{
 		Label: "Total " + ms.Time, Value: FormatDuration(float64(total)), Title: nsTitle(total),
 		Detail: fmt.Sprintf("%d %s", waits, ms.Events),
 	}}
+	if totals.Saturated {
+		hs[0].Value, hs[0].Bad = "≥ "+hs[0].Value, true
+		hs[0].Detail = "the sums exceed what 64 bits hold: the capture is corrupt"
+	}
 	if m.DurationNS > 0 {
 		hs[0].Detail += fmt.Sprintf(", %.2f threads waiting on average", float64(total)/float64(m.DurationNS))
 	}

@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"reflect"
 	"regexp"
@@ -87,45 +89,6 @@ func textOf(n *html.Node) string {
 	return b.String()
 }
 
-// tableCell is a cell of a server-rendered table as a reader sees it.
-type tableCell struct {
-	Text, Title, Class string
-	Frames             []string // the stack column's frames
-}
-
-// tableOf returns the column keys and the body rows of the table with the given id.
-func tableOf(t testing.TB, doc *html.Node, id string) ([]string, [][]tableCell) {
-	t.Helper()
-	table := elementByID(t, doc, id)
-	var keys []string
-	for _, th := range elements(table, "th") {
-		key, _ := attr(th, "data-col")
-		keys = append(keys, key)
-	}
-	var rows [][]tableCell
-	for _, tr := range elements(elements(table, "tbody")[0], "tr") {
-		var row []tableCell
-		for _, td := range elements(tr, "td") {
-			var c tableCell
-			c.Title, _ = attr(td, "title")
-			c.Class, _ = attr(td, "class")
-			if c.Class == "stack" {
-				for _, li := range elements(td, "li") {
-					c.Frames = append(c.Frames, textOf(li))
-				}
-				if c.Frames == nil {
-					c.Text = textOf(td)
-				}
-			} else {
-				c.Text = textOf(td)
-			}
-			row = append(row, c)
-		}
-		rows = append(rows, row)
-	}
-	return keys, rows
-}
-
 // roundTrip is c as capture.Read returns it from c's JSON: a deep copy, with nil lists made empty.
 func roundTrip(t testing.TB, c *capture.Capture) *capture.Capture {
 	t.Helper()
@@ -148,140 +111,121 @@ func hashed(t testing.TB, c *capture.Capture, key []byte) *capture.Capture {
 	return h
 }
 
-func durationCell(ns uint64) tableCell {
-	return tableCell{Text: FormatDuration(float64(ns)), Title: fmt.Sprintf("%d ns", ns), Class: "num"}
-}
-
-func numCell(n uint64) tableCell { return tableCell{Text: strconv.FormatUint(n, 10), Class: "num"} }
-
-func lockCell(name string, lock capture.Addr) tableCell {
-	id := fmt.Sprintf("%016x", uint64(lock))
-	if name == "" {
-		name = id
-	}
-	return tableCell{Text: name, Title: "lock " + id, Class: "mono"}
-}
-
-func callerCell(caller string) tableCell {
-	if caller == "" {
-		caller = "[unknown]"
-	}
-	return tableCell{Text: caller, Class: "mono"}
-}
-
-func stackCell(stack []string) tableCell {
-	if len(stack) == 0 {
-		return tableCell{Text: "no stack", Class: "stack"}
-	}
-	return tableCell{Class: "stack", Frames: stack}
-}
+// nsText is a number of nanoseconds as the page data holds it.
+func nsText(ns float64) string { return strconv.FormatFloat(math.Round(ns*1000)/1000, 'f', -1, 64) }
 
 func TestHTMLRecordTable(t *testing.T) {
 	c, _ := knownCapture(t)
-	const top = 5
-	doc := parseHTML(t, renderHTML(t, c, HTMLOptions{Top: top}, testKey))
-	keys, rows := tableOf(t, doc, "table-threads")
-	if want := []string{"lock", "type", "comm", "pid", "tid", "count", "total", "avg", "max", "caller", "stack"}; !slices.Equal(keys, want) {
-		t.Fatalf("record table columns %q, want %q", keys, want)
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{Top: 5}, testKey))
+	v := d.view(t, "threads")
+	if want := []string{"lock", "type", "comm", "pid", "tid", "count", "total", "avg", "max", "caller", "stack"}; !slices.Equal(v.keys(), want) {
+		t.Fatalf("record view columns %q, want %q", v.keys(), want)
 	}
-
-	records := hashed(t, c, testKey).Records
-	slices.SortFunc(records, func(a, b capture.Record) int { return int(b.TotalNS) - int(a.TotalNS) })
-	var want [][]tableCell
-	for _, r := range records[:top] {
-		want = append(want, []tableCell{
-			lockCell(r.Name, r.Lock), {Text: r.Type}, {Text: r.Comm}, numCell(uint64(r.PID)), numCell(uint64(r.TID)),
-			numCell(r.Count), durationCell(r.TotalNS),
-			{Text: FormatDuration(float64(r.TotalNS) / float64(r.Count)), Title: fmt.Sprintf("%.1f ns", float64(r.TotalNS)/float64(r.Count)), Class: "num"},
-			durationCell(r.MaxNS), callerCell(r.Caller), stackCell(r.Stack),
-		})
+	records := sortedRecords(hashed(t, c, testKey))
+	if v.Rows != len(records) || v.Sort != "total" {
+		t.Fatalf("record view of %d rows sorted by %q, want all %d by total", v.Rows, v.Sort, len(records))
 	}
-	if !reflect.DeepEqual(rows, want) {
-		t.Errorf("record table:\n got %+v\nwant %+v", rows, want)
-	}
-	if got, want := textOf(elementByID(t, doc, "view-threads")), fmt.Sprintf("top %d of %d by total wait", top, len(c.Records)); !strings.Contains(got, want) {
-		t.Errorf("record view does not say %q", want)
+	for i, r := range records {
+		id := r.Lock.HashedString()
+		want := map[string]string{
+			"lock": cmp.Or(r.Name, id), "type": r.Type, "comm": r.Comm, "pid": fmt.Sprint(r.PID), "tid": fmt.Sprint(r.TID),
+			"count": fmt.Sprint(r.Count), "total": fmt.Sprint(r.TotalNS), "avg": nsText(r.MeanNS()), "max": fmt.Sprint(r.MaxNS),
+			"caller": callerText(r.Caller), "stack": strings.Join(r.Stack, "\n"),
+		}
+		for key, w := range want {
+			if got := d.cell(t, v, key, i); got != w {
+				t.Errorf("row %d %s: %q, want %q", i, key, got, w)
+			}
+		}
+		if got := d.title(t, v, "lock", i); got != "lock "+id {
+			t.Errorf("row %d lock title %q, want the id", i, got)
+		}
 	}
 }
 
 func TestHTMLGroupTables(t *testing.T) {
 	c, _ := knownCapture(t)
-	const top = 5
-	doc := parseHTML(t, renderHTML(t, c, HTMLOptions{Top: top}, testKey))
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{Top: 5}, testKey))
 	records := hashed(t, c, testKey).Records
 	for _, tc := range []struct {
 		id  string
 		key func(capture.Record) string
-	}{{"table-callers", capture.ByCaller}, {"table-locks", capture.ByLock}} {
+	}{{"callers", capture.ByCaller}, {"locks", capture.ByLock}} {
 		t.Run(tc.id, func(t *testing.T) {
-			keys, rows := tableOf(t, doc, tc.id)
+			v := d.view(t, tc.id)
 			groups := capture.GroupBy(records, tc.key)
-			if len(rows) != min(top, len(groups)) {
-				t.Fatalf("%d rows, want %d", len(rows), min(top, len(groups)))
+			if v.Rows != len(groups) {
+				t.Fatalf("%d rows, want %d", v.Rows, len(groups))
 			}
-			for i, g := range groups[:len(rows)] {
-				cells := make(map[string]tableCell)
-				for j, k := range keys {
-					cells[k] = rows[i][j]
+			for i, g := range groups {
+				want := map[string]string{
+					"type": g.Type, "records": fmt.Sprint(g.Records), "count": fmt.Sprint(g.Count),
+					"total": fmt.Sprint(g.TotalNS), "avg": nsText(g.MeanNS()), "max": fmt.Sprint(g.MaxNS), "stack": strings.Join(g.Stack, "\n"),
 				}
-				want := map[string]tableCell{
-					"type": {Text: g.Type}, "records": numCell(uint64(g.Records)), "count": numCell(g.Count),
-					"total": durationCell(g.TotalNS), "max": durationCell(g.MaxNS), "stack": stackCell(g.Stack),
-				}
-				if tc.id == "table-callers" {
-					want["caller"] = callerCell(g.Caller)
+				if tc.id == "callers" {
+					want["caller"] = callerText(g.Caller)
 				} else {
-					want["lock"] = lockCell(g.Name, g.Lock)
-				}
-				for k, w := range want {
-					if !reflect.DeepEqual(cells[k], w) {
-						t.Errorf("group %d (%s) column %s: got %+v, want %+v", i, g.Key, k, cells[k], w)
-					}
+					want["lock"] = cmp.Or(g.Name, g.Lock.HashedString())
 				}
 				// A column the merged records differ in says so.
-				distinct := map[string]bool{}
-				for _, r := range records {
-					if tc.key(r) == g.Key {
-						distinct[r.Comm] = true
-					}
+				if g.Mixed.Has(capture.FieldComm) {
+					want["comm"] = "various"
 				}
-				if len(distinct) > 1 && cells["comm"].Text != "various" {
-					t.Errorf("group %d (%s) merges %d threads but shows thread %q", i, g.Key, len(distinct), cells["comm"].Text)
+				for k, w := range want {
+					if got := d.cell(t, v, k, i); got != w {
+						t.Errorf("group %d (%s) column %s: %q, want %q", i, g.Key, k, got, w)
+					}
 				}
 			}
 		})
 	}
 }
 
-// chartJS returns the script that draws the chart into the element with the given id: the next element.
-func chartJS(t testing.TB, doc *html.Node, id string) string {
-	t.Helper()
-	script := elementByID(t, doc, id).NextSibling
-	for script != nil && script.Type != html.ElementNode {
-		script = script.NextSibling
+// Locks that differ but share a name, as the mmap_lock of two processes does, show their name where
+// a view merges them, with a title saying that several locks have it; a view by lock keeps them
+// apart, each titled with its own id.
+func TestHTMLMergedLocks(t *testing.T) {
+	c, _ := mergedLocksCapture(t, 1e9, 1)
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
+	callers := d.view(t, "callers")
+	if got, title := d.cell(t, callers, "lock", 0), d.title(t, callers, "lock", 0); got != "mmap_lock" || title != "several locks named mmap_lock" {
+		t.Errorf("by caller, the merged mmap_locks show as %q titled %q", got, title)
 	}
-	if script == nil || script.Data != "script" {
-		t.Fatalf("chart %s: no script after its element", id)
+	if got := d.cell(t, callers, "comm", 0); got != "various" {
+		t.Errorf("by caller, the threads of two processes show as %q", got)
 	}
-	return textOf(script)
+	locks := d.view(t, "locks")
+	var ids []string
+	for i := range locks.Rows {
+		if d.cell(t, locks, "lock", i) == "mmap_lock" {
+			ids = append(ids, d.title(t, locks, "lock", i))
+		}
+	}
+	if len(ids) != 2 || ids[0] == ids[1] || !strings.HasPrefix(ids[0], "lock ") {
+		t.Errorf("by lock, the two mmap_locks are titled %q, want two ids", ids)
+	}
 }
 
-// chartOptions returns the ECharts options of the chart drawn into the element with the given id,
-// with the formatter functions (klock.*) replaced by their names.
-func chartOptions(t testing.TB, doc *html.Node, id string) map[string]any {
+// chartSpec is a chart as page.js draws it.
+type chartSpec struct {
+	ID         string         `json:"id"`
+	Option     map[string]any `json:"option"`
+	Formatters [][2]string    `json:"formatters"`
+	Tips       [][]tip        `json:"tips"`
+}
+
+// chartsOf returns the charts of a page, by id.
+func chartsOf(t testing.TB, doc *html.Node) map[string]chartSpec {
 	t.Helper()
-	js := chartJS(t, doc, id)
-	prefix := fmt.Sprintf("echarts.init(document.getElementById(%q)).setOption(", id)
-	js, ok := strings.CutPrefix(js, prefix)
-	if js, ok = strings.CutSuffix(js, ");"); !ok {
-		t.Fatalf("chart %s: script is not %s...);: %.200s", id, prefix, js)
+	var specs []chartSpec
+	if err := json.Unmarshal([]byte(textOf(elementByID(t, doc, "klockstat-charts"))), &specs); err != nil {
+		t.Fatal(err)
 	}
-	js = regexp.MustCompile(`:(klock\.[A-Za-z.]+)`).ReplaceAllString(js, `:"$1"`)
-	var o map[string]any
-	if err := json.Unmarshal([]byte(js), &o); err != nil {
-		t.Fatalf("chart %s options: %v\n%.300s", id, err, js)
+	byID := make(map[string]chartSpec)
+	for _, s := range specs {
+		byID[s.ID] = s
 	}
-	return o
+	return byID
 }
 
 // path walks decoded JSON: strings index objects, ints arrays.
@@ -310,6 +254,13 @@ func TestHTMLCharts(t *testing.T) {
 	c, waits := knownCapture(t)
 	const top = 5
 	doc := parseHTML(t, renderHTML(t, c, HTMLOptions{Top: top}, testKey))
+	specs := chartsOf(t, doc)
+	chartOptions := func(t *testing.T, _ *html.Node, id string) map[string]any {
+		if _, ok := specs[id]; !ok {
+			t.Fatalf("no chart %s", id)
+		}
+		return specs[id].Option
+	}
 
 	// Types by total wait, from the records.
 	type typeTotal struct {
@@ -327,12 +278,12 @@ func TestHTMLCharts(t *testing.T) {
 		types = append(types, tt)
 	}
 	slices.SortFunc(types, func(a, b typeTotal) int { return int(b.total) - int(a.total) })
-	shown := func(s string) string { return strings.ReplaceAll(s, "\u200b", "") } // see chartText
+	shown := func(s string) string { return s }
 
 	t.Run("doughnut", func(t *testing.T) {
 		o := chartOptions(t, doc, "klockDoughnut")
-		if f := path(t, o, "tooltip", "formatter"); f != "klock.tooltip.doughnut" {
-			t.Errorf("tooltip formatter %v", f)
+		if f := specs["klockDoughnut"].Formatters; !slices.Contains(f, [2]string{"tooltip.formatter", "tip"}) {
+			t.Errorf("formatters %v", f)
 		}
 		data := path(t, o, "series", 0, "data").([]any)
 		if len(data) != len(types) {
@@ -368,7 +319,7 @@ func TestHTMLCharts(t *testing.T) {
 			if name := path(t, series, i, "name").(string); shown(name) != tt.name {
 				t.Errorf("series %d is %q, want %q", i, name, tt.name)
 			}
-			if stack := path(t, series, i, "stack"); stack != "waits" {
+			if stack := path(t, series, i, "stack"); stack != "all" {
 				t.Errorf("series %d stack %v, want stacked bars", i, stack)
 			}
 			want := make([]float64, len(labels))
@@ -419,18 +370,15 @@ func TestHTMLCharts(t *testing.T) {
 		}
 	})
 
-	t.Run("tooltip data", func(t *testing.T) {
-		var data chartData
-		if err := json.Unmarshal([]byte(textOf(elementByID(t, doc, "klockstat-charts"))), &data); err != nil {
-			t.Fatal(err)
-		}
-		if len(data.Types) != len(types) {
-			t.Fatalf("%d types, want %d", len(data.Types), len(types))
+	t.Run("tooltips", func(t *testing.T) {
+		tips := specs["klockDoughnut"].Tips[0]
+		if len(tips) != len(types) {
+			t.Fatalf("%d doughnut tips, want %d", len(tips), len(types))
 		}
 		for i, tt := range types {
-			got := data.Types[i]
-			if got.Name != tt.name || got.Count != tt.count || got.TotalNS != tt.total || got.Share != float64(tt.total)/float64(all) {
-				t.Errorf("type %d: %+v, want %s with %d waits, %d ns, share %v", i, got, tt.name, tt.count, tt.total, float64(tt.total)/float64(all))
+			want := []string{"total wait", FormatDuration(float64(tt.total)) + " (" + percent(float64(tt.total)/float64(all)) + ")"}
+			if got := tips[i]; got.Title != tt.name || !slices.Equal(got.Rows[0], want) || got.Rows[1][1] != fmt.Sprint(tt.count) {
+				t.Errorf("type %d tip %+v, want %s with %q and %d waits", i, got, tt.name, want, tt.count)
 			}
 		}
 	})
@@ -449,14 +397,11 @@ func TestHTMLEmbeddedCapture(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page := renderHTML(t, c, tc.o, testKey)
-			js := textOf(elementByID(t, parseHTML(t, page), captureElementID))
-			if strings.ContainsAny(js, "\n\t") {
-				t.Error("embedded capture JSON is not compact")
-			}
 			got, err := ReadInput(bytes.NewReader(page))
 			if err != nil {
 				t.Fatal(err)
 			}
+			tc.want.Sort() // the page holds the records in the order it shows them
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("embedded capture:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -473,7 +418,7 @@ var reportChartIDs = []string{"klockDoughnut", "klockBox", "klockHistogram", "kl
 // checkNoInjection checks that no hostile string reached page unescaped and that nothing of them became
 // markup or script: page has exactly scripts script elements, those it means to have. It returns the
 // parsed page.
-func checkNoInjection(t *testing.T, page []byte, chartIDs []string, scripts int) *html.Node {
+func checkNoInjection(t *testing.T, page []byte, scripts int) *html.Node {
 	t.Helper()
 	for _, h := range []string{svgComm, scriptBreak, imgCanary, commentOpen} {
 		if i := bytes.Index(page, []byte(h)); i >= 0 {
@@ -481,12 +426,6 @@ func checkNoInjection(t *testing.T, page []byte, chartIDs []string, scripts int)
 		}
 	}
 	doc := parseHTML(t, page)
-	// go-echarts' function marker only means something in chart options, and must not reach them.
-	for _, id := range chartIDs {
-		if js := chartJS(t, doc, id); strings.Contains(js, "__f__") {
-			t.Errorf("chart %s options hold a function marker: %s", id, js)
-		}
-	}
 	// Nothing but the page's own elements: no handler attributes, no injected elements.
 	walk(doc, func(n *html.Node) {
 		if n.Type != html.ElementNode {
@@ -537,13 +476,19 @@ func ownText(n *html.Node) string {
 func TestHTMLHostileStrings(t *testing.T) {
 	c, _ := knownCapture(t)
 	for _, o := range []HTMLOptions{{Top: 100}, {Top: 100, RawAddresses: true}} {
-		// ECharts, report.js, the charts, and two JSON data blocks.
-		doc := checkNoInjection(t, renderHTML(t, c, o, testKey), reportChartIDs, 2+len(reportChartIDs)+2)
+		// ECharts, page.js, the charts and the page data.
+		page := renderHTML(t, c, o, testKey)
+		doc := checkNoInjection(t, page, 4)
 
-		// The strings are shown as text.
+		// The strings are data of the tables, and shown as text in the header.
+		data := dataOf(t, page)
+		for _, want := range []string{svgComm, scriptBreak, imgCanary, commentOpen, funcMarker, funcType} {
+			if !slices.Contains(data.Strings, want) {
+				t.Errorf("the page data lacks %q", want)
+			}
+		}
 		texts := shownTexts(doc, ownText)
 		for _, want := range []string{
-			svgComm, scriptBreak, imgCanary, commentOpen, funcMarker, funcType, // table cells
 			"kernel.bpf_stats_enabled was 0 " + svgComm,   // warning
 			scriptBreak + ": 4",                           // lost events reason
 			"sh -c '" + scriptBreak + "' (exit status 2)", // workload
@@ -577,19 +522,11 @@ func TestHTMLAddresses(t *testing.T) {
 	}
 
 	locks := func(page []byte) map[string]string { // thread -> lock id
-		keys, rows := tableOf(t, parseHTML(t, page), "table-threads")
+		d := dataOf(t, page)
+		v := d.view(t, "threads")
 		ids := make(map[string]string)
-		for _, row := range rows {
-			var comm, id string
-			for i, k := range keys {
-				switch k {
-				case "comm":
-					comm = row[i].Text
-				case "lock":
-					id = strings.TrimPrefix(row[i].Title, "lock ")
-				}
-			}
-			ids[comm] = id
+		for i := range v.Rows {
+			ids[d.cell(t, v, "comm", i)] = strings.TrimPrefix(d.title(t, v, "lock", i), "lock ")
 		}
 		return ids
 	}
@@ -674,8 +611,8 @@ func checkSelfContained(t *testing.T, doc *html.Node, scripts int) {
 
 func TestHTMLSelfContained(t *testing.T) {
 	c, _ := knownCapture(t)
-	// ECharts, report.js and the charts run; the JSON data blocks are not scripts.
-	checkSelfContained(t, parseHTML(t, renderHTML(t, c, HTMLOptions{}, testKey)), 2+len(reportChartIDs))
+	// ECharts and page.js run; the chart options and the page data are not scripts.
+	checkSelfContained(t, parseHTML(t, renderHTML(t, c, HTMLOptions{}, testKey)), 2)
 }
 
 func TestHTMLLostBanner(t *testing.T) {
@@ -713,9 +650,9 @@ func TestHTMLEmptyCapture(t *testing.T) {
 	if bytes.Contains(page, []byte("klockDoughnut")) {
 		t.Error("an empty capture has charts")
 	}
-	for _, id := range []string{"table-threads", "table-callers", "table-locks"} {
-		if _, rows := tableOf(t, doc, id); len(rows) != 0 {
-			t.Errorf("%s has %d rows", id, len(rows))
+	for _, v := range dataOf(t, page).Views {
+		if v.Rows != 0 {
+			t.Errorf("view %s has %d rows", v.ID, v.Rows)
 		}
 	}
 	got, err := ReadInput(bytes.NewReader(page))
@@ -730,49 +667,71 @@ func TestHTMLEmptyCapture(t *testing.T) {
 func TestHTMLDefaultTop(t *testing.T) {
 	c := syntheticCapture(50)
 	doc := parseHTML(t, renderHTML(t, c, HTMLOptions{}, testKey))
-	if _, rows := tableOf(t, doc, "table-threads"); len(rows) != defaultTop {
-		t.Errorf("Top 0 shows %d rows, want %d", len(rows), defaultTop)
+	if size, _ := attr(elementByID(t, doc, "locks"), "data-page-size"); size != fmt.Sprint(defaultTop) {
+		t.Errorf("Top 0 makes pages of %s rows, want %d", size, defaultTop)
 	}
 }
 
-func TestCaptureJSON(t *testing.T) {
-	known, _ := knownCapture(t)
-	for name, c := range map[string]*capture.Capture{
-		"known":     known,
-		"synthetic": syntheticCapture(5000),
-		"empty":     {Version: capture.FormatVersion},
-		"one":       {Version: capture.FormatVersion, Records: known.Records[:1], Histograms: known.Histograms},
-	} {
-		t.Run(name, func(t *testing.T) {
-			want, err := json.Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := captureJSON(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("captureJSON differs from json.Marshal:\n got %.300s\nwant %.300s", got, want)
-			}
-		})
+// saturatingCapture is a capture whose two records of one caller wait more, together, than a
+// uint64 holds: a wrapped sum would show 1969 waits.
+func saturatingCapture(t testing.TB) *capture.Capture {
+	t.Helper()
+	c := diffCapture(t, 1e9, rec("mutex", "", "f+0x1", "a", 1, 1, 0x10, 100), rec("mutex", "", "f+0x1", "b", 1, 2, 0x10, 100))
+	c.Records[0].Count, c.Records[0].TotalNS = math.MaxUint64, math.MaxUint64-10
+	c.Records[1].Count, c.Records[1].TotalNS = 1970, 1970
+	return c
+}
+
+// Sums that do not fit 64 bits show as their maximum, marked as lower bounds, not wrapped around.
+func TestHTMLSaturatedSums(t *testing.T) {
+	c := saturatingCapture(t)
+	page := renderHTML(t, c, HTMLOptions{}, testKey)
+	d := dataOf(t, page)
+	v := d.view(t, "callers")
+	if !slices.Equal(v.Saturated, []int{0}) {
+		t.Errorf("saturated rows %v, want [0]", v.Saturated)
+	}
+	if got := d.cell(t, v, "count", 0); got != fmt.Sprint(uint64(math.MaxUint64)) {
+		t.Errorf("count %s, want the maximum", got)
+	}
+	if c := d.column(t, v, "count"); !c.Sum {
+		t.Error("the count column is not marked as a sum")
+	}
+	if text := textOf(parseHTML(t, page)); !strings.Contains(text, "the sums exceed what 64 bits hold") {
+		t.Error("the header does not flag the saturated total")
 	}
 }
 
-func TestTopRecords(t *testing.T) {
-	c := syntheticCapture(3000)
-	// Ties on the total wait, across the cut, must be broken as capture.Sort breaks them.
-	first := c.Records[0]
-	for i := range 40 {
-		r := &c.Records[i*7]
-		r.Count, r.TotalNS, r.MinNS, r.MaxNS = first.Count, first.TotalNS, first.MinNS, first.MaxNS
-	}
-	sorted := roundTrip(t, c)
-	sorted.Sort()
-	for _, n := range []int{1, 5, 20, 39, 100, 3000, 5000} {
-		got := topRecords(c.Records, n)
-		if want := sorted.Records[:min(n, len(sorted.Records))]; !reflect.DeepEqual(got, want) {
-			t.Errorf("top %d records differ from the first %d of capture.Sort", n, n)
+// Bidirectional-text controls in a thread name or any other string of a capture show as what they
+// are, in the header and in the tables, and never reorder the page.
+func TestHTMLBidiControls(t *testing.T) {
+	c, _ := mergedLocksCapture(t, 1e9, 1)
+	c.Records[0].Comm = "exe.\u202etxt"
+	c.Meta.Hostname = "host\u2066x\u2069"
+	page := renderHTML(t, c, HTMLOptions{}, testKey)
+	for _, r := range []rune{'\u202e', '\u2066', '\u2069'} {
+		if bytes.ContainsRune(page, r) {
+			t.Errorf("the page holds %U as it is", r)
 		}
+	}
+	if text := textOf(parseHTML(t, page)); !strings.Contains(text, "host<U+2066>x<U+2069>") {
+		t.Error("the header does not show the host name's controls")
+	}
+	d := dataOf(t, page)
+	v := d.view(t, "threads")
+	var comms []string
+	for i := range v.Rows {
+		comms = append(comms, d.cell(t, v, "comm", i))
+	}
+	if !slices.Contains(comms, "exe.<U+202E>txt") {
+		t.Errorf("threads shown as %q, want exe.<U+202E>txt", comms)
+	}
+	// The capture read back keeps the name as it was.
+	back, err := ReadInput(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(back.Records, func(r capture.Record) bool { return r.Comm == "exe.\u202etxt" }) {
+		t.Error("the report's capture lost the thread name")
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,7 +15,8 @@ import (
 	"github.com/klockstat/klockstat/internal/inputfile"
 )
 
-// captureElementID is the id of the script element of an HTML report that holds its capture as JSON.
+// captureElementID is the id of the script element in which reports before the page data (embed.go)
+// held their capture as JSON.
 const captureElementID = "klockstat-capture"
 
 // MaxInputSize is the most ReadInput reads. A capture JSON takes about 1 KB a record at the default
@@ -67,13 +69,20 @@ func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
 	case len(text) == 0:
 		return nil, notCapture("the input is empty")
 	case text[0] == '{':
-		return oneLine(capture.Read(bytes.NewReader(text)))
+		return oneLine(capture.Parse(text))
 	}
-	js, err := embeddedCapture(text)
+	if content, err := embeddedElement(text, dataElementID); err == nil {
+		c, err := decodePageData(content)
+		if errors.Is(err, errNoCapture) {
+			return nil, notCapture(err.Error())
+		}
+		return oneLine(c, err)
+	}
+	js, err := embeddedElement(text, captureElementID)
 	if err != nil {
 		return nil, notCapture(err.Error())
 	}
-	c, err := capture.Read(bytes.NewReader(js))
+	c, err := capture.Parse(js)
 	if err != nil {
 		return nil, oneLineErr(fmt.Errorf("the report's embedded capture: %w", err))
 	}
@@ -99,47 +108,47 @@ func notCapture(why string) error {
 	return oneLineErr(fmt.Errorf("not a klockstat capture JSON or HTML report: %s", why))
 }
 
-// embeddedCapture returns the content of the page's element with id="klockstat-capture", found as
-// a browser's getElementById finds it: the first such start tag in document order, outside comments,
-// attribute values and the raw text of other scripts, styles or titles. It must be a script element.
-func embeddedCapture(page []byte) ([]byte, error) {
+// embeddedElement returns the content of the page's element with the given id, found as a browser's
+// getElementById finds it: the first such start tag in document order, outside comments, attribute
+// values and the raw text of other scripts, styles or titles. It must be a script element.
+func embeddedElement(page []byte, id string) ([]byte, error) {
 	z := html.NewTokenizer(bytes.NewReader(page))
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			return nil, fmt.Errorf("HTML without a <script id=%q> element", captureElementID)
+			return nil, fmt.Errorf("HTML without a <script id=%q> element", id)
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
-			if !hasAttr || !hasCaptureID(z) {
+			if !hasAttr || !hasID(z, id) {
 				continue
 			}
 			if string(name) != "script" {
-				return nil, fmt.Errorf("HTML whose element with id %q is a <%s>, not a <script>", captureElementID, name)
+				return nil, fmt.Errorf("HTML whose element with id %q is a <%s>, not a <script>", id, name)
 			}
 			// A script's content is raw text up to its end tag: one text token, none if empty.
 			switch z.Next() {
 			case html.TextToken:
 				content := z.Text()
 				if z.Next() != html.EndTagToken {
-					return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", captureElementID)
+					return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", id)
 				}
 				return content, nil
 			case html.EndTagToken:
 				return nil, nil
 			}
-			return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", captureElementID)
+			return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", id)
 		}
 	}
 }
 
-// hasCaptureID reports whether the current tag of z has id="klockstat-capture". Like a browser, it
-// takes the first of repeated attributes.
-func hasCaptureID(z *html.Tokenizer) bool {
+// hasID reports whether the current tag of z has the given id. Like a browser, it takes the first of
+// repeated attributes.
+func hasID(z *html.Tokenizer, id string) bool {
 	for more := true; more; {
 		var key, val []byte
 		key, val, more = z.TagAttr()
 		if string(key) == "id" {
-			return string(val) == captureElementID
+			return string(val) == id
 		}
 	}
 	return false

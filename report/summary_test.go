@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -32,8 +33,14 @@ func summaryCapture() *capture.Capture {
 
 func summary(t *testing.T, c *capture.Capture, n int) string {
 	t.Helper()
+	return written(t, func(w io.Writer) error { return WriteSummary(w, c, SummaryOptions{Top: n}) })
+}
+
+// written is what write writes.
+func written(t *testing.T, write func(io.Writer) error) string {
+	t.Helper()
 	var b bytes.Buffer
-	if err := WriteSummary(&b, c, SummaryOptions{Top: n}); err != nil {
+	if err := write(&b); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -169,5 +176,13 @@ func TestFormatDuration(t *testing.T) {
 		if got := FormatDuration(tc.ns); got != tc.want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", tc.ns, got, tc.want)
 		}
+	}
+}
+
+// A sum that saturates shows as a lower bound, not as the small number it would wrap around to.
+func TestWriteSummarySaturatedSums(t *testing.T) {
+	out := summary(t, saturatingCapture(t), 0)
+	if !strings.Contains(out, ">=18446744073709551615") {
+		t.Errorf("saturated count not flagged:\n%s", out)
 	}
 }

@@ -1,183 +1,82 @@
 package report
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/klockstat/klockstat/capture"
 )
 
-// The tables' first pages are rendered here, so the report reads without JavaScript; the page's script
-// then rebuilds every view from the embedded capture, with sorting, filtering and paging. Column keys
-// are shared with report.js (the data-col attributes), which must know each of them.
+// The report's views of the records (views.go): by thread, one row per record, and the records merged
+// by caller or by lock.
 
-// column is one column of a report table.
-type column struct {
-	Key, Label string
-	Num        bool
+// Columns of a view, each holding one value per row.
+
+func textColumn(key, label, class string, values []int32) column {
+	return column{Key: key, Label: label, Kind: kindText, Class: class, text: values}
 }
 
-// cell is one table cell: Text shown, Title as its tooltip (the exact value of a rounded one), Class
-// "num" for numbers, "mono" for kernel symbols and ids, "muted" for placeholders.
-type cell struct {
-	Text, Title, Class string
-	IsStack            bool
-	Stack              []string // frames of the stack column, innermost first
+func intColumn(key, label string, values []uint64) column {
+	return column{Key: key, Label: label, Kind: kindInt, ints: values}
 }
 
-// table is one view of the records.
-type table struct {
-	ID, Title, Caption string
-	Columns            []column
-	Rows               [][]cell
-	Total              int // rows of the whole view; Rows holds the first page
+func nsColumn(key, label string, values []uint64) column {
+	return column{Key: key, Label: label, Kind: kindNS, ints: values}
 }
 
-// The tables' columns: the numbers of waits (or contended acquires) and, when holds were timed, of
-// holds, after what identifies a row and before its stack.
-func recordColumns(ms measure, holds bool) []column {
-	return withNumbers([]column{
-		{Key: "lock", Label: "Lock"}, {Key: "type", Label: "Type"}, {Key: "comm", Label: "Thread"},
-		{Key: "pid", Label: "PID", Num: true}, {Key: "tid", Label: "TID", Num: true},
-	}, ms, holds, column{Key: "caller", Label: "Caller"}, column{Key: "stack", Label: "Stack"})
+func meanColumn(key, label string, values []float64) column {
+	return column{Key: key, Label: label, Kind: kindMeanNS, floats: values}
 }
 
-func callerColumns(ms measure, holds bool) []column {
-	return withNumbers([]column{
-		{Key: "caller", Label: "Caller"}, {Key: "type", Label: "Type"}, {Key: "lock", Label: "Lock"},
-		{Key: "comm", Label: "Thread"}, {Key: "records", Label: "Records", Num: true},
-	}, ms, holds, column{Key: "stack", Label: "Heaviest stack"})
+// ref makes a column take its values from the embedded records' field.
+func ref(c column, field string) column {
+	c.Ref, c.text, c.ints = field, nil, nil
+	return c
 }
 
-func lockColumns(ms measure, holds bool) []column {
-	return withNumbers([]column{
-		{Key: "lock", Label: "Lock"}, {Key: "type", Label: "Type"}, {Key: "caller", Label: "Caller"},
-		{Key: "comm", Label: "Thread"}, {Key: "records", Label: "Records", Num: true},
-	}, ms, holds, column{Key: "stack", Label: "Heaviest stack"})
+func sum(c column) column {
+	c.Sum = true
+	return c
 }
 
-func withNumbers(head []column, ms measure, holds bool, tail ...column) []column {
-	cols := append(head,
-		column{Key: "count", Label: ms.Count, Num: true}, column{Key: "total", Label: "Total " + ms.Time, Num: true},
-		column{Key: "avg", Label: "Avg " + ms.Time, Num: true}, column{Key: "max", Label: "Max " + ms.Time, Num: true})
+// numbers are the columns of the waits (or contended acquires) and, when holds were timed, of the
+// holds, of rows with the given sums and extremes.
+type numbers struct {
+	count, total, max             []uint64
+	mean                          []float64
+	holdCount, holdTotal, holdMax []uint64
+	holdMean                      []float64
+}
+
+func newNumbers(n int) *numbers {
+	return &numbers{
+		count: make([]uint64, n), total: make([]uint64, n), max: make([]uint64, n), mean: make([]float64, n),
+		holdCount: make([]uint64, n), holdTotal: make([]uint64, n), holdMax: make([]uint64, n), holdMean: make([]float64, n),
+	}
+}
+
+func (n *numbers) columns(ms measure, holds bool) []column {
+	cols := []column{
+		sum(intColumn("count", ms.Count, n.count)), sum(nsColumn("total", "Total "+ms.Time, n.total)),
+		meanColumn("avg", "Avg "+ms.Time, n.mean), nsColumn("max", "Max "+ms.Time, n.max),
+	}
 	if holds {
 		cols = append(cols,
-			column{Key: "hold_count", Label: "Holds", Num: true}, column{Key: "hold_total", Label: "Total hold", Num: true},
-			column{Key: "hold_avg", Label: "Avg hold", Num: true}, column{Key: "hold_max", Label: "Max hold", Num: true})
+			sum(intColumn("hold_count", "Holds", n.holdCount)), sum(nsColumn("hold_total", "Total hold", n.holdTotal)),
+			meanColumn("hold_avg", "Avg hold", n.holdMean), nsColumn("hold_max", "Max hold", n.holdMax))
 	}
-	return append(cols, tail...)
+	return cols
 }
 
-// row holds the values of one table row, a record or a group, ready for any column.
-type row struct {
-	lock, lockTitle, typ, comm, caller string
-	lockVarious, commVarious           bool
-	callerVarious                      bool
-	pid, tid                           uint32
-	records                            int
-	count, total, max                  uint64
-	mean                               float64
-	holdCount, holdTotal, holdMax      uint64
-	holdMean                           float64
-	stack                              []string
-}
-
-func (r row) cell(key string) cell {
-	switch key {
-	case "lock":
-		if r.lockVarious {
-			return various
-		}
-		return cell{Text: r.lock, Title: r.lockTitle, Class: "mono"}
-	case "type":
-		return cell{Text: r.typ}
-	case "comm":
-		if r.commVarious {
-			return various
-		}
-		return cell{Text: r.comm}
-	case "pid":
-		return cell{Text: strconv.FormatUint(uint64(r.pid), 10), Class: "num"}
-	case "tid":
-		return cell{Text: strconv.FormatUint(uint64(r.tid), 10), Class: "num"}
-	case "records":
-		return cell{Text: strconv.Itoa(r.records), Class: "num"}
-	case "count":
-		return cell{Text: strconv.FormatUint(r.count, 10), Class: "num"}
-	case "total":
-		return cell{Text: FormatDuration(float64(r.total)), Title: nsTitle(r.total), Class: "num"}
-	case "avg":
-		return cell{Text: FormatDuration(r.mean), Title: fmt.Sprintf("%.1f ns", r.mean), Class: "num"}
-	case "max":
-		return cell{Text: FormatDuration(float64(r.max)), Title: nsTitle(r.max), Class: "num"}
-	case "hold_count":
-		return cell{Text: strconv.FormatUint(r.holdCount, 10), Class: "num"}
-	case "hold_total":
-		return cell{Text: FormatDuration(float64(r.holdTotal)), Title: nsTitle(r.holdTotal), Class: "num"}
-	case "hold_avg":
-		return cell{Text: FormatDuration(r.holdMean), Title: fmt.Sprintf("%.1f ns", r.holdMean), Class: "num"}
-	case "hold_max":
-		return cell{Text: FormatDuration(float64(r.holdMax)), Title: nsTitle(r.holdMax), Class: "num"}
-	case "caller":
-		if r.callerVarious {
-			return various
-		}
-		return cell{Text: callerText(r.caller), Class: "mono"}
-	case "stack":
-		return cell{IsStack: true, Stack: r.stack}
+// lockTexts name a lock in a table: its symbol when known, else its id; the title always holds the id,
+// which tells lock instances of the same name apart.
+func lockTexts(tab *strtab, name string, lock capture.Addr) (text, title int32) {
+	id := tab.lock(lock)
+	shown := id.String()
+	if tab.hasher != nil {
+		shown = id.HashedString()
 	}
-	panic("report: unknown table column " + key)
-}
-
-// various marks a group column whose records differ.
-var various = cell{Text: "various", Class: "muted"}
-
-func newTable(id, title, caption string, columns []column, rows []row, total int) table {
-	t := table{ID: id, Title: title, Caption: caption, Columns: columns, Total: total}
-	for _, r := range rows {
-		cells := make([]cell, len(columns))
-		for i, c := range columns {
-			cells[i] = r.cell(c.Key)
-		}
-		t.Rows = append(t.Rows, cells)
+	if name == "" {
+		return tab.str(shown), tab.str("lock " + shown)
 	}
-	return t
-}
-
-// recordTable shows the top records of total records, sorted by total wait.
-func recordTable(top []capture.Record, total int, columns []column, lockLabel func(string, capture.Addr) (string, string)) table {
-	var rows []row
-	for _, r := range top {
-		lock, title := lockLabel(r.Name, r.Lock)
-		rows = append(rows, row{
-			lock: lock, lockTitle: title, typ: r.Type, comm: r.Comm, caller: r.Caller,
-			pid: r.PID, tid: r.TID, records: 1,
-			count: r.Count, total: r.TotalNS, max: r.MaxNS, mean: r.MeanNS(), stack: r.Stack,
-			holdCount: r.HoldCount, holdTotal: r.HoldTotalNS, holdMax: r.HoldMaxNS, holdMean: r.HoldMeanNS(),
-		})
-	}
-	return newTable("threads", "By thread", "one row per lock, thread, call stack and lock type", columns, rows, total)
-}
-
-// groupTable shows the first n groups. Its first column must be what the groups are keyed by; any other
-// lock, thread or caller column says "various" when the group's records differ in it (capture.Group
-// leaves the field empty then).
-func groupTable(id, title, caption string, columns []column, groups []capture.Group, n int, lockLabel func(string, capture.Addr) (string, string)) table {
-	key := columns[0].Key
-	var rows []row
-	for _, g := range groups[:min(n, len(groups))] {
-		merged := g.Records > 1
-		lock, lockTitle := lockLabel(g.Name, g.Lock)
-		rows = append(rows, row{
-			lock: lock, lockTitle: lockTitle, typ: g.Type, comm: g.Comm, caller: g.Caller,
-			lockVarious:   merged && key != "lock" && g.Lock == 0 && g.Name == "",
-			commVarious:   merged && g.Comm == "",
-			callerVarious: merged && key != "caller" && g.Caller == "",
-			records:       g.Records, count: g.Count, total: g.TotalNS, max: g.MaxNS, mean: g.MeanNS(), stack: g.Stack,
-			holdCount: g.HoldCount, holdTotal: g.HoldTotalNS, holdMax: g.HoldMaxNS, holdMean: g.HoldMeanNS(),
-		})
-	}
-	return newTable(id, title, caption, columns, rows, len(groups))
+	return tab.str(name), tab.str("lock " + shown)
 }
 
 // callerText shows a missing caller (no stack, or a stack of lock functions only) as perf does.
@@ -188,17 +87,80 @@ func callerText(caller string) string {
 	return caller
 }
 
-// lockLabeler returns how the table names a lock: its symbol when known, else its id; the title always
-// holds the id, which tells lock instances of the same name apart.
-func lockLabeler(hashed bool) func(name string, lock capture.Addr) (text, title string) {
-	return func(name string, lock capture.Addr) (string, string) {
-		id := lock.String()
-		if hashed {
-			id = lock.HashedString()
-		}
-		if name == "" {
-			return id, "lock " + id
-		}
-		return name, "lock " + id
+// recordView shows every record, in the order of capture.Sort: records[order[i]] is row i, and the
+// embedded records' row i too, from which most columns take their values.
+func recordView(records []capture.Record, order []int32, fields *recordFields, tab *strtab, ms measure, holds bool) view {
+	n := len(order)
+	locks, lockTitles, callers := make([]int32, n), make([]int32, n), make([]int32, n)
+	num := newNumbers(n)
+	for i, ri := range order {
+		r := &records[ri]
+		locks[i], lockTitles[i] = lockTexts(tab, r.Name, r.Lock)
+		callers[i] = tab.str(callerText(tab.strings[fields.Caller[i]]))
+		num.mean[i], num.holdMean[i] = r.MeanNS(), r.HoldMeanNS()
 	}
+	lock := textColumn("lock", "Lock", "mono", locks)
+	lock.titles = lockTitles
+	pid, tid := ref(intColumn("pid", "PID", nil), "pid"), ref(intColumn("tid", "TID", nil), "tid")
+	pid.Search, tid.Search = true, true
+	cols := []column{lock, ref(textColumn("type", "Type", "", nil), "type"), ref(textColumn("comm", "Thread", "", nil), "comm"), pid, tid}
+	for _, c := range num.columns(ms, holds) {
+		switch c.Key {
+		case "count", "hold_count":
+			c = ref(c, map[string]string{"count": "count", "hold_count": "hold_count"}[c.Key])
+		case "total", "max", "hold_total", "hold_max":
+			c = ref(c, map[string]string{"total": "total_ns", "max": "max_ns", "hold_total": "hold_total_ns", "hold_max": "hold_max_ns"}[c.Key])
+		}
+		c.Sum = false // a record's numbers are the kernel's, not sums of ours
+		cols = append(cols, c)
+	}
+	cols = append(cols, textColumn("caller", "Caller", "mono", callers), ref(column{Key: "stack", Label: "Stack", Kind: kindStack}, "stack"))
+	return view{ID: "threads", Title: "By thread", Caption: "one row per lock, thread, call stack and lock type", Rows: n, SortKey: "total", Columns: cols}
+}
+
+// groupView shows groups of records keyed by a lock (capture.FieldLock) or by a caller
+// (capture.FieldCaller), which is its first column. Any other lock, thread or caller column says
+// "various" where the group's records differ in it; a lock column of locks that differ but share a
+// name shows the name, with a title that says so.
+func groupView(id, title, caption string, key capture.Fields, groups []capture.Group, records []capture.Record, tab *strtab, ms measure, holds bool) view {
+	n := len(groups)
+	locks, lockTitles, types, comms, callers, stacks := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	merged := make([]uint64, n)
+	num := newNumbers(n)
+	v := view{ID: id, Title: title, Caption: caption, Rows: n, SortKey: "total"}
+	for i, g := range groups {
+		switch {
+		case !g.Mixed.Has(capture.FieldLock):
+			locks[i], lockTitles[i] = lockTexts(tab, g.Name, g.Lock)
+		case !g.Mixed.Has(capture.FieldName) && g.Name != "":
+			locks[i], lockTitles[i] = tab.str(g.Name), tab.str("several locks named "+g.Name)
+		default:
+			locks[i], lockTitles[i] = -1, -1
+		}
+		types[i], comms[i], callers[i] = tab.str(g.Type), tab.str(g.Comm), -1
+		if g.Mixed.Has(capture.FieldComm) {
+			comms[i] = -1
+		}
+		if !g.Mixed.Has(capture.FieldCaller) {
+			callers[i] = tab.str(callerText(tab.strings[tab.frame(g.Caller)]))
+		}
+		stacks[i] = tab.stack(records[g.Heaviest].Stack)
+		merged[i] = uint64(g.Records)
+		num.count[i], num.total[i], num.max[i], num.mean[i] = g.Count, g.TotalNS, g.MaxNS, g.MeanNS()
+		num.holdCount[i], num.holdTotal[i], num.holdMax[i], num.holdMean[i] = g.HoldCount, g.HoldTotalNS, g.HoldMaxNS, g.HoldMeanNS()
+		if g.Saturated {
+			v.Saturated = append(v.Saturated, i)
+		}
+	}
+	lock := textColumn("lock", "Lock", "mono", locks)
+	lock.titles = lockTitles
+	caller := textColumn("caller", "Caller", "mono", callers)
+	head := []column{lock, textColumn("type", "Type", "", types), caller}
+	if key == capture.FieldCaller {
+		head = []column{caller, textColumn("type", "Type", "", types), lock}
+	}
+	v.Columns = append(head, textColumn("comm", "Thread", "", comms), intColumn("records", "Records", merged))
+	v.Columns = append(v.Columns, num.columns(ms, holds)...)
+	v.Columns = append(v.Columns, column{Key: "stack", Label: "Heaviest stack", Kind: kindStack, text: stacks})
+	return v
 }

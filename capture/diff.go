@@ -1,4 +1,4 @@
-package report
+package capture
 
 import (
 	"cmp"
@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/klockstat/klockstat/capture"
 )
 
 // A diff compares two captures, before and after a change, row by row. Lock and stack addresses
@@ -76,9 +74,9 @@ func (r DiffRow) DeltaNS() float64 { return r.After.TotalNS - r.Before.TotalNS }
 type TypeDiff struct {
 	Type          string
 	Status        DiffStatus
-	Before, After DiffValues    // Records and Stack stay empty
-	BeforeDist    capture.Stats // the distribution of single waits, not scaled
-	AfterDist     capture.Stats
+	Before, After DiffValues // Records and Stack stay empty
+	BeforeDist    Stats      // the distribution of single waits, not scaled
+	AfterDist     Stats
 }
 
 // DeltaNS is the change in total wait, after minus before.
@@ -87,55 +85,70 @@ func (t TypeDiff) DeltaNS() float64 { return t.After.TotalNS - t.Before.TotalNS 
 // Diff is the comparison of two captures made by Compare.
 type Diff struct {
 	Options   DiffOptions
-	PerSecond bool       // Count and TotalNS are per second of capture; false with Absolute or when a capture has no duration
-	Rows      []DiffRow  // by absolute change in total wait, largest first
-	Types     []TypeDiff // by absolute change in total wait, largest first
+	PerSecond bool        // Count and TotalNS are per second of capture; false with Absolute or when a capture has no duration
+	Rows      []DiffRow   // by lock type, caller function and lock name (DiffOptions.ByThread: and thread name); by absolute change in total wait, largest first
+	Callers   []DiffRow   // by lock type and caller function, all locks merged (Name empty); in the same order
+	Locks     []DiffRow   // by lock type and lock name, all callers merged (Caller empty); in the same order
+	Types     []TypeDiff  // by absolute change in total wait, largest first
+	Captures  [2]*Capture // before and after, as compared: BeforeSide and AfterSide index them
 
-	captures [2]*capture.Capture // before, after
-	totalNS  [2]uint64           // raw total wait of each
+	totals   [2]Totals // of each, unscaled
 	warnings []string
 }
 
-// The sides of a diff, as indexes.
+// The sides of a diff, as indexes of Diff.Captures.
 const (
-	beforeSide = 0
-	afterSide  = 1
+	BeforeSide = 0
+	AfterSide  = 1
 )
 
 // Compare matches the rows of two captures and compares them; see Diff. It reads the captures and
-// keeps them (WriteDiffHTML draws from them too) but does not modify them.
-func Compare(b, a *capture.Capture, o DiffOptions) *Diff {
-	d := &Diff{Options: o, captures: [2]*capture.Capture{b, a}}
+// keeps them (a page of the diff draws from them too) but does not modify them.
+func Compare(b, a *Capture, o DiffOptions) *Diff {
+	d := &Diff{Options: o, Captures: [2]*Capture{b, a}}
 	d.PerSecond = !o.Absolute && b.Meta.DurationNS > 0 && a.Meta.DurationNS > 0
 	d.warnings = mismatches(b.Meta, a.Meta, o.Absolute)
 
-	var groups [2][]capture.Group
-	var keys [2]map[string]rowKey
-	for side, c := range d.captures {
-		groups[side], keys[side] = groupRows(c, o.ByThread)
-		for _, r := range c.Records {
-			d.totalNS[side] += r.TotalNS
+	for side, c := range d.Captures {
+		d.totals[side] = c.Totals()
+		if d.totals[side].Saturated {
+			d.warnings = append(d.warnings, fmt.Sprintf("the %s capture's waits add up to more than a 64-bit number holds: it is corrupt, and its sums show as that maximum, %d", []string{"before", "after"}[side], uint64(math.MaxUint64)))
 		}
 	}
+	d.Rows = d.compareBy(rowFields(o.ByThread))
+	d.Callers = d.compareBy(FieldType | FieldCaller)
+	d.Locks = d.compareBy(FieldType | FieldName)
+	d.Types = d.compareTypes()
+	return d
+}
 
-	matched := make(map[string]int) // key -> index into d.Rows, for the before rows that can match
-	for _, g := range groups[beforeSide] {
-		k := keys[beforeSide][g.Key]
-		if k.matchable {
-			matched[g.Key] = len(d.Rows)
-		}
-		d.Rows = append(d.Rows, DiffRow{Status: Gone, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Before: d.values(g, beforeSide)})
+// compareBy matches the groups of both captures that agree in fields (of FieldType, FieldName,
+// FieldCaller and FieldComm), and sorts the rows by absolute change.
+func (d *Diff) compareBy(fields Fields) []DiffRow {
+	var groups [2][]Group
+	var keys [2]map[string]rowKey
+	for side, c := range d.Captures {
+		groups[side], keys[side] = groupRows(c, fields)
 	}
-	for _, g := range groups[afterSide] {
-		k := keys[afterSide][g.Key]
+	rows := []DiffRow{}
+	matched := make(map[string]int) // key -> index into rows, for the before rows that can match
+	for _, g := range groups[BeforeSide] {
+		k := keys[BeforeSide][g.Key]
+		if k.matchable {
+			matched[g.Key] = len(rows)
+		}
+		rows = append(rows, DiffRow{Status: Gone, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Before: d.values(g, BeforeSide)})
+	}
+	for _, g := range groups[AfterSide] {
+		k := keys[AfterSide][g.Key]
 		if i, ok := matched[g.Key]; ok && k.matchable {
-			d.Rows[i].Status = Matched
-			d.Rows[i].After = d.values(g, afterSide)
+			rows[i].Status = Matched
+			rows[i].After = d.values(g, AfterSide)
 			continue
 		}
-		d.Rows = append(d.Rows, DiffRow{Status: New, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, After: d.values(g, afterSide)})
+		rows = append(rows, DiffRow{Status: New, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, After: d.values(g, AfterSide)})
 	}
-	slices.SortFunc(d.Rows, func(x, y DiffRow) int {
+	slices.SortFunc(rows, func(x, y DiffRow) int {
 		return cmp.Or(
 			byChange(x.DeltaNS(), y.DeltaNS(), max(x.Before.TotalNS, x.After.TotalNS), max(y.Before.TotalNS, y.After.TotalNS)),
 			strings.Compare(x.Type, y.Type), strings.Compare(x.Name, y.Name),
@@ -143,8 +156,15 @@ func Compare(b, a *capture.Capture, o DiffOptions) *Diff {
 			cmp.Compare(x.Status, y.Status),
 		)
 	})
-	d.Types = d.compareTypes()
-	return d
+	return rows
+}
+
+// rowFields are the fields the rows of Diff.Rows are matched by.
+func rowFields(byThread bool) Fields {
+	if byThread {
+		return FieldType | FieldName | FieldCaller | FieldComm
+	}
+	return FieldType | FieldName | FieldCaller
 }
 
 // byChange orders by absolute change descending, then by the larger side descending, so rows that
@@ -159,20 +179,25 @@ type rowKey struct {
 	matchable               bool // false for a caller that is a raw address or hashed id
 }
 
-// groupRows merges the records of c into the rows of a diff. It returns capture.GroupBy's groups and,
-// for each group key, the fields the key stands for.
+// groupRows merges the records of c that agree in fields into the rows of a diff. It returns
+// GroupBy's groups and, for each group key, the fields the key stands for.
 //
 // A raw address or a hashed id as caller (a frame kallsyms could not name, e.g. in a module, or
 // with kernel.kptr_restrict) still merges with the same address within one capture, but never
 // matches across captures, even when the value is the same: module addresses move with every load,
 // and hashed ids change with every report's key. Such rows are always new or gone. An empty caller
 // (no stack, or --stack-depth 0) is "unknown" and matches the unknown caller of the other capture.
-func groupRows(c *capture.Capture, byThread bool) ([]capture.Group, map[string]rowKey) {
+func groupRows(c *Capture, fields Fields) ([]Group, map[string]rowKey) {
 	keys := make(map[string]rowKey)
-	key := func(r capture.Record) string {
-		k := rowKey{typ: r.Type, name: r.Name}
-		k.caller, k.matchable = callerFunc(r.Caller, c.Meta.AddressesHashed)
-		if byThread {
+	key := func(r Record) string {
+		k := rowKey{typ: r.Type, matchable: true}
+		if fields.Has(FieldName) {
+			k.name = r.Name
+		}
+		if fields.Has(FieldCaller) {
+			k.caller, k.matchable = callerFunc(r.Caller, c.Meta.AddressesHashed)
+		}
+		if fields.Has(FieldComm) {
 			k.comm = r.Comm
 		}
 		// Quoting makes the key unambiguous whatever the names hold.
@@ -181,13 +206,13 @@ func groupRows(c *capture.Capture, byThread bool) ([]capture.Group, map[string]r
 		return s
 	}
 	// A record without waits (one that only times holds) has nothing to compare.
-	withWaits := make([]capture.Record, 0, len(c.Records))
+	withWaits := make([]Record, 0, len(c.Records))
 	for _, r := range c.Records {
 		if r.Count > 0 {
 			withWaits = append(withWaits, r)
 		}
 	}
-	return capture.GroupBy(withWaits, key), keys
+	return GroupBy(withWaits, key), keys
 }
 
 // callerFunc returns what a caller is matched by: "vm_mmap_pgoff+0xe0" -> "vm_mmap_pgoff". A raw
@@ -204,7 +229,7 @@ func callerFunc(caller string, hashed bool) (fn string, matchable bool) {
 }
 
 // isAddress reports whether a frame is a raw address or, in a hashed capture, an id as
-// capture.Addr.HashedString writes it: 16 hex digits without 0x.
+// Addr.HashedString writes it: 16 hex digits without 0x.
 func isAddress(frame string, hashed bool) bool {
 	if rest, ok := strings.CutPrefix(frame, "0x"); ok && isHex(rest) {
 		return true
@@ -224,27 +249,27 @@ func isHex(s string) bool {
 	return true
 }
 
-// rate scales a count or a total of one side to the diff's basis: per second of capture, or as is.
-func (d *Diff) rate(v uint64, side int) float64 {
+// Rate scales a count or a total of one side to the diff's basis: per second of capture, or as is.
+func (d *Diff) Rate(v uint64, side int) float64 {
 	if !d.PerSecond {
 		return float64(v)
 	}
-	return float64(v) * 1e9 / float64(d.captures[side].Meta.DurationNS)
+	return float64(v) * 1e9 / float64(d.Captures[side].Meta.DurationNS)
 }
 
-func (d *Diff) values(g capture.Group, side int) DiffValues {
+func (d *Diff) values(g Group, side int) DiffValues {
 	return DiffValues{
-		Count: d.rate(g.Count, side), TotalNS: d.rate(g.TotalNS, side), MeanNS: g.MeanNS(), MaxNS: g.MaxNS,
+		Count: d.Rate(g.Count, side), TotalNS: d.Rate(g.TotalNS, side), MeanNS: g.MeanNS(), MaxNS: g.MaxNS,
 		Records: g.Records, Stack: g.Stack,
 	}
 }
 
-// compareTypes compares the lock types that had waits in either capture.
+// compareTypes compares the lock types that had waits in either
 func (d *Diff) compareTypes() []TypeDiff {
 	var types []TypeDiff
 	index := make(map[string]int)
 	for side := range 2 {
-		for _, h := range d.captures[side].Histograms {
+		for _, h := range d.Captures[side].Histograms {
 			if h.Count == 0 {
 				continue
 			}
@@ -253,15 +278,15 @@ func (d *Diff) compareTypes() []TypeDiff {
 				i = len(types)
 				index[h.Type] = i
 				types = append(types, TypeDiff{Type: h.Type, Status: New})
-				if side == beforeSide {
+				if side == BeforeSide {
 					types[i].Status = Gone
 				}
 			} else {
 				types[i].Status = Matched
 			}
 			s := h.Stats()
-			v := DiffValues{Count: d.rate(h.Count, side), TotalNS: d.rate(h.TotalNS, side), MeanNS: s.MeanNS, MaxNS: h.MaxNS}
-			if side == beforeSide {
+			v := DiffValues{Count: d.Rate(h.Count, side), TotalNS: d.Rate(h.TotalNS, side), MeanNS: s.MeanNS, MaxNS: h.MaxNS}
+			if side == BeforeSide {
 				types[i].Before, types[i].BeforeDist = v, s
 			} else {
 				types[i].After, types[i].AfterDist = v, s
@@ -281,13 +306,13 @@ func (d *Diff) compareTypes() []TypeDiff {
 // unless the diff is absolute, and the change in percent: +Inf when before is 0 and after is not, 0
 // when both are 0.
 func (d *Diff) TotalWaitChange() (before, after float64, pct float64) {
-	before, after = d.rate(d.totalNS[beforeSide], beforeSide), d.rate(d.totalNS[afterSide], afterSide)
-	return before, after, changePct(before, after)
+	before, after = d.Rate(d.totals[BeforeSide].TotalNS, BeforeSide), d.Rate(d.totals[AfterSide].TotalNS, AfterSide)
+	return before, after, ChangePct(before, after)
 }
 
-// changePct is the change from b to a in percent. It multiplies before it divides, so that a change
+// ChangePct is the change from b to a in percent. It multiplies before it divides, so that a change
 // of exactly p percent between numbers a float64 holds exactly comes out as exactly p.
-func changePct(b, a float64) float64 {
+func ChangePct(b, a float64) float64 {
 	switch {
 	case b == 0 && a == 0:
 		return 0
@@ -322,15 +347,15 @@ func (d *Diff) FailOver(pct float64) (ok bool, grew []DiffRow) {
 
 // mismatches are the differences between two captures' settings and circumstances that change what
 // comparing their numbers means.
-func mismatches(b, a capture.Meta, absolute bool) []string {
+func mismatches(b, a Meta, absolute bool) []string {
 	var w []string
 	if b.Kernel != a.Kernel || b.Arch != a.Arch {
 		w = append(w, fmt.Sprintf("the kernels differ (before %s, after %s): rows are matched by function name, but inlining, lock code and what a caller does may differ",
-			orUnknown(strings.TrimSpace(b.Kernel+" "+b.Arch)), orUnknown(strings.TrimSpace(a.Kernel+" "+a.Arch))))
+			cmp.Or(strings.TrimSpace(b.Kernel+" "+b.Arch), "unknown"), cmp.Or(strings.TrimSpace(a.Kernel+" "+a.Arch), "unknown")))
 	}
 	if b.Probe != a.Probe {
 		w = append(w, fmt.Sprintf("the probe backends differ (before %s, after %s): they measure differently (what the probes cost, which lengthens what they time; function probes time whole acquires above a threshold, tracepoints time waits)",
-			orUnknown(b.Probe), orUnknown(a.Probe)))
+			cmp.Or(b.Probe, "unknown"), cmp.Or(a.Probe, "unknown")))
 	}
 	if b.StackDepth != a.StackDepth {
 		w = append(w, fmt.Sprintf("the stack depths differ (before %d, after %d frames): callers beyond the shallower depth are unknown there, so rows may not match",
@@ -338,7 +363,7 @@ func mismatches(b, a capture.Meta, absolute bool) []string {
 	}
 	if onlyB, onlyA := setDifference(b.Types, a.Types), setDifference(a.Types, b.Types); len(onlyB) > 0 || len(onlyA) > 0 {
 		w = append(w, fmt.Sprintf("the captured lock types differ (only before: %s; only after: %s): the totals cover different locks, and those types show as gone or new",
-			listOr(onlyB, "none"), listOr(onlyA, "none")))
+			cmp.Or(strings.Join(onlyB, ", "), "none"), cmp.Or(strings.Join(onlyA, ", "), "none")))
 	}
 	if b.Comm != a.Comm || (len(b.PIDs) == 0) != (len(a.PIDs) == 0) {
 		w = append(w, fmt.Sprintf("the process filters differ (before %s, after %s): the captures watched different processes",
@@ -349,10 +374,14 @@ func mismatches(b, a capture.Meta, absolute bool) []string {
 	}
 	for _, s := range []struct {
 		name string
-		m    capture.Meta
+		m    Meta
 	}{{"before", b}, {"after", a}} {
 		if lost := s.m.LostTotal(); lost > 0 {
-			w = append(w, fmt.Sprintf("the %s capture lost %d %s: its numbers undercount", s.name, lost, plural(int(min(lost, 2)), "event", "events")))
+			events := "events"
+			if lost == 1 {
+				events = "event"
+			}
+			w = append(w, fmt.Sprintf("the %s capture lost %d %s: its numbers undercount", s.name, lost, events))
 		}
 		if !absolute && s.m.DurationNS <= 0 {
 			w = append(w, fmt.Sprintf("the %s capture has no duration: comparing raw totals, not per second", s.name))
@@ -360,8 +389,6 @@ func mismatches(b, a capture.Meta, absolute bool) []string {
 	}
 	return w
 }
-
-func orUnknown(s string) string { return cmpOr(s, "unknown") }
 
 // setDifference returns the elements of a not in b, sorted.
 func setDifference(a, b []string) []string {
@@ -375,13 +402,17 @@ func setDifference(a, b []string) []string {
 	return only
 }
 
-func filterText(m capture.Meta) string {
+func filterText(m Meta) string {
 	var f []string
 	if len(m.PIDs) > 0 {
-		f = append(f, "PIDs "+strings.Join(uintStrings(m.PIDs), ","))
+		pids := make([]string, len(m.PIDs))
+		for i, pid := range m.PIDs {
+			pids[i] = strconv.FormatUint(uint64(pid), 10)
+		}
+		f = append(f, "PIDs "+strings.Join(pids, ","))
 	}
 	if m.Comm != "" {
 		f = append(f, "comm "+m.Comm)
 	}
-	return listOr(f, "none")
+	return cmp.Or(strings.Join(f, ", "), "none")
 }

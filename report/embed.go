@@ -1,0 +1,256 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// The page data is everything the page's tables need and, in a report, the whole capture: one JSON
+// object, gzip-compressed and base64-encoded into a script element that the browser does not run.
+// page.js decodes it with DecompressionStream; ReadInput reads the capture back from it.
+//
+//	{"strings": [...], "shown": {"3": "visible form of string 3", ...}, "stacks": [[frame, ...], ...],
+//	 "capture": {capture JSON with "records": []}, "records": {"type": [...], ...},
+//	 "views": [{"id": ..., "columns": [{"key": ..., "kind": ..., "values" or "ref": ...}]}]}
+
+// dataElementID is the id of the script element holding the page data.
+const dataElementID = "klockstat-data"
+
+// dataEncoding is the data-encoding attribute of that element, which says how to read it.
+const dataEncoding = "gzip+base64"
+
+// recordFields are the columns of the embedded records, each named as the capture JSON names the
+// field. Text and stack fields hold indexes into the strings and the stacks.
+type recordFields struct {
+	Type        []int32  `json:"type"`
+	Lock        []int32  `json:"lock"`
+	Name        []int32  `json:"name"`
+	Comm        []int32  `json:"comm"`
+	Caller      []int32  `json:"caller"`
+	Stack       []int32  `json:"stack"`
+	PID         []uint64 `json:"pid"`
+	TID         []uint64 `json:"tid"`
+	Count       []uint64 `json:"count"`
+	TotalNS     []uint64 `json:"total_ns"`
+	MinNS       []uint64 `json:"min_ns"`
+	MaxNS       []uint64 `json:"max_ns"`
+	InProgress  []uint64 `json:"in_progress"`
+	HoldCount   []uint64 `json:"hold_count"`
+	HoldTotalNS []uint64 `json:"hold_total_ns"`
+	HoldMinNS   []uint64 `json:"hold_min_ns"`
+	HoldMaxNS   []uint64 `json:"hold_max_ns"`
+}
+
+// newRecordFields stores records, in the given order, in columns; tab interns (and hashes) their
+// strings, stacks and locks.
+func newRecordFields(records []capture.Record, order []int32, tab *strtab) *recordFields {
+	n := len(order)
+	f := &recordFields{
+		Type: make([]int32, n), Lock: make([]int32, n), Name: make([]int32, n), Comm: make([]int32, n),
+		Caller: make([]int32, n), Stack: make([]int32, n), PID: make([]uint64, n), TID: make([]uint64, n),
+		Count: make([]uint64, n), TotalNS: make([]uint64, n), MinNS: make([]uint64, n), MaxNS: make([]uint64, n),
+		InProgress: make([]uint64, n), HoldCount: make([]uint64, n), HoldTotalNS: make([]uint64, n),
+		HoldMinNS: make([]uint64, n), HoldMaxNS: make([]uint64, n),
+	}
+	for i, ri := range order {
+		r := &records[ri]
+		f.Type[i], f.Lock[i], f.Name[i] = tab.str(r.Type), tab.str(tab.lock(r.Lock).String()), tab.str(r.Name)
+		f.Comm[i], f.Caller[i], f.Stack[i] = tab.str(r.Comm), tab.frame(r.Caller), tab.stack(r.Stack)
+		f.PID[i], f.TID[i] = uint64(r.PID), uint64(r.TID)
+		f.Count[i], f.TotalNS[i], f.MinNS[i], f.MaxNS[i], f.InProgress[i] = r.Count, r.TotalNS, r.MinNS, r.MaxNS, r.InProgress
+		f.HoldCount[i], f.HoldTotalNS[i], f.HoldMinNS[i], f.HoldMaxNS[i] = r.HoldCount, r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS
+	}
+	return f
+}
+
+// write writes the columns as one JSON object.
+func (f *recordFields) write(j *jsonWriter) {
+	j.raw("{")
+	for i, c := range []struct {
+		name string
+		ix   []int32
+		n    []uint64
+	}{
+		{"type", f.Type, nil}, {"lock", f.Lock, nil}, {"name", f.Name, nil}, {"comm", f.Comm, nil},
+		{"caller", f.Caller, nil}, {"stack", f.Stack, nil}, {"pid", nil, f.PID}, {"tid", nil, f.TID},
+		{"count", nil, f.Count}, {"total_ns", nil, f.TotalNS}, {"min_ns", nil, f.MinNS}, {"max_ns", nil, f.MaxNS},
+		{"in_progress", nil, f.InProgress}, {"hold_count", nil, f.HoldCount}, {"hold_total_ns", nil, f.HoldTotalNS},
+		{"hold_min_ns", nil, f.HoldMinNS}, {"hold_max_ns", nil, f.HoldMaxNS},
+	} {
+		if i > 0 {
+			j.raw(",")
+		}
+		j.raw(`"` + c.name + `":`)
+		if c.ix != nil {
+			j.int32s(c.ix)
+		} else {
+			j.uint64s(c.n)
+		}
+	}
+	j.raw("}")
+}
+
+// pageData is what one page embeds for its script.
+type pageData struct {
+	tab     *strtab
+	capture *capture.Capture // the report's capture without its records, or nil
+	records *recordFields    // the report's records
+	views   []view
+}
+
+// encode returns the script element holding d, compressed.
+func (d *pageData) encode() (template.HTML, error) {
+	var out bytes.Buffer
+	fmt.Fprintf(&out, `<script type="text/plain" id="%s" data-encoding="%s">`, dataElementID, dataEncoding)
+	b64 := base64.NewEncoder(base64.StdEncoding, &out)
+	// The fastest level: the page data is mostly small numbers, which every level packs about as well.
+	gz, err := gzip.NewWriterLevel(b64, gzip.BestSpeed)
+	if err != nil {
+		return "", fmt.Errorf("compressing the page data: %w", err)
+	}
+	j := &jsonWriter{w: bufio.NewWriterSize(gz, 1<<16)}
+	j.raw(`{"strings":`)
+	j.value(d.tab.strings)
+	j.raw(`,"shown":`)
+	j.value(shownStrings(d.tab.strings))
+	j.raw(`,"stacks":`)
+	j.stacks(d.tab.stacks)
+	if d.capture != nil {
+		j.raw(`,"capture":`)
+		j.value(d.capture)
+		j.raw(`,"records":`)
+		d.records.write(j)
+	}
+	j.raw(`,"views":`)
+	j.views(d.views)
+	j.raw("}")
+	if j.e == nil {
+		j.e = j.w.Flush()
+	}
+	for _, c := range []io.Closer{gz, b64} {
+		if err := c.Close(); j.e == nil {
+			j.e = err
+		}
+	}
+	if j.e != nil {
+		return "", fmt.Errorf("encoding the page data: %w", j.e)
+	}
+	out.WriteString("</script>")
+	// Base64 has no character that HTML treats specially.
+	return template.HTML(out.String()), nil
+}
+
+// shownStrings are the strings that page.js must show in another form than theirs (visible), by index.
+func shownStrings(strings []string) map[int]string {
+	shown := map[int]string{}
+	for i, s := range strings {
+		if v := visible(s); v != s {
+			shown[i] = v
+		}
+	}
+	return shown
+}
+
+// embeddedData is the part of the page data that holds the capture.
+type embeddedData struct {
+	Strings []string        `json:"strings"`
+	Stacks  [][]int32       `json:"stacks"`
+	Capture *jsontext.Value `json:"capture"`
+	Records recordFields    `json:"records"`
+}
+
+// errNoCapture says that a page's data holds no capture: the page is a diff.
+var errNoCapture = errors.New("a page whose data holds no capture (a klockstat diff)")
+
+// decodePageData reads the capture back from the content of a report's page data element.
+func decodePageData(content []byte) (*capture.Capture, error) {
+	raw, err := base64.StdEncoding.AppendDecode(nil, bytes.TrimSpace(content))
+	if err != nil {
+		return nil, fmt.Errorf("the report's page data is not base64: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("the report's page data is not gzip: %w", err)
+	}
+	var d embeddedData
+	if err := jsonv2.UnmarshalRead(zr, &d); err != nil {
+		return nil, fmt.Errorf("decoding the report's page data: %w", err)
+	}
+	if d.Capture == nil {
+		return nil, errNoCapture
+	}
+	c, err := capture.Parse(*d.Capture)
+	if err != nil {
+		return nil, fmt.Errorf("the report's embedded capture: %w", err)
+	}
+	if c.Records, err = d.records(); err != nil {
+		return nil, fmt.Errorf("the report's embedded records: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("the report's embedded capture is invalid: %w", err)
+	}
+	return c, nil
+}
+
+// records turns the columns back into records, checking every index.
+func (d *embeddedData) records() ([]capture.Record, error) {
+	f := &d.Records
+	n := len(f.Type)
+	for _, l := range []int{len(f.Lock), len(f.Name), len(f.Comm), len(f.Caller), len(f.Stack), len(f.PID), len(f.TID),
+		len(f.Count), len(f.TotalNS), len(f.MinNS), len(f.MaxNS), len(f.InProgress),
+		len(f.HoldCount), len(f.HoldTotalNS), len(f.HoldMinNS), len(f.HoldMaxNS)} {
+		if l != n {
+			return nil, fmt.Errorf("columns of %d and %d records", n, l)
+		}
+	}
+	var bad error
+	str := func(i int32) string {
+		if i < 0 || int(i) >= len(d.Strings) {
+			bad = fmt.Errorf("string %d of %d", i, len(d.Strings))
+			return ""
+		}
+		return d.Strings[i]
+	}
+	stacks := make([][]string, len(d.Stacks))
+	for i, s := range d.Stacks {
+		stacks[i] = make([]string, len(s))
+		for k, f := range s {
+			stacks[i][k] = str(f)
+		}
+	}
+	records := make([]capture.Record, n)
+	for i := range records {
+		var lock capture.Addr
+		if err := lock.UnmarshalText([]byte(str(f.Lock[i]))); err != nil && bad == nil {
+			bad = fmt.Errorf("record %d: %w", i, err)
+		}
+		if s := f.Stack[i]; s < 0 || int(s) >= len(stacks) {
+			return nil, fmt.Errorf("record %d: stack %d of %d", i, s, len(stacks))
+		}
+		if f.PID[i] > 1<<32-1 || f.TID[i] > 1<<32-1 {
+			return nil, fmt.Errorf("record %d: pid %d or tid %d out of range", i, f.PID[i], f.TID[i])
+		}
+		records[i] = capture.Record{
+			Type: str(f.Type[i]), Lock: lock, Name: str(f.Name[i]), Comm: str(f.Comm[i]),
+			PID: uint32(f.PID[i]), TID: uint32(f.TID[i]),
+			Count: f.Count[i], TotalNS: f.TotalNS[i], MinNS: f.MinNS[i], MaxNS: f.MaxNS[i], InProgress: f.InProgress[i],
+			Caller: str(f.Caller[i]), Stack: stacks[f.Stack[i]], // shared by the records of the same stack: nothing changes a stack in place
+			HoldCount: f.HoldCount[i], HoldTotalNS: f.HoldTotalNS[i], HoldMinNS: f.HoldMinNS[i], HoldMaxNS: f.HoldMaxNS[i],
+		}
+		if bad != nil {
+			return nil, bad
+		}
+	}
+	return records, nil
+}

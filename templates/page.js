@@ -1,0 +1,516 @@
+// klockstat's pages, the report and the diff: draws the charts whose options Go built, and renders the
+// tables whose rows Go computed (report/views.go), with sorting, filtering and paging. Nothing here
+// groups, sums or compares: every number comes from the page's data; this script only formats it.
+//
+// Every string of a capture comes from the kernel or from processes (a thread can name itself
+// "<img src=x onerror=...>"), so data only ever reaches the page through textContent and setAttribute,
+// or, in ECharts tooltips, which take HTML, through echarts.format.encodeHTML.
+"use strict";
+(function () {
+  const klock = {};
+  window.klock = klock;
+
+  // fmtNS renders nanoseconds as report.FormatDuration does: "812 ns", "15.64 us", "1.04 ms", "2.50 s".
+  function fmtNS(ns) {
+    let sign = "";
+    if (ns < 0) {
+      sign = "-";
+      ns = -ns;
+    }
+    const r = Math.round(ns);
+    if (r < 1000) {
+      return (r === 0 ? "" : sign) + r + " ns";
+    }
+    if (Math.round(ns / 10) < 100000) {
+      return sign + (ns / 1e3).toFixed(2) + " us";
+    }
+    if (Math.round(ns / 1e4) < 100000) {
+      return sign + (ns / 1e6).toFixed(2) + " ms";
+    }
+    return sign + (ns / 1e9).toFixed(2) + " s";
+  }
+
+  // axisNS labels an axis tick briefly, as report's axisDuration does: "512 ns", "4.1 us", "131 us".
+  function axisNS(ns) {
+    let v = ns;
+    let unit = "ns";
+    for (const [name, scale] of [["us", 1e3], ["ms", 1e6], ["s", 1e9]]) {
+      if (ns >= scale) {
+        v = ns / scale;
+        unit = name;
+      }
+    }
+    return (v < 10 ? v.toFixed(1).replace(/\.0$/, "") : v.toFixed(0)) + " " + unit;
+  }
+
+  const signed = (v, s) => (v > 0 ? "+" + s : s);
+
+  // Charts.
+
+  const esc = (s) => echarts.format.encodeHTML(String(s));
+  const dot = (color) => (color ? '<span class="kl-dot" style="background:' + esc(color) + '"></span>' : "");
+
+  // A tip is what Go wrote for one point of a chart: {t: title, c: colour, r: [[label, value, colour]]}.
+  function tipHTML(tip) {
+    let html = '<div class="kl-tip"><div class="kl-tip-title">' + dot(tip.c) + esc(tip.t) + "</div><table>";
+    for (const [label, value, color] of tip.r) {
+      html += "<tr><td>" + dot(color) + esc(label) + "</td><td>" + esc(value) + "</td></tr>";
+    }
+    return html + "</table></div>";
+  }
+
+  // The functions chart options name (chart.formatters): tips[series][point] for a tooltip of one
+  // point, tips[0][point] for one of an axis.
+  const formatters = {
+    axisNS,
+    axisDelta: (ns) => signed(ns, ns < 0 ? "-" + axisNS(-ns) : axisNS(ns)),
+    tip: (tips) => function (p) {
+      const list = Array.isArray(p) ? p : [p];
+      if (list.length === 0) {
+        return "";
+      }
+      const tip = (tips[Array.isArray(p) ? 0 : p.seriesIndex] || [])[list[0].dataIndex];
+      return tip ? tipHTML(tip) : "";
+    },
+  };
+
+  function drawCharts() {
+    const source = document.getElementById("klockstat-charts");
+    if (!source) {
+      return;
+    }
+    for (const c of JSON.parse(source.textContent)) {
+      const option = c.option;
+      for (const [path, name] of c.formatters) {
+        const keys = path.split(".");
+        let at = option;
+        for (const k of keys.slice(0, -1)) {
+          at = at[k];
+        }
+        at[keys[keys.length - 1]] = name === "tip" ? formatters.tip(c.tips) : formatters[name];
+      }
+      echarts.init(document.getElementById(c.id)).setOption(option);
+    }
+    window.addEventListener("resize", function () {
+      for (const el of document.querySelectorAll(".chart")) {
+        const chart = echarts.getInstanceByDom(el);
+        if (chart) {
+          chart.resize();
+        }
+      }
+    });
+  }
+
+  // The page data: JSON, gzip-compressed and base64-encoded by Go (report/embed.go).
+  async function loadData() {
+    const source = document.getElementById("klockstat-data");
+    const b64 = source.textContent.trim();
+    let bytes;
+    if (Uint8Array.fromBase64) {
+      bytes = Uint8Array.fromBase64(b64);
+    } else {
+      const bin = atob(b64);
+      bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) {
+        bytes[i] = bin.charCodeAt(i);
+      }
+    }
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  // Tables.
+
+  function el(tag, cls, content) {
+    const e = document.createElement(tag);
+    if (cls) {
+      e.className = cls;
+    }
+    if (content !== undefined) {
+      e.textContent = content;
+    }
+    return e;
+  }
+
+  // A view of the page data: its columns with their values, and the order and filter of its rows.
+  function makeView(data, v) {
+    const n = v.rows;
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) {
+      order[i] = i;
+    }
+    const columns = v.columns.map((c) => Object.assign({}, c, { values: c.ref ? data.records[c.ref] : c.values }));
+    return Object.assign({}, v, { columns, order, shown: order, page: 0, sortKey: v.sort, sortDesc: true, query: "", saturated: new Set(v.saturated) });
+  }
+
+  function tableOf(data) {
+    const text = (i) => (i in data.shown ? data.shown[i] : data.strings[i]);
+
+    const muted = (cls) => el("td", cls + " muted", "–");
+    const change = (v) => (v > 0 ? "num worse" : v < 0 ? "num better" : "num");
+
+    function stackCell(i) {
+      const td = el("td", "stack");
+      const frames = i >= 0 ? data.stacks[i] : [];
+      if (frames.length === 0) {
+        td.appendChild(el("span", "muted", "no stack"));
+        return td;
+      }
+      const details = el("details");
+      details.appendChild(el("summary", "", frames.length + (frames.length === 1 ? " frame" : " frames")));
+      // The frames are only put into the page when the stack is opened: a page of 500 rows stays light.
+      details.addEventListener("toggle", function () {
+        if (details.open && details.querySelector("ol") === null) {
+          const ol = el("ol");
+          for (const f of frames) {
+            ol.appendChild(el("li", "", text(f)));
+          }
+          details.appendChild(ol);
+        }
+      });
+      td.appendChild(details);
+      return td;
+    }
+
+    // cell renders value v of column c in row r of view view.
+    function cell(view, c, r) {
+      const v = c.values[r];
+      if (v === null) {
+        return muted(c.kind === "text" ? "" : "num");
+      }
+      const lowerBound = c.sum && view.saturated.has(r) ? "≥ " : "";
+      let td;
+      switch (c.kind) {
+        case "text":
+          if (v < 0) {
+            return el("td", "muted", "various");
+          }
+          td = el("td", c.class || "", text(v));
+          if (c.titles && c.titles[r] >= 0) {
+            td.setAttribute("title", text(c.titles[r]));
+          }
+          return td;
+        case "status":
+          return el("td", "status-" + text(v), text(v));
+        case "stack":
+          return stackCell(v);
+        case "int":
+          td = el("td", "num", lowerBound + String(v));
+          break;
+        case "ns":
+          td = el("td", "num", lowerBound + fmtNS(v));
+          td.setAttribute("title", v + " ns");
+          break;
+        case "nsf":
+          td = el("td", "num", fmtNS(v));
+          td.setAttribute("title", v.toFixed(1) + " ns");
+          break;
+        case "num":
+          td = el("td", "num", v.toFixed(c.decimals || 0));
+          break;
+        case "delta":
+          if (c.unit === "ns") {
+            const s = fmtNS(v);
+            td = el("td", change(v), s === "0 ns" ? s : signed(v, s));
+            td.setAttribute("title", v.toFixed(1) + " ns");
+          } else {
+            td = el("td", change(v), signed(v, v.toFixed(c.decimals || 0)));
+          }
+          return td;
+        case "ratio":
+          if (v === -1) {
+            return el("td", "num worse", "new");
+          }
+          if (v === 0) {
+            return el("td", "num better", "gone");
+          }
+          return el("td", change(v - 1), "×" + v.toFixed(2));
+      }
+      if (lowerBound) {
+        td.classList.add("bad");
+        td.setAttribute("title", "the sum exceeds 2^64-1 and stopped there: the capture's numbers are corrupt");
+      }
+      return td;
+    }
+
+    // sortValue is what row r is ordered by in column c: a number, a string, or null (last either way).
+    function sortValue(c, r) {
+      const v = c.values[r];
+      if (v === null) {
+        return null;
+      }
+      switch (c.kind) {
+        case "text":
+        case "status":
+          return v < 0 ? null : text(v);
+        case "ratio":
+          return v === -1 ? Infinity : v;
+      }
+      return v;
+    }
+
+    function matcher(view, q) {
+      const strings = new Uint8Array(data.strings.length);
+      for (let i = 0; i < strings.length; i++) {
+        strings[i] = text(i).toLowerCase().includes(q) ? 1 : 0;
+      }
+      const stacks = new Uint8Array(data.stacks.length);
+      for (let i = 0; i < stacks.length; i++) {
+        stacks[i] = data.stacks[i].some((f) => strings[f]) ? 1 : 0;
+      }
+      return function (r) {
+        for (const c of view.columns) {
+          const v = c.values[r];
+          if (v === null) {
+            continue;
+          }
+          switch (c.kind) {
+            case "text":
+            case "status":
+              if ((v >= 0 && strings[v]) || (c.titles && c.titles[r] >= 0 && strings[c.titles[r]])) {
+                return true;
+              }
+              break;
+            case "stack":
+              if (v >= 0 && stacks[v]) {
+                return true;
+              }
+              break;
+            case "int":
+              if (c.search && String(v).includes(q)) {
+                return true;
+              }
+          }
+        }
+        return false;
+      };
+    }
+
+    function header(view) {
+      const thead = el("thead");
+      const grouped = view.columns.some((c) => c.group);
+      const top = el("tr");
+      const bottom = el("tr");
+      for (let i = 0; i < view.columns.length; i++) {
+        const c = view.columns[i];
+        const th = el("th", c.kind === "text" || c.kind === "status" || c.kind === "stack" ? "" : "num", c.label);
+        th.dataset.col = c.key;
+        th.scope = "col";
+        if (!grouped || !c.group) {
+          if (grouped) {
+            th.rowSpan = 2;
+          }
+          top.appendChild(th);
+          continue;
+        }
+        if (i === 0 || view.columns[i - 1].group !== c.group) {
+          let span = 1;
+          while (i + span < view.columns.length && view.columns[i + span].group === c.group) {
+            span++;
+          }
+          const g = el("th", "group", c.group);
+          g.colSpan = span;
+          g.scope = "colgroup";
+          top.appendChild(g);
+        }
+        bottom.appendChild(th);
+      }
+      thead.appendChild(top);
+      if (grouped) {
+        thead.appendChild(bottom);
+      }
+      return thead;
+    }
+
+    function render(view) {
+      const rows = view.shown;
+      const pages = Math.max(1, Math.ceil(rows.length / view.size));
+      view.page = Math.min(view.page, pages - 1);
+      const start = view.page * view.size;
+      const end = Math.min(start + view.size, rows.length);
+      const frag = document.createDocumentFragment();
+      for (let k = start; k < end; k++) {
+        const tr = el("tr");
+        for (const c of view.columns) {
+          tr.appendChild(cell(view, c, rows[k]));
+        }
+        frag.appendChild(tr);
+      }
+      if (rows.length === 0) {
+        const tr = el("tr", "empty-row");
+        const td = el("td", "", view.rows ? "No rows match the filter." : "No rows.");
+        td.colSpan = view.columns.length;
+        tr.appendChild(td);
+        frag.appendChild(tr);
+      }
+      view.table.tBodies[0].replaceChildren(frag);
+      for (const th of view.table.querySelectorAll("th[data-col]")) {
+        if (th.dataset.col === view.sortKey) {
+          th.setAttribute("aria-sort", view.sortDesc ? "descending" : "ascending");
+        } else {
+          th.removeAttribute("aria-sort");
+        }
+      }
+      const p = view.pager;
+      p.info.textContent = rows.length === 0 ? "0 rows" :
+        "Rows " + (start + 1) + "–" + end + " of " + rows.length +
+        (rows.length !== view.rows ? " (filtered from " + view.rows + ")" : "");
+      p.prev.disabled = view.page === 0;
+      p.next.disabled = view.page >= pages - 1;
+    }
+
+    function filter(view, q) {
+      view.query = q;
+      if (q === "") {
+        view.shown = view.order;
+      } else {
+        const match = matcher(view, q);
+        view.shown = view.order.filter(match);
+      }
+      view.page = 0;
+      render(view);
+    }
+
+    function sortBy(view, key) {
+      const c = view.columns.find((col) => col.key === key);
+      const num = !(c.kind === "text" || c.kind === "status" || c.kind === "stack");
+      view.sortDesc = view.sortKey === key ? !view.sortDesc : num;
+      view.sortKey = key;
+      const dir = view.sortDesc ? -1 : 1;
+      const keys = new Array(view.rows);
+      for (let r = 0; r < view.rows; r++) {
+        keys[r] = sortValue(c, r);
+      }
+      const order = Array.from(view.order);
+      order.sort(function (a, b) {
+        const x = keys[a];
+        const y = keys[b];
+        if (x === null || y === null) {
+          return (x === null) - (y === null) || a - b;
+        }
+        return dir * (x < y ? -1 : x > y ? 1 : 0) || a - b;
+      });
+      view.order = Uint32Array.from(order);
+      filter(view, view.query);
+    }
+
+    function pager(view, box) {
+      const sizes = [...new Set([view.size, 50, 100, 500])].sort((a, b) => a - b);
+      const prev = el("button", "", "‹ Prev");
+      const next = el("button", "", "Next ›");
+      prev.type = next.type = "button";
+      const info = el("span", "info");
+      const select = el("select");
+      select.setAttribute("aria-label", "Rows per page");
+      for (const n of sizes) {
+        const o = el("option", "", n + " rows per page");
+        o.value = String(n);
+        select.appendChild(o);
+      }
+      select.value = String(view.size);
+      prev.addEventListener("click", () => {
+        view.page--;
+        render(view);
+      });
+      next.addEventListener("click", () => {
+        view.page++;
+        render(view);
+      });
+      select.addEventListener("change", () => {
+        view.size = Number(select.value);
+        view.page = 0;
+        render(view);
+      });
+      box.replaceChildren(prev, next, info, el("span", "spacer"), select);
+      box.hidden = false;
+      return { prev, next, info };
+    }
+
+    // show puts view into the section's table, with sortable headings.
+    function show(view, section) {
+      const table = section.querySelector("table");
+      table.replaceChildren(header(view), el("tbody"));
+      // The keys of the cells in their order, which the headings do not give where they span two rows.
+      table.dataset.cols = view.columns.map((c) => c.key).join(" ");
+      view.table = table;
+      for (const th of table.querySelectorAll("th[data-col]")) {
+        const key = th.dataset.col;
+        const c = view.columns.find((col) => col.key === key);
+        if (c.kind === "stack") {
+          continue; // the filter finds frames
+        }
+        th.tabIndex = 0;
+        th.classList.add("sortable");
+        th.title = "Sort by " + (c.group ? c.group.toLowerCase() + " " : "") + c.label.toLowerCase();
+        th.addEventListener("click", () => sortBy(view, key));
+        th.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" || e.key === " ") {
+            e.preventDefault();
+            sortBy(view, key);
+          }
+        });
+      }
+      view.pager = pager(view, section.querySelector(".pager"));
+      filter(view, section.querySelector("input[type=search]").value.trim().toLowerCase());
+    }
+
+    return { show, filter };
+  }
+
+  // onFilter applies what is typed into input once typing pauses: filtering 100,000 rows on every key
+  // would make typing lag.
+  function onFilter(input, apply) {
+    let timer = 0;
+    input.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => apply(input.value.trim().toLowerCase()), 120);
+    });
+  }
+
+  function initTables(data) {
+    const table = tableOf(data);
+    const byID = new Map(data.views.map((v) => [v.id, v]));
+    for (const section of document.querySelectorAll("section[data-views]")) {
+      const size = Number(section.dataset.pageSize) || 20;
+      const views = {};
+      const view = (id) => {
+        if (!views[id]) {
+          views[id] = makeView(data, byID.get(id));
+          views[id].size = size;
+        }
+        return views[id];
+      };
+      const tabs = section.querySelectorAll(".tab");
+      let active = section.dataset.views.split(" ")[0];
+      const select = (id) => {
+        active = id;
+        for (const tab of tabs) {
+          tab.setAttribute("aria-selected", String(tab.dataset.view === id));
+        }
+        table.show(view(id), section);
+      };
+      for (const tab of tabs) {
+        tab.addEventListener("click", () => select(tab.dataset.view));
+      }
+      onFilter(section.querySelector("input[type=search]"), (q) => table.filter(view(active), q));
+      section.querySelector(".toolbar").hidden = false;
+      select(active);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    drawCharts();
+    if (!document.getElementById("klockstat-data")) {
+      return;
+    }
+    loadData().then(initTables).then(
+      // Tests and styles wait for this mark of a page whose tables are drawn.
+      () => document.documentElement.classList.add("js"),
+      function (e) {
+        for (const section of document.querySelectorAll("section[data-views]")) {
+          section.appendChild(el("p", "note", "The page data could not be read (" + e.message + "): the tables cannot be shown."));
+        }
+        document.documentElement.classList.add("js-failed");
+      });
+  });
+})();
