@@ -190,6 +190,70 @@ func fileIn(path string) func(*testing.T, string) *os.File {
 func faults() []fault {
 	return []fault{
 		{
+			name:   "an empty --pid list is an error, not everything",
+			args:   fixed("-p", "", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: empty --pid list"},
+		},
+		{
+			name:   "an empty --types list is an error, not everything",
+			args:   fixed("-t", "", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: empty --types list"},
+		},
+		{
+			name:    "--types names are trimmed",
+			capture: true,
+			args:    fixed("-t", "rwsem:W, mutex", "-d", "100ms", "-q", "-o", "", "--json", "c.json"),
+			status:  0,
+			check: func(t *testing.T, dir, _ string) {
+				if types := readCaptureFile(t, filepath.Join(dir, "c.json")).Meta.Types; !slices.Equal(types, []string{"rwsem:W", "mutex"}) {
+					t.Errorf("captured types %q, want rwsem:W and mutex", types)
+				}
+			},
+		},
+		{
+			name:    "--pid of no process warns",
+			capture: true,
+			args:    fixed("-p", "4194304", "-d", "100ms", "-q", "-o", ""), // above the kernel's PID_MAX_LIMIT
+			status:  0,
+			stderr:  []string{"klockstat: warning: --pid 4194304: no such process"},
+		},
+		{
+			name: "a --locks file with a byte-order mark is read",
+			args: func(t *testing.T, dir string) []string {
+				writeText(t, filepath.Join(dir, "locks.json"), "\ufeff"+string(embeddedLocks))
+				return []string{"-L", "locks.json", "-t", "nosuch", "-o", ""} // fails after the parse, before a capture
+			},
+			status:    2,
+			stderr:    []string{`klockstat: unknown lock type "nosuch"`},
+			notStderr: []string{"invalid character"},
+		},
+		{
+			name: "a bad --locks file is a usage error",
+			args: func(t *testing.T, dir string) []string {
+				writeText(t, filepath.Join(dir, "locks.json"), "{")
+				return []string{"-L", "locks.json", "-o", ""}
+			},
+			status: 2,
+			stderr: []string{"klockstat: locks.json:1:2: "},
+		},
+		{
+			name:   "--locks of /dev/zero is refused at once",
+			args:   fixed("-L", "/dev/zero", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: reading --locks: /dev/zero: a character device, not a regular file"},
+		},
+		{
+			name: "a type name a capture cannot hold is refused in --locks",
+			args: func(t *testing.T, dir string) []string {
+				writeText(t, filepath.Join(dir, "locks.json"), strings.Replace(string(embeddedLocks), `"name": "mutex"`, `"name": "spin lock"`, 1))
+				return []string{"-L", "locks.json", "-o", ""}
+			},
+			status: 2,
+			stderr: []string{`: types[11].name: bad lock type name "spin lock"`},
+		},
+		{
 			name:    "outputs are written when the window ends, and a signal then reaches the command",
 			capture: true,
 			args:    fixed("-d", "1s", "-q", "-o", "r.html", "--json", "c.json", "--", "sleep", "60"),
@@ -251,9 +315,9 @@ func faults() []fault {
 			capture:  true,
 			terminal: true,
 			args: fixed("-d", "60s", "-q", "-o", "", "--json", "c.json", "--",
-				"sh", "-c", `trap "echo INT >> ints" INT; while [ ! -e stop ]; do sleep 0.1; done`),
+				"sh", "-c", `trap "echo INT >> ints" INT; touch ready; while [ ! -e stop ]; do sleep 0.1; done`),
 			during: func(t *testing.T, r *faultRun) {
-				waitFor(t, "sh to start", func() bool { return childPID(r.proc.Pid) > 0 })
+				waitFor(t, "sh to set its trap", func() bool { return exists(r.dir, "ready") })
 				if _, err := r.tty.Write([]byte{0x03}); err != nil { // ^C
 					t.Fatal(err)
 				}

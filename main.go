@@ -24,6 +24,7 @@ import (
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/collector"
+	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/lockspec"
 	"github.com/klockstat/klockstat/report"
 )
@@ -189,26 +190,31 @@ Flags:
 	}
 	o.cfg.MapSize = mapSize
 
+	if fs.Changed("pid") && len(pids) == 0 {
+		return nil, usagef("empty --pid list (give process ids, e.g. -p 1234,5678, or leave out -p for all)")
+	}
 	for _, p := range pids {
 		pid, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
 		if err != nil || pid == 0 {
 			return nil, usagef("--pid %q: not a process id (want a positive number)", p)
+		}
+		if errors.Is(unix.Kill(int(pid), 0), unix.ESRCH) {
+			fmt.Fprintf(stderr, "klockstat: warning: --pid %d: no such process; its waits are captured only if a process of that id runs during the capture\n", pid)
 		}
 		o.cfg.PIDs = append(o.cfg.PIDs, uint32(pid))
 	}
 
 	source, data := "locks.json", embeddedLocks
 	if locksPath != "" {
-		var err error
-		if data, err = os.ReadFile(locksPath); err != nil {
-			return nil, fmt.Errorf("reading --locks: %w", err)
+		if data, err = readLocks(locksPath); err != nil {
+			return nil, usageError{fmt.Errorf("reading --locks: %w", err)}
 		}
-		source = locksPath
+		source = inputfile.Name(locksPath)
 		o.inputs = append(o.inputs, input{"--locks", locksPath})
 	}
 	spec, err := lockspec.Parse(source, data)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	if o.cfg.Spec, err = spec.Select(types); err != nil {
 		return nil, usageError{err}
@@ -342,6 +348,20 @@ func cpuModel() string {
 		}
 	}
 	return ""
+}
+
+// maxLocksSize bounds a --locks file: the embedded catalogue is about 6 KiB.
+const maxLocksSize = 16 << 20
+
+// readLocks reads a lock catalogue, refusing what is not a regular file or stdin and what is over
+// maxLocksSize.
+func readLocks(path string) ([]byte, error) {
+	f, err := inputfile.Open(path, os.Stdin, maxLocksSize)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return inputfile.ReadAll(f, maxLocksSize)
 }
 
 // outputs are the files the options write, writing c; nil c is enough to plan them.

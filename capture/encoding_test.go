@@ -177,7 +177,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "total below max", change: func(c *Capture) { c.Records[0].TotalNS = 10 }, want: "record 0: total_ns 10 < max_ns 1000000"},
 		{name: "in progress above count", change: func(c *Capture) { c.Records[2].InProgress = 2 }, want: "record 2: in_progress 2 > count 1"},
 		{name: "type without histogram", change: func(c *Capture) { c.Records[1].Type = "rwsem" }, want: `record 1: lock type "rwsem" has no histogram`},
-		{name: "type with space", change: func(c *Capture) { c.Records[1].Type = "spin lock" }, want: "record 1: lock type"},
+		{name: "type with space", change: func(c *Capture) { c.Records[1].Type = "spin lock" }, want: "record 1: bad lock type name \"spin lock\""},
 		{name: "negative duration", change: func(c *Capture) { c.Meta.DurationNS = -1 }, want: "meta: duration_ns -1"},
 		{name: "numeric address", edit: func(s string) string {
 			return strings.Replace(s, `"0xffff888100a3c2d8"`, "18446612136440005336", 1)

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/klockstat/klockstat/internal/typename"
 )
 
 // Validate checks what the rest of klockstat relies on: the format version, a histogram of the current
@@ -69,16 +70,8 @@ func (m Meta) validate() error {
 	return nil
 }
 
-// validateType keeps lock types usable as the first word of a group key.
-func validateType(typ string) error {
-	if typ == "" || strings.ContainsAny(typ, " \t\n") {
-		return fmt.Errorf("lock type %q: want a non-empty word without spaces", typ)
-	}
-	return nil
-}
-
 func (r Record) validate() error {
-	if err := validateType(r.Type); err != nil {
+	if err := typename.Check(r.Type); err != nil {
 		return err
 	}
 	switch {
@@ -103,7 +96,7 @@ func (r Record) validate() error {
 }
 
 func (h Histogram) validate() error {
-	if err := validateType(h.Type); err != nil {
+	if err := typename.Check(h.Type); err != nil {
 		return err
 	}
 	if h.SubBucketBits != SubBucketBits {

@@ -110,16 +110,26 @@ func (s *Spec) Names() []string {
 	return names
 }
 
-// Select keeps only the named types, in the order of the spec. An empty names
-// slice keeps all types.
+// Select keeps only the named types, in the order of the spec; a nil names
+// keeps all types. Names are trimmed of blanks (as typed after a comma); an
+// empty list or an empty name is an error, not a way to say "all".
 func (s *Spec) Select(names []string) (*Spec, error) {
-	if len(names) == 0 {
+	if names == nil {
 		return newSpec(s.Source, s.Types), nil
 	}
-	wanted := make(map[string]bool, len(names))
-	for _, name := range names {
-		wanted[name] = true
+	if len(names) == 0 {
+		return nil, fmt.Errorf("empty --types list (name lock types, e.g. -t mutex,rwsem:W, or leave out -t for all: %s)", strings.Join(s.Names(), ", "))
 	}
+	trimmed := make([]string, len(names))
+	wanted := make(map[string]bool, len(names))
+	for i, name := range names {
+		trimmed[i] = strings.TrimSpace(name)
+		if trimmed[i] == "" {
+			return nil, fmt.Errorf("empty lock type name in --types %q (known: %s)", strings.Join(names, ","), strings.Join(s.Names(), ", "))
+		}
+		wanted[trimmed[i]] = true
+	}
+	names = trimmed
 	var types []Type
 	for _, t := range s.Types {
 		if wanted[t.Name] {

@@ -149,6 +149,20 @@ func TestSelect(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Select(mutx) error = %v, want %s", err, want)
 	}
+
+	// Names are trimmed as typed after a comma; an empty list or name is a mistake, not "all".
+	typed := []string{" mutex", "spinlock "}
+	if sel, err := s.Select(typed); err != nil || !slices.Equal(sel.Names(), []string{"spinlock", "mutex"}) {
+		t.Errorf("Select(%q) = %v, %v; want spinlock and mutex", typed, sel, err)
+	}
+	if typed[0] != " mutex" {
+		t.Errorf("Select changed its argument to %q", typed)
+	}
+	for _, names := range [][]string{{}, {"mutex", " "}} {
+		if _, err := s.Select(names); err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("Select(%q) error = %v, want one about an empty list or name", names, err)
+		}
+	}
 }
 
 func TestIsLockFunction(t *testing.T) {

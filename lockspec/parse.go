@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/klockstat/klockstat/internal/typename"
 )
 
 // Version is the only locks.json schema version this package reads.
@@ -41,7 +43,11 @@ var (
 
 // Parse parses and validates a locks.json document. source names the file in
 // error messages; every error is an *Error.
+//
+// A UTF-8 byte-order mark, which some editors write, is skipped; columns on the first line count
+// from after it, as the editor shows them.
 func Parse(source string, data []byte) (*Spec, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	c := &checker{source: source, data: data}
 	root, jsonErr := readJSON(data)
 	if jsonErr != nil {
@@ -118,8 +124,8 @@ func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int, cla
 	if t.Name, err = c.str(name, path+".name"); err != nil {
 		return t, err
 	}
-	if t.Name == "" {
-		return t, c.errorAt(name.off, path+".name", `empty name (name the type, e.g. "mutex")`)
+	if err := typename.Check(t.Name); err != nil {
+		return t, c.errorAt(name.off, path+".name", "%v", err)
 	}
 	if first, dup := nameOff[t.Name]; dup {
 		return t, c.errorAt(name.off, path+".name", "duplicate type %q (first defined at %s)", t.Name, c.at(first))

@@ -85,6 +85,20 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+// TestParseSkipsByteOrderMark checks that a BOM some editors write is no syntax error, and that
+// positions after it are where the editor shows them.
+func TestParseSkipsByteOrderMark(t *testing.T) {
+	withBOM := "\ufeff" + validDoc
+	if _, err := Parse("t.json", []byte(withBOM)); err != nil {
+		t.Fatalf("Parse of a document with a BOM: %v", err)
+	}
+	bad := "\ufeff" + replaceOnce(t, validDoc, `"name": "mutex"`, `"name": ""`)
+	_, err := Parse("t.json", []byte(bad))
+	if want := "t.json:" + position(bad[len("\ufeff"):], strings.Index(bad, `"name": ""`)-len("\ufeff")+len(`"name": `)); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %v, want it at %s", err, want)
+	}
+}
+
 func TestParseHold(t *testing.T) {
 	for _, tc := range []struct {
 		hold string
@@ -158,7 +172,19 @@ func TestParseErrors(t *testing.T) {
 			name: "empty name",
 			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, `"name": ""`),
 			at:   `""`,
-			want: `types[1].name: empty name`,
+			want: `types[1].name: empty lock type name (want one word`,
+		},
+		{
+			name: "name a capture cannot hold",
+			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, `"name": "spin lock"`),
+			at:   `"spin lock"`,
+			want: `types[1].name: bad lock type name "spin lock" (want one word of at most 64 bytes, without spaces, commas or control characters`,
+		},
+		{
+			name: "name --types cannot select",
+			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, `"name": "mutex,v2"`),
+			at:   `"mutex,v2"`,
+			want: `types[1].name: bad lock type name "mutex,v2"`,
 		},
 		{
 			name: "empty flags",
