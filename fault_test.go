@@ -190,6 +190,12 @@ func fileIn(path string) func(*testing.T, string) *os.File {
 func faults() []fault {
 	return []fault{
 		{
+			name:   "a --map-size the machine cannot hold is refused before any map is created",
+			args:   fixed("--map-size", "100000000", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: --map-size 100000000: the BPF maps would take up to ", "of kernel memory, more than a quarter of the ", "available: give a smaller --map-size"},
+		},
+		{
 			name:   "an empty --pid list is an error, not everything",
 			args:   fixed("-p", "", "-o", ""),
 			status: 2,

@@ -51,7 +51,7 @@ type Config struct {
 }
 
 // Validate reports the first problem with the configuration, before any
-// kernel object is created.
+// kernel object is created: the maps' memory included.
 func (c Config) Validate() error {
 	switch {
 	case c.Spec == nil || len(c.Spec.Types) == 0:
@@ -70,7 +70,7 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	return nil
+	return c.checkMapMemory()
 }
 
 // Collector is a running capture: programs loaded and attached.
@@ -135,6 +135,9 @@ func Start(cfg Config) (*Collector, error) {
 	}
 	if c.backend == nil {
 		c.Close()
+		if err := mapSizeRefused(cfg, failed); err != nil {
+			return nil, err
+		}
 		return nil, noBackend(cfg, k, failed)
 	}
 	for _, f := range failed {

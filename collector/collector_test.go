@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -433,6 +434,8 @@ func TestConfigValidate(t *testing.T) {
 		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "--map-size 8 too small"},
 		{"long comm", Config{Spec: spec, Probe: "auto", MapSize: 1024, Comm: strings.Repeat("x", 16)}, "15-byte"},
 		{"bad probe", Config{Spec: spec, Probe: "kprobes", MapSize: 1024}, `unknown probe backend "kprobes"`},
+		// Every map of 4 G entries is terabytes: no machine has a quarter of that available.
+		{"huge map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: math.MaxUint32}, "--map-size 4294967295: the BPF maps would take up to "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
