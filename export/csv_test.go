@@ -101,3 +101,28 @@ func TestCSVHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCSV: any thread name reads back as one row holding it, never as a formula.
+func FuzzCSV(f *testing.F) {
+	for _, comm := range hostileComms {
+		f.Add(comm)
+	}
+	f.Fuzz(func(t *testing.T, comm string) {
+		c := &capture.Capture{Records: []capture.Record{{Type: "mutex", Comm: comm, Count: 1, TotalNS: 5, MinNS: 5, MaxNS: 5}}}
+		var b bytes.Buffer
+		if err := WriteCSV(&b, c, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, rows := readCSV(t, b.Bytes())
+		if len(rows) != 1 {
+			t.Fatalf("comm %q: %d rows", comm, len(rows))
+		}
+		got := rows[0]["comm"]
+		if got != "" && strings.ContainsRune("=+-@\t\r", rune(got[0])) {
+			t.Fatalf("comm %q: cell %q starts a formula", comm, got)
+		}
+		if want := strings.ReplaceAll(strings.ToValidUTF8(comm, "\uFFFD"), "\r", ""); strings.TrimPrefix(got, "'") != want && got != want {
+			t.Fatalf("comm %q: cell %q, want %q", comm, got, want)
+		}
+	})
+}
