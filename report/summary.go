@@ -45,14 +45,14 @@ var summaryViews = []summaryView{
 	}},
 	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, func(g capture.Group, _ bool) []string {
 		pid, tid, _ := strings.Cut(g.Key, " ") // capture.ByTask's key
-		return []string{pid, tid, sanitize(variousIfMerged(g, g.Comm))}
+		return []string{pid, tid, sanitize(variousIfMixed(g, capture.FieldComm, g.Comm))}
 	}},
 	{"lock", capture.ByLock, "locks", []string{"type", "lock", "name"}, func(g capture.Group, hashed bool) []string {
 		lock := g.Lock.String()
 		if hashed {
 			lock = g.Lock.HashedString()
 		}
-		return []string{sanitize(g.Type), lock, sanitize(variousIfMerged(g, g.Name))}
+		return []string{sanitize(g.Type), lock, sanitize(variousIfMixed(g, capture.FieldName, g.Name))}
 	}},
 }
 
@@ -65,12 +65,12 @@ func SummaryViews() []string {
 	return names
 }
 
-// variousIfMerged is a text field of g, or "various" when g merged records that differ in it.
-func variousIfMerged(g capture.Group, field string) string {
-	if field == "" && g.Records > 1 {
+// variousIfMixed is value, g's field, or "various" when g merged records that differ in it.
+func variousIfMixed(g capture.Group, field capture.Fields, value string) string {
+	if g.Mixed.Has(field) {
 		return "various"
 	}
-	return field
+	return value
 }
 
 // WriteSummary writes the perf-lock-contention-style table of the top groups of the records o.Filter

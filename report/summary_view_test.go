@@ -164,3 +164,37 @@ func TestSummaryOptionsValidate(t *testing.T) {
 		t.Errorf("the zero options: %v", err)
 	}
 }
+
+// TestWriteSummaryVarious: a thread that renamed itself, or a lock group whose records differ in name,
+// says "various" rather than one of the names.
+func TestWriteSummaryVarious(t *testing.T) {
+	c, _ := knownCapture(t)
+	comms := map[string]map[string]bool{} // pid and tid -> thread names
+	for _, r := range c.Records {
+		k := fmt.Sprint(r.PID, " ", r.TID)
+		if comms[k] == nil {
+			comms[k] = map[string]bool{}
+		}
+		comms[k][sanitize(r.Comm)] = true
+	}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{By: "thread"}); err != nil {
+		t.Fatal(err)
+	}
+	renamed := 0
+	for _, row := range tableCells(b.String())[1:] {
+		names := comms[row[4]+" "+row[5]]
+		want := row[6]
+		if len(names) > 1 {
+			renamed++
+			if want != "various" {
+				t.Errorf("thread %s %s with names %v shows %q", row[4], row[5], names, want)
+			}
+		} else if !names[want] {
+			t.Errorf("thread %s %s shows %q, not its name %v", row[4], row[5], want, names)
+		}
+	}
+	if renamed == 0 {
+		t.Fatal("the fixture has no thread of two names: the test proves nothing")
+	}
+}
