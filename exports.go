@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -22,13 +21,11 @@ func (e *exportPaths) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&e.csv, "csv", "", "also write one CSV row per record to `FILE` (spreadsheets)")
 }
 
-// outputs are the exports asked for, writing c. Kernel addresses become ids as in the HTML report,
-// unless rawAddresses, under one key for all of them, so that they name a lock by the same id.
-func (e exportPaths) outputs(c *capture.Capture, rawAddresses bool) []output {
+// outputs are the exports asked for, writing c. Kernel addresses become ids under key, as in the
+// HTML report of the same key, unless rawAddresses.
+func (e exportPaths) outputs(c *capture.Capture, rawAddresses bool, key []byte) []output {
 	var hasher *capture.AddressHasher
 	if !rawAddresses {
-		key := make([]byte, 32)
-		rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
 		hasher = capture.NewAddressHasher(key)
 	}
 	var outs []output

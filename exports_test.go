@@ -67,14 +67,15 @@ func pprofDelay(t *testing.T, path string) uint64 {
 }
 
 // TestReportExports: klockstat report writes the three exports of a capture, with the lock addresses
-// hashed unless --raw-addresses.
+// hashed unless --raw-addresses, and under the same key as the HTML report.
 func TestReportExports(t *testing.T) {
 	input := "examples/contend-capture.json"
 	c := readCaptureFile(t, input)
 	for _, raw := range []bool{false, true} {
 		dir := t.TempDir()
 		pprof, folded, csvPath := filepath.Join(dir, "k.pb.gz"), filepath.Join(dir, "k.folded"), filepath.Join(dir, "k.csv")
-		args := []string{"report", input, "-o", "", "-q", "--pprof", pprof, "--folded", folded, "--csv", csvPath}
+		html := filepath.Join(dir, "k.html")
+		args := []string{"report", input, "-o", html, "-q", "--pprof", pprof, "--folded", folded, "--csv", csvPath}
 		if raw {
 			args = append(args, "--raw-addresses")
 		}
@@ -107,6 +108,17 @@ func TestReportExports(t *testing.T) {
 		}
 		if !regexp.MustCompile(want).MatchString(locks[0]) {
 			t.Errorf("--csv (raw addresses %v): lock %q, want %s", raw, locks[0], want)
+		}
+		// The report of the same run names every lock as the exports do.
+		page := readCaptureFile(t, html)
+		for i, r := range page.Records {
+			id := r.Lock.String()
+			if page.Meta.AddressesHashed {
+				id = r.Lock.HashedString()
+			}
+			if locks[i] != id {
+				t.Fatalf("--csv row %d names lock %s, the HTML report %s", i, locks[i], id)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"crypto/rand"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -371,9 +372,12 @@ func (o *captureOptions) outputs(c *capture.Capture) []output {
 	if c != nil {
 		selected = c.Select(o.summary.Filter)
 	}
-	outs = append(outs, o.exports.outputs(selected, o.rawAddrs)...)
+	// One key for the report and the exports, so that they name a lock by the same id.
+	key := make([]byte, 32)
+	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
+	outs = append(outs, o.exports.outputs(selected, o.rawAddrs, key)...)
 	return append(outs, output{flag: "--output", path: o.htmlPath, secret: o.rawAddrs, write: func(w io.Writer) error {
-		return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs})
+		return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs, AddressKey: key})
 	}})
 }
 

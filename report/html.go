@@ -13,6 +13,9 @@ import (
 type HTMLOptions struct {
 	Top          int  // rows on a table page and bars in the callers or changes chart (CLI default 20); <= 0 means 20
 	RawAddresses bool // show real kernel addresses instead of hashed ids
+	// AddressKey hashes the addresses, so that other outputs of the same key (klockstat's exports)
+	// show the same ids; nil draws a key for this page only.
+	AddressKey []byte
 }
 
 const defaultTop = 20
@@ -21,10 +24,14 @@ const defaultTop = 20
 //
 // The page works offline from file://: ECharts, the CSS and the JavaScript are inlined, and so is the
 // page data (embed.go): the rows of every table and the whole capture, which ReadInput reads back.
-// Unless o.RawAddresses is set, kernel addresses are replaced by ids under a key drawn for this report
-// only (capture.HashAddresses), in the page and in the embedded capture alike.
+// Unless o.RawAddresses is set, kernel addresses are replaced by ids under o.AddressKey, or a key drawn
+// for this report only (capture.HashAddresses), in the page and in the embedded capture alike.
 func WriteHTML(w io.Writer, c *capture.Capture, o HTMLOptions) error {
-	return writeHTML(w, c, o, newKey())
+	key := o.AddressKey
+	if key == nil {
+		key = newKey()
+	}
+	return writeHTML(w, c, o, key)
 }
 
 // writeHTML is WriteHTML with the address-hashing key chosen by the caller.
