@@ -15,8 +15,12 @@ func (c *Capture) Sort() {
 // compareRecords is the order of Sort. Records equal in every field Sort names (possible when they
 // differ only in the deeper stack) are ordered by the remaining fields, so the order is total.
 func compareRecords(a, b Record) int {
+	// The first key almost always decides, so the others are compared only on a tie (cmp.Or would
+	// compare them all, stacks included).
+	if c := cmp.Compare(b.TotalNS, a.TotalNS); c != 0 {
+		return c
+	}
 	return cmp.Or(
-		cmp.Compare(b.TotalNS, a.TotalNS),
 		strings.Compare(a.Type, b.Type),
 		strings.Compare(a.Caller, b.Caller),
 		cmp.Compare(a.Lock, b.Lock),

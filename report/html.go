@@ -69,14 +69,26 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	p.AddrHashed = m.AddressesHashed
 	p.FooterNote = fmt.Sprintf("%d %s · the capture is embedded: klockstat can read this file back", len(c.Records), plural(len(c.Records), "record", "records"))
 
+	// Interning every string and stack of the records (newRecordFields) takes the longest; grouping
+	// them does not touch tab, so it runs beside it.
+	var order []int32
+	var records *recordFields
+	interned := make(chan struct{})
+	go func() {
+		defer close(interned)
+		order = capture.Order(c.Records)
+		records = newRecordFields(c.Records, order, tab)
+	}()
 	byCaller := capture.GroupBy(c.Records, capture.ByCaller)
+	byLock := capture.GroupBy(c.Records, capture.ByLock)
+	types := summarizeTypes(c.Histograms)
+	<-interned
+
 	// Groups of holds only (uncontended acquires) have no place in the charts of waits.
 	contended := slices.DeleteFunc(slices.Clone(byCaller), func(g capture.Group) bool { return g.Count == 0 })
-	shownCaller := func(g capture.Group) string { return tab.strings[tab.frame(g.Caller)] }
 	for i := range contended {
-		contended[i].Caller = shownCaller(contended[i])
+		contended[i].Caller = tab.strings[tab.frame(contended[i].Caller)]
 	}
-	types := summarizeTypes(c.Histograms)
 	p.Highlights = highlights(c, types, contended)
 	p.Captured, p.Settings, p.Health = headerFields(m)
 
@@ -89,8 +101,6 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		p.Charts = charts
 	}
 
-	order := capture.Order(c.Records)
-	records := newRecordFields(c.Records, order, tab)
 	holds := holdsTimed(c.Records)
 	p.Tables = tables{
 		ID: "locks", Title: "Locks", PageSize: o.Top,
@@ -98,7 +108,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		Views: []view{
 			recordView(c.Records, order, records, tab, ms, holds),
 			groupView("callers", "By caller", "all threads and locks merged per lock type and caller", capture.FieldCaller, byCaller, c.Records, tab, ms, holds),
-			groupView("locks", "By lock", "all threads and callers merged per lock", capture.FieldLock, capture.GroupBy(c.Records, capture.ByLock), c.Records, tab, ms, holds),
+			groupView("locks", "By lock", "all threads and callers merged per lock", capture.FieldLock, byLock, c.Records, tab, ms, holds),
 		},
 	}
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -64,6 +66,29 @@ func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading input: %w", err)
 	}
+	limitMemory(len(data))
+	return parseInput(data)
+}
+
+// limitMemory asks the garbage collector to keep the process within three times the size of an
+// input (at least 256 MiB), about what decoding and rendering it keep alive at the most: left to
+// itself, the heap grows to twice its size at the last collection, and the input's bytes and its
+// decoded capture, alive together while it is decoded, would double the peak of a big capture. The
+// limit is soft: a bigger live heap makes the collector run often, never fail. GOMEMLIMIT, when
+// set, stays the limit.
+func limitMemory(inputSize int) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := max(256<<20, 3*int64(inputSize))
+	if debug.SetMemoryLimit(-1) < limit { // a lower limit is set already: keep it
+		return
+	}
+	debug.SetMemoryLimit(limit)
+}
+
+// parseInput decodes a capture JSON or an HTML page.
+func parseInput(data []byte) (*capture.Capture, error) {
 	text := trimLeading(data)
 	switch {
 	case len(text) == 0:

@@ -5,8 +5,9 @@ package templates
 import "embed"
 
 // FS holds page.html (the html/template set of both pages and their shared parts), page.css,
-// page.js, and Apache ECharts as released on npm: echarts.min.js with its ECHARTS-LICENSE,
-// ECHARTS-NOTICE and ECHARTS-VERSION, refreshed by update-echarts.sh.
+// page.js, and the parts of Apache ECharts the pages use: echarts.min.js, bundled from the npm
+// release by update-echarts.sh as echarts-entry.js lists them, with its ECHARTS-LICENSE,
+// ECHARTS-NOTICE and ECHARTS-VERSION.
 //
 //go:embed page.html page.css page.js echarts.min.js ECHARTS-LICENSE ECHARTS-NOTICE ECHARTS-VERSION
 var FS embed.FS
