@@ -145,7 +145,15 @@ func boxChart(categories []string, series []boxSeries, axis string, single bool)
 	if single {
 		legend.SelectedMode = "single"
 	}
+	// The legend shows a series in its palette colour: its first box's.
+	var colors opts.Colors
+	for _, s := range series {
+		if len(s.Colors) > 0 {
+			colors = append(colors, s.Colors[0])
+		}
+	}
 	box.SetGlobalOptions(append(baseOptions("item"),
+		charts.WithColorsOpts(colors),
 		charts.WithLegendOpts(legend),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0", HideOverlap: opts.Bool(true)}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: axis, AxisLabel: &opts.AxisLabel{}}),

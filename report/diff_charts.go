@@ -23,9 +23,9 @@ var sideNames = [2]string{"before", "after"}
 
 // diffCharts builds the page's charts.
 func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
-	per, perUnit := "", ""
+	per, perHole, perUnit := "", "", ""
 	if d.PerSecond {
-		per, perUnit = " per second of capture", "/s"
+		per, perHole, perUnit = " per second of capture", " per second", "/s"
 	}
 	count := func(n float64) string { return strconv.FormatFloat(n, 'f', countDecimals(d), 64) }
 
@@ -61,7 +61,7 @@ func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
 		}
 		built = append(built, builtChart{
 			chart:   chart{ID: "klockDiffDoughnut" + title(sideNames[side]), Title: title(sideNames[side]) + ": wait time by lock type", Caption: "Share of the total wait" + per + " per lock type.", Height: 320},
-			options: doughnut(pieces, FormatDuration(total), "total wait"+per), tips: [][]tip{tips},
+			options: doughnut(pieces, FormatDuration(total), "total wait"+perHole), tips: [][]tip{tips},
 		})
 	}
 
