@@ -47,6 +47,7 @@ func TestBrowserRealHostileThreadName(t *testing.T) {
 
 	ctx := browser(t, c, HTMLOptions{Top: 20})
 	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), hostile))
+	waitFiltered(t, ctx, "locks")
 	waitRows(t, ctx, "table-locks", min(named, 20))
 	shown := shownColumn(t, ctx, "table-locks", "comm")
 	if !slices.ContainsFunc(shown, func(s string) bool { return strings.HasPrefix(s, hostile) }) {

@@ -268,6 +268,16 @@ func checkNoMarkup(t *testing.T, ctx context.Context) {
 	}
 }
 
+// waitFiltered waits until the pager of a section of tables counts the rows a filter let through:
+// the filter applies once typing pauses, and until then the table still shows the unfiltered rows.
+func waitFiltered(t *testing.T, ctx context.Context, section string) {
+	t.Helper()
+	js := fmt.Sprintf(`document.querySelector("#%s .pager .info").textContent.includes("filtered from")`, section)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("waiting for the filter of %s: %v", section, err)
+	}
+}
+
 // clearFilter empties the filter of a section of tables.
 func clearFilter(t *testing.T, ctx context.Context, section string) {
 	t.Helper()
@@ -340,6 +350,7 @@ func TestBrowserReport(t *testing.T) {
 			}
 		}
 		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), "EXT4_buffered"))
+		waitFiltered(t, ctx, "locks")
 		waitRows(t, ctx, "table-locks", want)
 		for _, caller := range shownColumn(t, ctx, "table-locks", "caller") {
 			if !strings.Contains(caller, "ext4_buffered") {
@@ -379,6 +390,7 @@ func TestBrowserReport(t *testing.T) {
 			}
 		}
 		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), svgComm))
+		waitFiltered(t, ctx, "locks")
 		waitRows(t, ctx, "table-locks", want)
 		if got := shownColumn(t, ctx, "table-locks", "comm"); !slices.Contains(got, svgComm) {
 			t.Errorf("thread %q does not show as text: %q", svgComm, got)
@@ -410,6 +422,7 @@ func TestBrowserBigReport(t *testing.T) {
 	}
 	start = time.Now()
 	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), "worker-976"))
+	waitFiltered(t, ctx, "locks")
 	var want int
 	for _, r := range c.Records {
 		if strings.Contains(r.Comm, "worker-976") {
