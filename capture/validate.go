@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/klockstat/klockstat/internal/typename"
 )
 
 // Validate checks what the rest of klockstat relies on: the format version, a histogram of the current
@@ -71,7 +69,7 @@ func (m Meta) validate() error {
 }
 
 func (r Record) validate() error {
-	if err := typename.Check(r.Type); err != nil {
+	if err := CheckTypeName(r.Type); err != nil {
 		return err
 	}
 	switch {
@@ -96,7 +94,7 @@ func (r Record) validate() error {
 }
 
 func (h Histogram) validate() error {
-	if err := typename.Check(h.Type); err != nil {
+	if err := CheckTypeName(h.Type); err != nil {
 		return err
 	}
 	if h.SubBucketBits != SubBucketBits {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/klockstat/klockstat/internal/typename"
+	"github.com/klockstat/klockstat/capture"
 )
 
 // Version is the only locks.json schema version this package reads.
@@ -124,7 +124,7 @@ func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int, cla
 	if t.Name, err = c.str(name, path+".name"); err != nil {
 		return t, err
 	}
-	if err := typename.Check(t.Name); err != nil {
+	if err := capture.CheckTypeName(t.Name); err != nil {
 		return t, c.errorAt(name.off, path+".name", "%v", err)
 	}
 	if first, dup := nameOff[t.Name]; dup {
