@@ -48,7 +48,9 @@ func resolveOutput(path string) (destination, error) {
 	}
 	st, err := os.Stat(path)
 	switch {
-	case err == nil && sameFile(st, os.Stdout):
+	case err == nil && sameFile(st, os.Stdout) && (st.Mode()&fs.ModeCharDevice == 0 || isTerminal(os.Stdout)):
+		// /dev/stdout, /proc/self/fd/1 or the file stdout was redirected to. Not /dev/null when
+		// stdout goes there: writing to it in place is the same, and needs no clash check.
 		return destination{stdout: true, key: "stdout"}, nil
 	case err == nil && st.IsDir():
 		return destination{}, errors.New("is a directory (give a file name)")
@@ -71,6 +73,9 @@ func resolveOutput(path string) (destination, error) {
 		return destination{}, err
 	}
 	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if errors.Is(err, fs.ErrNotExist) {
+		return destination{}, fmt.Errorf("cannot create output file: no directory %s (create it, or give another path)", filepath.Dir(abs))
+	}
 	if err != nil {
 		return destination{}, fmt.Errorf("cannot create output file: %w", err)
 	}
@@ -159,7 +164,11 @@ func checkWritable(d destination) error {
 	}
 	f, err := createTemp(d.path, 0o600)
 	if err != nil {
-		return fmt.Errorf("cannot create output file: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary file's name would only confuse
+		}
+		return fmt.Errorf("cannot create output file in %s: %w", filepath.Dir(d.path), err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

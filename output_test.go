@@ -81,3 +81,43 @@ func TestWriteOutputModes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanOutputsNamesTheProblem checks the line for each output that cannot be written.
+func TestPlanOutputsNamesTheProblem(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("nowhere/r.html", filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "no", "r.html"), "--output " + filepath.Join(dir, "no", "r.html") + ": cannot create output file: no directory " + filepath.Join(dir, "no")},
+		{dir, "--output " + dir + ": is a directory"},
+		{filepath.Join(dir, "dangling"), ": a symlink to nowhere/r.html, which does not exist"},
+	} {
+		_, err := planOutputs([]output{{flag: "--output", path: tc.path}}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("planOutputs(%s) = %v, want an error containing %q", tc.path, err, tc.want)
+		}
+	}
+}
+
+// TestPlanOutputsDevNull checks that /dev/null is no clash when stdout goes there too, as under
+// cron: writing to it in place is the same as writing to stdout.
+func TestPlanOutputsDevNull(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	stdout := os.Stdout
+	os.Stdout = null
+	defer func() { os.Stdout = stdout }()
+	dests, err := planOutputs([]output{{flag: "--json", path: os.DevNull}, {flag: "--output", path: os.DevNull}}, nil)
+	if err != nil {
+		t.Fatalf("--json and --output to /dev/null with stdout there: %v", err)
+	}
+	for _, d := range dests {
+		if d.stdout || !d.inPlace {
+			t.Errorf("/dev/null planned as %+v, want written in place", d)
+		}
+	}
+}
