@@ -272,13 +272,21 @@ func TestReportRerendersTheSameData(t *testing.T) {
 
 func writeCapture(t *testing.T, path string, totalNS uint64) {
 	t.Helper()
+	writeCaptureOf(t, path, totalNS, 1)
+}
+
+// writeCaptureOf writes a capture of n one-wait records of totalNS each, of threads 8 to 8+n-1.
+func writeCaptureOf(t *testing.T, path string, totalNS uint64, n int) {
+	t.Helper()
 	c := &capture.Capture{
 		Version: capture.FormatVersion,
 		Meta:    capture.Meta{Tool: "klockstat", DurationNS: int64(time.Second), CPUs: 2, Probe: "rawtp", StackDepth: 16, Kernel: "6.18"},
-		Records: []capture.Record{{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "w", PID: 7, TID: 8, Count: 1, TotalNS: totalNS, MinNS: totalNS, MaxNS: totalNS, Caller: "anon_pipe_write+0x43"}},
 	}
 	h := capture.NewHistogram("mutex", make([]uint64, capture.NumBuckets))
-	h.Add(totalNS)
+	for i := range n {
+		c.Records = append(c.Records, capture.Record{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "w", PID: 7, TID: uint32(8 + i), Count: 1, TotalNS: totalNS, MinNS: totalNS, MaxNS: totalNS, Caller: "anon_pipe_write+0x43"})
+		h.Add(totalNS)
+	}
 	c.Histograms = []capture.Histogram{h}
 	f, err := os.Create(path)
 	if err != nil {
