@@ -41,6 +41,12 @@ const (
 	// Spin contends the wait-queue spinlock of one shared eventfd: every
 	// thread adds to the counter and reads it back.
 	Spin Lock = "spin"
+	// Fault contends mmap_lock with page faults on fresh mappings: from
+	// user mode first, then from read(2) inside the kernel as well.
+	Fault Lock = "fault"
+	// Threads contends mmap_lock from short-lived threads: every operation
+	// is a new thread that maps and unmaps memory, then exits.
+	Threads Lock = "threads"
 )
 
 // ErrUnknownLock is returned for a lock name outside Names.
@@ -54,15 +60,17 @@ type generator interface {
 }
 
 var generators = map[Lock]func(Options) (generator, error){
-	Mmap:  newMmap,
-	Inode: newInode,
-	Pipe:  newPipe,
-	Spin:  newSpin,
+	Mmap:    newMmap,
+	Inode:   newInode,
+	Pipe:    newPipe,
+	Spin:    newSpin,
+	Fault:   newFault,
+	Threads: newThreads,
 }
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads)}
 }
 
 // Options configures one Run.
