@@ -120,6 +120,9 @@ type ProgramStats struct {
 	RunCount        uint64 `json:"run_count"`
 	RunTimeNS       uint64 `json:"run_time_ns"`
 	RecursionMisses uint64 `json:"recursion_misses"`
+	// Begins marks the programs that run once per event seen (the begin of a wait, the entry of
+	// an acquire), filtered or not: their runs are the events the probes' cost is spread over.
+	Begins bool `json:"begins,omitempty"`
 }
 
 // LostTotal is the number of events lost for any reason.
@@ -140,13 +143,23 @@ func (m Meta) ProbeRunTimeNS() uint64 {
 	return total
 }
 
-// ProbeNSPerEvent is the total run time of all programs divided by the number of contention events
-// (Events.Begin), i.e. the cost of one begin+end pair; 0 when there were no events.
+// ProbeNSPerEvent is the total run time of all programs divided by the number of events they ran
+// for (the runs of the Begins programs; Events.Begin if none is marked), i.e. the cost of one
+// begin+end pair, filtered or lost events included; 0 when there were no events.
 func (m Meta) ProbeNSPerEvent() float64 {
-	if m.Events.Begin == 0 {
+	var runs uint64
+	for _, p := range m.Programs {
+		if p.Begins {
+			runs += p.RunCount
+		}
+	}
+	if runs == 0 {
+		runs = m.Events.Begin
+	}
+	if runs == 0 {
 		return 0
 	}
-	return float64(m.ProbeRunTimeNS()) / float64(m.Events.Begin)
+	return float64(m.ProbeRunTimeNS()) / float64(runs)
 }
 
 // ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took: total probe run time

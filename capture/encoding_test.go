@@ -226,6 +226,13 @@ func TestMetaDerived(t *testing.T) {
 	if got := m.ProbeNSPerEvent(); got != 80 {
 		t.Errorf("ProbeNSPerEvent() = %v, want 8000 ns / 100 events", got)
 	}
+	// Filtered and lost events cost runs too: with the begin program's runs
+	// known, the cost is spread over them, not over the recorded events.
+	runs := m
+	runs.Programs = []ProgramStats{{Name: "begin", RunCount: 400, RunTimeNS: 6000, Begins: true}, {Name: "end", RunCount: 390, RunTimeNS: 2000}}
+	if got := runs.ProbeNSPerEvent(); got != 20 {
+		t.Errorf("ProbeNSPerEvent() = %v, want 8000 ns / 400 runs of the begin program", got)
+	}
 	if got, want := m.ProbeCPUShare(), 8000.0/(2e9*4); got != want {
 		t.Errorf("ProbeCPUShare() = %v, want %v", got, want)
 	}
