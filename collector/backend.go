@@ -41,10 +41,15 @@ type object struct {
 	locks  *lockspec.Spec
 }
 
-// attachment is what a backend attached.
+// attachment is what a backend attached, in two groups: links, attached
+// first and detached last, are the programs that end waits (and free
+// threads' state); beginLinks are the programs that begin them. So a wait
+// the capture sees begin always finds its end attached, and Stop can detach
+// the begins, take its time, and let the waits in progress end.
 type attachment struct {
-	links  []link.Link
-	probes []probe
+	links      []link.Link
+	beginLinks []link.Link
+	probes     []probe
 	// acquire describes what a function-probe backend probed; nil for
 	// tracepoints.
 	acquire  *capture.Acquire
@@ -60,6 +65,7 @@ type probe struct {
 }
 
 func (a *attachment) close() {
+	a.detachBegins()
 	closeLinks(a.links)
 	a.links = nil
 	for _, p := range a.probes {
@@ -68,6 +74,13 @@ func (a *attachment) close() {
 		}
 	}
 	a.probes = nil
+}
+
+// detachBegins detaches the programs that begin waits: from then on no wait
+// begins, and those in progress still end.
+func (a *attachment) detachBegins() {
+	closeLinks(a.beginLinks)
+	a.beginLinks = nil
 }
 
 // StackLayout describes kernel stacks as a backend's programs see them.
@@ -112,30 +125,58 @@ func backendByName(name string) (Backend, error) {
 	return nil, fmt.Errorf("unknown probe backend %q (want one of %v)", name, BackendNames())
 }
 
-// contentionEvents are the tracepoints the tracepoint backends attach to,
-// in the order of their Programs; programs past the second are rescue
-// copies of the first two (see claim() in lockstat.bpf.c), attached to the
-// same events.
-var contentionEvents = []string{"contention_begin", "contention_end"}
+// tracepointProgram is one program of a tracepoint backend and the
+// contention event it attaches to.
+type tracepointProgram struct {
+	name   string
+	event  string
+	begins bool
+}
+
+// tracepointPrograms lists a tracepoint backend's programs (prefix + event
+// name, "_rescue" for a rescue copy) in attach order: every end program
+// before the begin programs, so that no wait the capture sees begin misses
+// its end, and each rescue copy right after its main copy (see claim() in
+// lockstat.bpf.c). Programs are detached in the reverse order.
+func tracepointPrograms(prefix string, rescue bool) []tracepointProgram {
+	var progs []tracepointProgram
+	for _, event := range []string{"contention_end", "contention_begin"} {
+		begins := event == "contention_begin"
+		progs = append(progs, tracepointProgram{name: prefix + event, event: event, begins: begins})
+		if rescue {
+			progs = append(progs, tracepointProgram{name: prefix + event + "_rescue", event: event})
+		}
+	}
+	return progs
+}
+
+func programNames(progs []tracepointProgram) []string {
+	names := make([]string, len(progs))
+	for i, p := range progs {
+		names[i] = p.name
+	}
+	return names
+}
 
 // attachTracepoints attaches a tracepoint backend's loaded programs, each to
-// its event, and lists them.
-func attachTracepoints(coll *ebpf.Collection, names []string, attach func(event string, prog *ebpf.Program) (link.Link, error)) (*attachment, error) {
-	var (
-		links  []link.Link
-		probes []probe
-	)
-	for i, name := range names {
-		event := contentionEvents[i%len(contentionEvents)]
-		l, err := attach(event, coll.Programs[name])
+// its event, in order, and lists them.
+func attachTracepoints(coll *ebpf.Collection, progs []tracepointProgram, attach func(event string, prog *ebpf.Program) (link.Link, error)) (*attachment, error) {
+	a := &attachment{}
+	for _, tp := range progs {
+		prog := coll.Programs[tp.name]
+		l, err := attach(tp.event, prog)
 		if err != nil {
-			closeLinks(links)
-			return nil, fmt.Errorf("attaching %s to lock:%s: %w", name, event, err)
+			a.close()
+			return nil, fmt.Errorf("attaching %s to lock:%s: %w", tp.name, tp.event, err)
 		}
-		links = append(links, l)
-		probes = append(probes, probe{name: name, prog: coll.Programs[name], begins: i == 0})
+		if tp.event == "contention_begin" {
+			a.beginLinks = append(a.beginLinks, l)
+		} else {
+			a.links = append(a.links, l)
+		}
+		a.probes = append(a.probes, probe{name: tp.name, prog: prog, begins: tp.begins})
 	}
-	return &attachment{links: links, probes: probes}, nil
+	return a, nil
 }
 
 // btfTracepoint attaches BTF-enabled raw tracepoints (tp_btf, Linux 5.5+)
@@ -145,9 +186,9 @@ type btfTracepoint struct{}
 
 func (btfTracepoint) Name() string { return "tp_btf" }
 
-func (btfTracepoint) Programs() []string {
-	return []string{"btf_contention_begin", "btf_contention_end", "btf_contention_begin_rescue", "btf_contention_end_rescue"}
-}
+func (btfTracepoint) Programs() []string { return programNames(btfTracepoint{}.programs()) }
+
+func (btfTracepoint) programs() []tracepointProgram { return tracepointPrograms("btf_", true) }
 
 // As for raw tracepoints, bpf_trace_runN calls the program with its
 // argument array, on the probed thread's stack.
@@ -171,7 +212,7 @@ func (b btfTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 }
 
 func (b btfTracepoint) Attach(obj *object) (*attachment, error) {
-	return attachTracepoints(obj.coll, b.Programs(), func(_ string, prog *ebpf.Program) (link.Link, error) {
+	return attachTracepoints(obj.coll, b.programs(), func(_ string, prog *ebpf.Program) (link.Link, error) {
 		return link.AttachTracing(link.TracingOptions{Program: prog})
 	})
 }
@@ -182,9 +223,9 @@ type rawTracepoint struct{}
 
 func (rawTracepoint) Name() string { return "rawtp" }
 
-func (rawTracepoint) Programs() []string {
-	return []string{"raw_contention_begin", "raw_contention_end", "raw_contention_begin_rescue", "raw_contention_end_rescue"}
-}
+func (rawTracepoint) Programs() []string { return programNames(rawTracepoint{}.programs()) }
+
+func (rawTracepoint) programs() []tracepointProgram { return tracepointPrograms("raw_", true) }
 
 // The BPF program and bpf_trace_runN come first; __traceiter_* or
 // __bpf_trace_* follow on some kernels only. The context is bpf_trace_runN's
@@ -213,7 +254,7 @@ func (b rawTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 }
 
 func (b rawTracepoint) Attach(obj *object) (*attachment, error) {
-	return attachTracepoints(obj.coll, b.Programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
+	return attachTracepoints(obj.coll, b.programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
 		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: prog})
 	})
 }
@@ -226,9 +267,9 @@ type perfTracepoint struct{}
 
 func (perfTracepoint) Name() string { return "tracepoint" }
 
-func (perfTracepoint) Programs() []string {
-	return []string{"tp_contention_begin", "tp_contention_end"}
-}
+func (perfTracepoint) Programs() []string { return programNames(perfTracepoint{}.programs()) }
+
+func (perfTracepoint) programs() []tracepointProgram { return tracepointPrograms("tp_", false) }
 
 // Perf events unwind from the tracepoint's caller; the context is the perf
 // event's record buffer.
@@ -258,7 +299,7 @@ func (b perfTracepoint) Attach(obj *object) (*attachment, error) {
 	if err := mountTracefs(); err != nil {
 		return nil, err
 	}
-	return attachTracepoints(obj.coll, b.Programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
+	return attachTracepoints(obj.coll, b.programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
 		return link.Tracepoint("lock", event, prog, nil)
 	})
 }

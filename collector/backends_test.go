@@ -367,15 +367,7 @@ func TestTpBTFBesideRawtp(t *testing.T) {
 		var caps [2]*capture.Capture
 		var colls [2]*Collector
 		for i, probe := range order {
-			cfg := defaultConfig(t)
-			cfg.Probe = probe
-			cfg.PIDs = []uint32{w.pid}
-			c, err := Start(cfg)
-			if err != nil {
-				t.Fatalf("starting the %s collector: %v", probe, err)
-			}
-			defer c.Close()
-			colls[i] = c
+			colls[i] = w.capture(t, probe)
 		}
 		w.run(t)
 		w.stopWhen(t, colls[0], 500)

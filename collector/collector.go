@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
@@ -291,7 +292,8 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 			spec.Maps[name].MaxEntries = 1
 		}
 	}
-	coll, err := newCollection(spec, b.Programs())
+	exit, attachExit := threadExitHook(b)
+	coll, err := newCollection(spec, append(b.Programs(), exit))
 	if err != nil {
 		return err
 	}
@@ -300,8 +302,32 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		coll.Close()
 		return permissionError(err)
 	}
+	l, err := attachExit(coll.Programs[exit])
+	if err != nil {
+		att.close()
+		coll.Close()
+		return permissionError(fmt.Errorf("attaching %s to sched:sched_process_exit: %w", exit, err))
+	}
+	// First among the links, so detached last.
+	att.links = append([]link.Link{l}, att.links...)
+	att.probes = append(att.probes, probe{name: exit, prog: coll.Programs[exit]})
 	c.backend, c.coll, c.att = b, coll, att
 	return nil
+}
+
+// threadExitHook names the program that frees a thread's wait slot when the
+// thread exits, and attaches it: a raw tracepoint (Linux 4.17+, older than
+// every backend's hooks), but for the perf-event backend, which is for
+// kernels or sandboxes where raw tracepoints fail.
+func threadExitHook(b Backend) (string, func(*ebpf.Program) (link.Link, error)) {
+	if _, perf := b.(perfTracepoint); perf {
+		return "tp_thread_exit", func(p *ebpf.Program) (link.Link, error) {
+			return link.Tracepoint("sched", "sched_process_exit", p, nil)
+		}
+	}
+	return "raw_thread_exit", func(p *ebpf.Program) (link.Link, error) {
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: p})
+	}
 }
 
 // newCollection loads the maps and the named programs of spec: a program

@@ -461,41 +461,40 @@ func ExampleBackendNames() {
 // from both.
 func TestKnownPathsAttributeLikeFullWalks(t *testing.T) {
 	testenv.RequireRoot(t)
-	w := startWorkload(t, "-lock", "pipe,mmap,spin", "-threads", "4")
-	start := func(probe string) *Collector {
-		cfg := defaultConfig(t)
-		cfg.Probe = probe
-		cfg.PIDs = []uint32{w.pid}
-		c, err := Start(cfg)
-		if err != nil {
-			t.Fatalf("starting the %s collector: %v", probe, err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	cached, walked := start("rawtp"), start("tracepoint")
-	w.run(t)
 	// Paths repeat, and are recognised, only after a few hundred waits.
-	w.stopWhen(t, cached, 300)
-	a, err := cached.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := walked.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Meta.Stacks.Known == 0 {
-		t.Fatalf("raw tracepoint backend recognised no path: %+v", a.Meta.Stacks)
-	}
-	if b.Meta.Stacks.Known != 0 {
-		t.Fatalf("perf-event backend claims %d recognised paths without a stack context", b.Meta.Stacks.Known)
-	}
+	a, b := cachedBesideWalked(t, "rawtp", 300, "-lock", "pipe,mmap,spin", "-threads", "4")
 	t.Logf("rawtp stacks %+v, tracepoint stacks %+v", a.Meta.Stacks, b.Meta.Stacks)
 	t.Logf("rawtp events %+v, lost %v; tracepoint events %+v, lost %v", a.Meta.Events, a.Meta.Lost, b.Meta.Events, b.Meta.Lost)
 	compareCallers(t, "rawtp", a, "tracepoint", b)
 	byStack := func(r capture.Record) string { return r.Type + " " + strings.Join(r.Stack, " <- ") }
 	compareCounts(t, byStack, "rawtp", a, "tracepoint", b)
+}
+
+// cachedBesideWalked captures contend (args) with a backend that recognises
+// paths it has walked before, beside the perf-event backend, which walks
+// every stack, until the first has seen events contention events. The
+// first must have recognised paths, the second none.
+func cachedBesideWalked(t *testing.T, probe string, events uint64, args ...string) (cached, walked *capture.Capture) {
+	t.Helper()
+	w := startWorkload(t, args...)
+	a, b := w.capture(t, probe), w.capture(t, "tracepoint")
+	w.run(t)
+	w.stopWhen(t, a, events)
+	cached, err := a.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, err = b.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached.Meta.Stacks.Known == 0 {
+		t.Fatalf("%s backend recognised no path: %+v", cached.Meta.Probe, cached.Meta.Stacks)
+	}
+	if walked.Meta.Stacks.Known != 0 {
+		t.Fatalf("perf-event backend claims %d recognised paths without a stack context", walked.Meta.Stacks.Known)
+	}
+	return cached, walked
 }
 
 // workload is contend, started paused by startWorkload. Filters name it by
@@ -529,6 +528,21 @@ func startWorkload(t *testing.T, args ...string) *workload {
 		w.cmd.Wait()
 	})
 	return w
+}
+
+// capture starts a collector with the given backend that captures only the
+// workload's process, and closes it when the test ends.
+func (w *workload) capture(t *testing.T, probe string) *Collector {
+	t.Helper()
+	cfg := defaultConfig(t)
+	cfg.Probe = probe
+	cfg.PIDs = []uint32{w.pid}
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("starting the %s collector: %v", probe, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func (w *workload) run(t *testing.T) {

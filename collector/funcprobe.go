@@ -268,6 +268,10 @@ func kprobesUnavailable(fn string, err error) *UnavailableError {
 	}
 }
 
+// Attach attaches, in turn, the release programs, the acquire return
+// programs and the acquire entry programs: every program that ends a wait
+// or a hold is in place before any that begins one, and they are detached
+// in the reverse order.
 func (b functionBackend) Attach(obj *object) (*attachment, error) {
 	targets, skipped, err := b.plan(obj.kernel, obj.locks)
 	if err != nil {
@@ -280,15 +284,42 @@ func (b functionBackend) Attach(obj *object) (*attachment, error) {
 		}
 	}
 	var firstErr error
-	for _, t := range targets {
-		if err := b.attachTarget(obj, a, t); err != nil {
-			a.acquire.Skipped = append(a.acquire.Skipped, capture.Skipped{Function: t.fn, Type: t.typ, Reason: err.Error()})
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
+	fail := func(t target, err error) {
+		a.acquire.Skipped = append(a.acquire.Skipped, capture.Skipped{Function: t.fn, Type: t.typ, Reason: err.Error()})
+		if firstErr == nil {
+			firstErr = err
 		}
-		a.acquire.Functions = append(a.acquire.Functions, t.fn)
+	}
+	// Each acquire's return program, kept until its entry is attached: a
+	// return without its entry would only count unmatched ends.
+	returns := map[int]attached{}
+	for _, role := range []funcRole{roleRelease, roleReturn, roleEnter} {
+		for i, t := range targets {
+			if t.release != (role == roleRelease) {
+				continue
+			}
+			ret, ok := returns[i]
+			if role == roleEnter && !ok {
+				continue // its return failed
+			}
+			at, err := b.attachRole(obj, role, t)
+			if err != nil {
+				if role == roleEnter {
+					ret.close()
+				}
+				fail(t, err)
+				continue
+			}
+			switch role {
+			case roleReturn:
+				returns[i] = at
+				continue
+			case roleEnter:
+				ret.addTo(a, false)
+				a.acquire.Functions = append(a.acquire.Functions, t.fn)
+			}
+			at.addTo(a, role == roleEnter)
+		}
 	}
 	if len(a.acquire.Functions) == 0 {
 		a.close()
@@ -300,43 +331,46 @@ func (b functionBackend) Attach(obj *object) (*attachment, error) {
 	return a, nil
 }
 
-// attachTarget attaches the programs of one function: entry and return of
-// an acquire function, entry of a release function.
-func (b functionBackend) attachTarget(obj *object, a *attachment, t target) error {
-	roles := []funcRole{roleEnter, roleReturn}
-	if t.release {
-		roles = []funcRole{roleRelease}
+// attached is one program attached to one function.
+type attached struct {
+	link  link.Link
+	probe probe
+}
+
+func (at attached) close() {
+	at.link.Close()
+	if at.probe.owned {
+		at.probe.prog.Close()
 	}
-	var (
-		links  []link.Link
-		probes []probe
-	)
-	fail := func(err error) error {
-		closeLinks(links)
-		for _, p := range probes {
-			if p.owned {
-				p.prog.Close()
-			}
-		}
-		return err
+}
+
+// addTo hands the program to the attachment, among the programs that begin
+// waits or among the others.
+func (at attached) addTo(a *attachment, begins bool) {
+	if begins {
+		a.beginLinks = append(a.beginLinks, at.link)
+	} else {
+		a.links = append(a.links, at.link)
 	}
-	for _, role := range roles {
-		p, err := b.program(obj, role, t)
-		if err != nil {
-			return fail(err)
-		}
+	if at.probe.owned {
+		a.probes = append(a.probes, at.probe)
+	}
+}
+
+// attachRole attaches the program of one role to one function.
+func (b functionBackend) attachRole(obj *object, role funcRole, t target) (attached, error) {
+	p, err := b.program(obj, role, t)
+	if err != nil {
+		return attached{}, err
+	}
+	l, err := b.attachProgram(p.prog, role, t)
+	if err != nil {
 		if p.owned {
-			probes = append(probes, p)
+			p.prog.Close()
 		}
-		l, err := b.attachProgram(p.prog, role, t)
-		if err != nil {
-			return fail(fmt.Errorf("attaching %s: %w", p.name, err))
-		}
-		links = append(links, l)
+		return attached{}, fmt.Errorf("attaching %s: %w", p.name, err)
 	}
-	a.links = append(a.links, links...)
-	a.probes = append(a.probes, probes...)
-	return nil
+	return attached{link: l, probe: p}, nil
 }
 
 // program returns the program of a role at a function: the shared program

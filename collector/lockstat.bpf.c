@@ -329,8 +329,14 @@ static __always_inline __u64 hash_frames(const __u64 *ips)
 	return h ? h : 1;
 }
 
-static __always_inline bool path_matches(const struct path *p, const struct scratch *sc, __u32 nwords)
+/* path_matches says whether the stack above the context, top bytes below
+ * the top of its stack, is the path p: the same return addresses at the
+ * same places, and, for a path that ends at the top of its stack, as far
+ * from the top. */
+static __always_inline bool path_matches(const struct path *p, const struct scratch *sc, __u32 nwords, __u32 top)
 {
+	if (p->top && p->top != top)
+		return false;
 	for (int j = 0; j < VERIFY_FRAMES; j++) {
 		__u32 pos;
 
@@ -391,11 +397,13 @@ static long learn_word(__u64 i, struct learn *l)
  * verifier from exploring every (word, frame) pair.
  *
  * It returns whether the path can be recognised exactly: every walked frame
- * found, up to the syscall entry. Not so when frames lie beyond the window,
+ * found, up to the syscall entry, the stack depth or the top of the stack
+ * (see struct path's top). Not so when frames lie beyond the window,
  * on another stack (an interrupt's frames on the IRQ stack, the interrupted
  * ones on the task's) or past VERIFY_FRAMES; such paths are walked each time.
  */
-static __always_inline bool learn_path(struct path *p, const struct scratch *sc, __u32 nips, __u32 nwords)
+static __always_inline bool learn_path(struct path *p, const struct scratch *sc, __u32 nips, bool truncated,
+				       __u32 nwords, __u32 top)
 {
 	struct learn l = { .path = p, .sc = sc, .nips = nips, .nwords = nwords, .first = 0 };
 
@@ -408,6 +416,9 @@ static __always_inline bool learn_path(struct path *p, const struct scratch *sc,
 		if (p->nframes)
 			break;
 	}
+	/* A walk that ended by itself ended at the top of the stack; one
+	 * cut at the depth or at a shifter says nothing about what is above. */
+	p->top = l.shifted || truncated ? 0 : top;
 	return p->nframes && (l.shifted || l.first + p->nframes == nips);
 }
 
@@ -494,7 +505,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 {
 	struct path_key pk = { .flags = flags };
 	struct path *known, *fresh;
-	__u32 nwords = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
+	__u32 nwords = 0, top = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
 	struct scratch *sc;
 	__u64 base = 0, h;
 	int free_way = -1, err;
@@ -513,7 +524,8 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 
 		/* The context pointer's value, as a number. */
 		bpf_probe_read_kernel(&base, sizeof(base), &p);
-		avail = KSTACK_SIZE - (base & (KSTACK_SIZE - 1));
+		top = KSTACK_SIZE - (base & (KSTACK_SIZE - 1));
+		avail = top;
 		if (avail > sizeof(sc->window))
 			avail = sizeof(sc->window);
 		if (bpf_probe_read_kernel(sc->window, avail, (void *)base) == 0)
@@ -531,7 +543,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 				free_way = way;
 				break;
 			}
-			if (path_matches(known, sc, nwords)) {
+			if (path_matches(known, sc, nwords, top)) {
 				count(CNT_STACK_KNOWN, 1);
 				return known->stack;
 			}
@@ -555,7 +567,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 	count(CNT_STACK_WALKED, 1);
 	if (nwords) {
 		fresh = &sc->fresh;
-		if (!hint || !learn_path(fresh, sc, n / sizeof(__u64), nwords))
+		if (!hint || !learn_path(fresh, sc, n / sizeof(__u64), n == size, nwords, top))
 			return h;
 		fresh->stack = h;
 		first = key_start(fresh);
@@ -1099,4 +1111,29 @@ SEC("kprobe/klockstat_release")
 int kprobe_release(struct pt_regs *ctx)
 {
 	return fn_release(PT_REGS_ARG1(ctx));
+}
+
+/* A thread's entry in thread_waits lives until the thread exits, and is
+ * freed then: threads that come and go must not fill the map. The exiting
+ * thread is current, and waits on nothing any more. */
+static __always_inline int on_thread_exit(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&thread_waits, &tid);
+	return 0;
+}
+
+/* Raw tracepoints exist from Linux 4.17, before every backend's hooks. */
+SEC("raw_tp/sched_process_exit")
+int raw_thread_exit(void *ctx)
+{
+	return on_thread_exit();
+}
+
+/* For the perf-event tracepoint backend, where raw tracepoints may fail. */
+SEC("tracepoint/sched/sched_process_exit")
+int tp_thread_exit(void *ctx)
+{
+	return on_thread_exit();
 }

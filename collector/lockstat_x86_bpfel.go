@@ -102,7 +102,7 @@ type lockstatPath struct {
 	Ip      [32]uint64
 	Pos     [32]uint16
 	Nframes uint32
-	Pad     uint32
+	Top     uint32
 }
 
 type lockstatPathKey struct {
@@ -188,8 +188,10 @@ const (
 	lockstatProgRawContentionBeginRescue = "raw_contention_begin_rescue"
 	lockstatProgRawContentionEnd         = "raw_contention_end"
 	lockstatProgRawContentionEndRescue   = "raw_contention_end_rescue"
+	lockstatProgRawThreadExit            = "raw_thread_exit"
 	lockstatProgTpContentionBegin        = "tp_contention_begin"
 	lockstatProgTpContentionEnd          = "tp_contention_end"
+	lockstatProgTpThreadExit             = "tp_thread_exit"
 	lockstatVarCommFilter                = "comm_filter"
 	lockstatVarCtxOnStack                = "ctx_on_stack"
 	lockstatVarFilterComm                = "filter_comm"
@@ -265,8 +267,10 @@ type lockstatProgramSpecs struct {
 	RawContentionBeginRescue *ebpf.ProgramSpec `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.ProgramSpec `ebpf:"raw_contention_end_rescue"`
+	RawThreadExit            *ebpf.ProgramSpec `ebpf:"raw_thread_exit"`
 	TpContentionBegin        *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
+	TpThreadExit             *ebpf.ProgramSpec `ebpf:"tp_thread_exit"`
 }
 
 // lockstatMapSpecs contains maps before they are loaded into the kernel.
@@ -417,8 +421,10 @@ type lockstatPrograms struct {
 	RawContentionBeginRescue *ebpf.Program `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.Program `ebpf:"raw_contention_end_rescue"`
+	RawThreadExit            *ebpf.Program `ebpf:"raw_thread_exit"`
 	TpContentionBegin        *ebpf.Program `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.Program `ebpf:"tp_contention_end"`
+	TpThreadExit             *ebpf.Program `ebpf:"tp_thread_exit"`
 }
 
 func (p *lockstatPrograms) Close() error {
@@ -437,8 +443,10 @@ func (p *lockstatPrograms) Close() error {
 		p.RawContentionBeginRescue,
 		p.RawContentionEnd,
 		p.RawContentionEndRescue,
+		p.RawThreadExit,
 		p.TpContentionBegin,
 		p.TpContentionEnd,
+		p.TpThreadExit,
 	)
 }
 

@@ -18,8 +18,8 @@ var lostReasons = []struct {
 	counter lockstatCounter
 	reason  string
 }{
-	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (raise --map-size)"},
-	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (raise --map-size)"},
+	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (an entry per thread, lock and stack: raise --map-size, or narrow the capture with --pid, --comm or --types)"},
+	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (more live threads waited than --map-size: raise it)"},
 	{lockstatCounterCNT_LOST_NEST_DEPTH, "more than 4 nested waits on one CPU"},
 	{lockstatCounterCNT_LOST_LEVELS, "probes nested more than 4 deep on one CPU"},
 	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-size)"},
@@ -31,13 +31,16 @@ var lostReasons = []struct {
 // in progress. Host, command-line and tool fields of the metadata are left
 // to the caller.
 func (c *Collector) Stop() (*capture.Capture, error) {
+	// No wait begins after stopNS; those in progress then may still end
+	// and be recorded, until the end programs are detached too.
+	c.att.detachBegins()
+	stopNS, err := monotonicNow()
+	duration := time.Since(c.start)
 	closeLinks(c.att.links)
 	c.att.links = nil
-	stopNS, err := monotonicNow()
 	if err != nil {
 		return nil, err
 	}
-	duration := time.Since(c.start)
 
 	progs, err := c.programStats()
 	if err != nil {
@@ -101,9 +104,11 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	}
 	m.Programs = progs
 	m.Events = capture.Events{
-		Begin:          counters[lockstatCounterCNT_BEGIN],
-		End:            counters[lockstatCounterCNT_END],
-		Waits:          counters[lockstatCounterCNT_END] + inProgress,
+		Begin: counters[lockstatCounterCNT_BEGIN],
+		End:   counters[lockstatCounterCNT_END],
+		// Recorded waits only: an end that found the aggregation map
+		// full is counted as lost.
+		Waits:          counters[lockstatCounterCNT_END] - counters[lockstatCounterCNT_LOST_AGG_FULL] + inProgress,
 		InProgress:     inProgress,
 		Nested:         counters[lockstatCounterCNT_NESTED],
 		UnmatchedBegin: counters[lockstatCounterCNT_UNMATCHED_BEGIN],
@@ -170,6 +175,7 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 			RunCount:        s.RunCount,
 			RunTimeNS:       uint64(s.Runtime.Nanoseconds()),
 			RecursionMisses: s.RecursionMisses,
+			Begins:          p.begins,
 		})
 	}
 	return out, nil

@@ -98,7 +98,13 @@ struct path {
 	__u64 ip[VERIFY_FRAMES];  /* return addresses to find again ... */
 	__u16 pos[VERIFY_FRAMES]; /* ... at these words of the window */
 	__u32 nframes;
-	__u32 _pad;
+	/* Bytes from the context to the top of its stack when the walk ended
+	 * there (a user-mode entry, a kernel thread), 0 when the path ends at
+	 * a kstack shifter or at the stack depth. The same frames at the same
+	 * places do not prove that nothing lies above them: a page fault
+	 * taken in the kernel has the frames of one taken in user mode, and
+	 * more above. Only a stack whose top is as far away ends as early. */
+	__u32 top;
 };
 
 /* Per-CPU scratch space, too large for the BPF stack. */

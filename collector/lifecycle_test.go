@@ -1,0 +1,143 @@
+package collector
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+// TestStartAndStopInsideContention starts and stops captures while a
+// contended workload runs: every wait begun in a capture must find its end
+// attached, and no wait may begin once the end programs are gone. Either
+// mistake leaves a wait open, which the next wait on its thread or CPU
+// finds unmatched (or, past 4 on a CPU, drops as too deeply nested), and
+// which the stop charges as in progress.
+func TestStartAndStopInsideContention(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := startWorkload(t, "-lock", "spin,mmap,pipe", "-threads", "4")
+	w.run(t)
+	for i := range 8 {
+		cfg := defaultConfig(t)
+		cfg.PIDs = []uint32{w.pid}
+		c, err := Start(cfg)
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		waitEvents(t, c, 200)
+		cp, err := c.Stop()
+		c.Close()
+		if err != nil {
+			t.Fatalf("stop %d: %v", i, err)
+		}
+		e := cp.Meta.Events
+		t.Logf("capture %d: %+v, lost %v", i, e, cp.Meta.Lost)
+		if e.UnmatchedBegin != 0 || cp.Meta.LostTotal() != 0 {
+			t.Errorf("capture %d: %d waits begun without an end, %d lost (%v)", i, e.UnmatchedBegin, cp.Meta.LostTotal(), cp.Meta.Lost)
+		}
+		if e.Waits == 0 {
+			t.Errorf("capture %d recorded no wait: %+v", i, e)
+		}
+	}
+}
+
+// waitEvents returns once c has seen n contention events.
+func waitEvents(t *testing.T, c *Collector, n uint64) {
+	t.Helper()
+	for c.Events() < n {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFaultsInKernelAfterUserMode runs the default backend, which
+// recognises paths it has walked before, beside the perf-event backend,
+// which walks every stack, on page faults that wait for mmap_lock: taken in
+// user mode first, so that the default backend learns their path, then
+// taken by the kernel inside read(2) as well, whose stacks hold the same
+// frames at the same places up to the fault's entry, and more above. Both
+// must find the same share of faults taken in the kernel, and the same
+// waits for every whole stack.
+func TestFaultsInKernelAfterUserMode(t *testing.T) {
+	testenv.RequireRoot(t)
+	a, b := cachedBesideWalked(t, "auto", 3000, "-lock", "fault", "-threads", "4")
+	t.Logf("%s stacks %+v, tracepoint stacks %+v", a.Meta.Probe, a.Meta.Stacks, b.Meta.Stacks)
+	// Which system call, if any, a fault waiting for mmap_lock came from.
+	fault := func(r capture.Record) string {
+		switch {
+		case !hasFrame(r.Stack, "lock_mm_and_find_vma"):
+			return "other"
+		case hasFrame(r.Stack, "ksys_read", "vfs_read"):
+			return "fault in read(2)"
+		}
+		return "fault from user mode"
+	}
+	for _, cp := range []*capture.Capture{a, b} {
+		n := map[string]uint64{}
+		for _, r := range cp.Records {
+			n[fault(r)] += r.Count
+		}
+		t.Logf("%s: %v", cp.Meta.Probe, n)
+		if n["fault in read(2)"] == 0 || n["fault from user mode"] == 0 {
+			t.Fatalf("%s captured no mmap_lock wait of one kind of fault: %v", cp.Meta.Probe, n)
+		}
+	}
+	compareCounts(t, fault, a.Meta.Probe, a, "tracepoint", b)
+	byStack := func(r capture.Record) string { return r.Type + " " + strings.Join(r.Stack, " <- ") }
+	compareCounts(t, byStack, a.Meta.Probe, a, "tracepoint", b)
+}
+
+// TestShortLivedThreadsFreeTheirSlots captures a workload that starts a
+// new thread for every operation, many more threads than the per-thread
+// wait map holds: each thread's slot must be freed when it exits, so that
+// none of their waits is lost to a full map, with either exit hook.
+func TestShortLivedThreadsFreeTheirSlots(t *testing.T) {
+	testenv.RequireRoot(t)
+	// Every thread of the machine that waits takes a slot, the filters
+	// apply later: the map is small beside the workload's threads, large
+	// beside what the rest of the machine keeps alive.
+	const mapSize = 256
+	for _, probe := range []string{"auto", "tracepoint"} {
+		t.Run(probe, func(t *testing.T) {
+			w := startWorkload(t, "-lock", "threads", "-threads", "4", "-json")
+			cfg := defaultConfig(t)
+			cfg.Probe = probe
+			cfg.MapSize = mapSize
+			cfg.PIDs = []uint32{w.pid}
+			c, err := Start(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			w.run(t)
+			w.stopWhen(t, c, 4*mapSize)
+			cp, err := c.Stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res struct{ Total struct{ Ops uint64 } }
+			for line := range strings.Lines(w.out.String()) {
+				if strings.HasPrefix(line, "{") {
+					if err := json.Unmarshal([]byte(line), &res); err != nil {
+						t.Fatalf("contend's results %q: %v", line, err)
+					}
+				}
+			}
+			threads := res.Total.Ops
+			t.Logf("%d threads started; events %+v, lost %v", threads, cp.Meta.Events, cp.Meta.Lost)
+			if threads < 4*mapSize {
+				t.Fatalf("only %d threads started, want at least %d to fill a map of %d that keeps them", threads, 4*mapSize, mapSize)
+			}
+			if cp.Meta.Events.Begin < 4*mapSize {
+				t.Fatalf("only %d waits began, too few to fill a map of %d that keeps their threads", cp.Meta.Events.Begin, mapSize)
+			}
+			for _, l := range cp.Meta.Lost {
+				if strings.HasPrefix(l.Reason, "per-thread wait map full") {
+					t.Errorf("%d waits lost to a full per-thread map: slots of exited threads were not freed", l.Count)
+				}
+			}
+		})
+	}
+}
