@@ -7,7 +7,12 @@
 //
 // As root:
 //
-//	go run ./bench [-workloads mmap,pipe,inode,spin] [-duration 3s] [-rounds 5]
+//	go run ./bench [-workloads mmap,pipe,inode,spin] [-real all] [-duration 3s] [-rounds 5]
+//
+// -real adds programs nobody here wrote (stress-ng, perf bench, hackbench,
+// fio; apt-get install stress-ng rt-tests fio): klockstat, bpftrace and the
+// empty program attached together, on the same events, their costs per
+// event and klockstat's ratio to each.
 package main
 
 import (
@@ -76,6 +81,8 @@ func runChild(args []string) int {
 
 type options struct {
 	workloads []string
+	real      []realWorkload
+	realFlag  string // -real as given
 	duration  time.Duration
 	rounds    int
 	threads   int
@@ -87,13 +94,22 @@ func run() error {
 		o         options
 		workloads string
 	)
-	flag.StringVar(&workloads, "workloads", "mmap,pipe,inode,spin", "contention workloads to measure: "+strings.Join(workload.Names(), ", "))
+	var real string
+	flag.StringVar(&workloads, "workloads", "mmap,pipe,inode,spin", "contend workloads to measure (\"\" for none): "+strings.Join(workload.Names(), ", "))
+	flag.StringVar(&real, "real", "all", "real workloads to measure, words of their names, comma-separated (\"\" for none, all): "+strings.Join(realWorkloadNames(), "; "))
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of one workload run")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved baseline/traced pairs per configuration")
 	flag.IntVar(&o.threads, "threads", 4, "workload threads")
 	flag.StringVar(&o.locks, "locks", "locks.json", "lock catalogue")
 	flag.Parse()
-	o.workloads = strings.Split(workloads, ",")
+	if workloads != "" {
+		o.workloads = strings.Split(workloads, ",")
+	}
+	var err error
+	o.realFlag = real
+	if o.real, err = selectReal(real); err != nil {
+		return err
+	}
 	if o.rounds < 1 || o.duration <= 0 || o.threads < 1 {
 		return errors.New("-rounds, -duration and -threads must be positive")
 	}
@@ -139,6 +155,9 @@ func run() error {
 			}
 			fmt.Println(r.row(c.name))
 		}
+	}
+	if err := realTable(o, spec, o.real); err != nil {
+		return err
 	}
 	return capacity(o, spec)
 }
@@ -529,13 +548,16 @@ func printMachine(w io.Writer, o options) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "Machine: %s, %d CPUs, kernel %s. Command: `go run ./bench -workloads %s -duration %v -rounds %d -threads %d`.\n",
-		model, runtime.NumCPU(), unix.ByteSliceToString(u.Release[:]), strings.Join(o.workloads, ","), o.duration, o.rounds, o.threads)
+	fmt.Fprintf(w, "Machine: %s, %d CPUs, kernel %s. Command: `go run ./bench -workloads '%s' -real '%s' -duration %v -rounds %d -threads %d`.\n",
+		model, runtime.NumCPU(), unix.ByteSliceToString(u.Release[:]), strings.Join(o.workloads, ","), o.realFlag, o.duration, o.rounds, o.threads)
 }
 
 // capacity shows the busiest workload's event rate with default maps, and
 // what a map too small for the capture does: losses counted, not hidden.
 func capacity(o options, spec *lockspec.Spec) error {
+	if len(o.workloads) == 0 {
+		return nil
+	}
 	fmt.Printf("\n### Capacity\n\n")
 	fmt.Println("| maps | workload | events/s | waits | records | events lost |")
 	fmt.Println("| --- | --- | ---: | ---: | ---: | --- |")

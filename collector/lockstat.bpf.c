@@ -77,6 +77,17 @@ struct {
 	__uint(max_entries, 4096);
 } paths SEC(".maps");
 
+/* Stacks (by stacks map key) whose path cannot be recognised: frames on
+ * another stack or beyond the window. Their walks skip the search of the
+ * window for their frames, which costs most when it finds nothing. A full
+ * map only costs those searches. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} unlearnable SEC(".maps");
+
 /*
  * Where a path_key's frames lie in the window, learnt from walks; a wrong
  * guess only costs a walk, as paths are verified in full. first_frame: per
@@ -474,8 +485,12 @@ static __always_inline bool learn_key(struct path_key *pk, const struct path *p,
 
 		if (f + 1 < p->nframes) {
 			__u32 step = p->pos[(f + 1) & (VERIFY_FRAMES - 1)] - p->pos[f & (VERIFY_FRAMES - 1)];
+			__u32 *known = bpf_map_lookup_elem(&frame_step, &ip);
 
-			bpf_map_update_elem(&frame_step, &ip, &step, BPF_ANY);
+			/* A frame's size rarely changes: an update costs an
+			 * element swap under the bucket lock, a lookup none. */
+			if (!known || *known != step)
+				bpf_map_update_elem(&frame_step, &ip, &step, BPF_ANY);
 		}
 		changed |= pk->ip[k] != ip;
 		pk->ip[k] = ip;
@@ -565,10 +580,14 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 		return 0;
 	}
 	count(CNT_STACK_WALKED, 1);
-	if (nwords) {
+	if (nwords && hint && !bpf_map_lookup_elem(&unlearnable, &h)) {
+		__u8 one = 1;
+
 		fresh = &sc->fresh;
-		if (!hint || !learn_path(fresh, sc, n / sizeof(__u64), n == size, nwords, top))
+		if (!learn_path(fresh, sc, n / sizeof(__u64), n == size, nwords, top)) {
+			bpf_map_update_elem(&unlearnable, &h, &one, BPF_NOEXIST);
 			return h;
+		}
 		fresh->stack = h;
 		first = key_start(fresh);
 		if (*hint != fresh->pos[first & (VERIFY_FRAMES - 1)] + 1)

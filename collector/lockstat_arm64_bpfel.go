@@ -115,7 +115,7 @@ type lockstatPathKey struct {
 
 type lockstatScratch struct {
 	_      structs.HostLayout
-	Window [128]uint64
+	Window [512]uint64
 	Ips    [128]uint64
 	Fresh  lockstatPath
 }
@@ -174,6 +174,7 @@ const (
 	lockstatMapSpinWaits                 = "spin_waits"
 	lockstatMapStacks                    = "stacks"
 	lockstatMapThreadWaits               = "thread_waits"
+	lockstatMapUnlearnable               = "unlearnable"
 	lockstatProgBtfContentionBegin       = "btf_contention_begin"
 	lockstatProgBtfContentionBeginRescue = "btf_contention_begin_rescue"
 	lockstatProgBtfContentionEnd         = "btf_contention_end"
@@ -294,6 +295,7 @@ type lockstatMapSpecs struct {
 	SpinWaits     *ebpf.MapSpec `ebpf:"spin_waits"`
 	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
 	ThreadWaits   *ebpf.MapSpec `ebpf:"thread_waits"`
+	Unlearnable   *ebpf.MapSpec `ebpf:"unlearnable"`
 }
 
 // lockstatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -356,6 +358,7 @@ type lockstatMaps struct {
 	SpinWaits     *ebpf.Map `ebpf:"spin_waits"`
 	Stacks        *ebpf.Map `ebpf:"stacks"`
 	ThreadWaits   *ebpf.Map `ebpf:"thread_waits"`
+	Unlearnable   *ebpf.Map `ebpf:"unlearnable"`
 }
 
 func (m *lockstatMaps) Close() error {
@@ -377,6 +380,7 @@ func (m *lockstatMaps) Close() error {
 		m.SpinWaits,
 		m.Stacks,
 		m.ThreadWaits,
+		m.Unlearnable,
 	)
 }
 
