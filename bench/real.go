@@ -94,6 +94,7 @@ func selectReal(list string) ([]realWorkload, error) {
 // together so that each sees the same events.
 type realResult struct {
 	klockstat, bpftrace, empty []float64 // ns/event per round
+	noStacks                   []float64 // klockstat --stack-depth 0: pairing and recording alone
 	toBpftrace, toEmpty        []float64 // klockstat's ratios per round
 	events                     uint64    // klockstat's events, all rounds
 	seconds                    float64
@@ -103,9 +104,9 @@ type realResult struct {
 }
 
 // measureReal runs a real workload o.rounds times with klockstat (default
-// settings), the bpftrace script (kstack(16)) and the empty program all
-// attached, and keeps each one's cost per event from the kernel's BPF
-// statistics.
+// settings), klockstat without stacks, the bpftrace script (kstack(16)) and
+// the empty program all attached, and keeps each one's cost per event from
+// the kernel's BPF statistics.
 func measureReal(o options, spec *lockspec.Spec, w realWorkload) (realResult, error) {
 	r := realResult{lost: map[string]uint64{}}
 	dir, err := os.MkdirTemp("", "klockstat-bench-")
@@ -113,32 +114,44 @@ func measureReal(o options, spec *lockspec.Spec, w realWorkload) (realResult, er
 		return r, err
 	}
 	defer os.RemoveAll(dir)
+	// In the order they attach: bpftrace is the slowest to start.
+	starts := []func() (probe, error){
+		func() (probe, error) { return startBpftrace(16) },
+		func() (probe, error) { return startEmpty() },
+		klockstatProbe(spec, 0, 65536),
+		klockstatProbe(spec, 16, 65536),
+	}
 	for range o.rounds {
-		bt, err := startBpftrace(16)
-		if err != nil {
-			return r, err
+		var (
+			running []probe
+			err     error
+		)
+		for _, start := range starts {
+			var p probe
+			if p, err = start(); err != nil {
+				break
+			}
+			running = append(running, p)
 		}
-		e, err := startEmpty()
-		if err != nil {
-			bt.stop()
-			return r, err
-		}
-		k, err := klockstatProbe(spec, 16, 65536)()
-		if err != nil {
-			bt.stop()
-			e.stop()
-			return r, err
-		}
+		var werr error
 		start := time.Now()
-		werr := runCommand(w.command(o.duration, dir), o.duration)
+		if err == nil {
+			werr = runCommand(w.command(o.duration, dir), o.duration)
+		}
 		seconds := time.Since(start).Seconds()
-		kr, kerr := k.stop()
-		er, eerr := e.stop()
-		br, berr := bt.stop()
-		if err := errors.Join(werr, kerr, eerr, berr); err != nil {
+		results := make([]probeResult, len(running))
+		errs := []error{err, werr}
+		for i, p := range slices.Backward(running) {
+			var serr error
+			results[i], serr = p.stop()
+			errs = append(errs, serr)
+		}
+		if err := errors.Join(errs...); err != nil {
 			return r, err
 		}
+		br, er, nr, kr := results[0], results[1], results[2], results[3]
 		r.klockstat = append(r.klockstat, kr.nsPerEvent)
+		r.noStacks = append(r.noStacks, nr.nsPerEvent)
 		r.bpftrace = append(r.bpftrace, br.nsPerEvent)
 		r.empty = append(r.empty, er.nsPerEvent)
 		r.toBpftrace = append(r.toBpftrace, kr.nsPerEvent/br.nsPerEvent)
@@ -176,17 +189,17 @@ func (r realResult) row(name string) string {
 		}
 		return fmt.Sprintf(format, m)
 	}
-	return fmt.Sprintf("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s |", name, float64(r.events)/r.seconds,
-		cell(r.klockstat, "%.0f"), cell(r.bpftrace, "%.0f"), cell(r.empty, "%.0f"),
+	return fmt.Sprintf("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |", name, float64(r.events)/r.seconds,
+		cell(r.klockstat, "%.0f"), cell(r.noStacks, "%.0f"), cell(r.bpftrace, "%.0f"), cell(r.empty, "%.0f"),
 		cell(r.toBpftrace, "%.2fx"), cell(r.toEmpty, "%.1fx"), strings.Join(r.walked, " "), lostCell(r.lost, r.rescued))
 }
 
 // realTable measures every selected real workload and prints one row each,
 // then the median and the largest ratio to bpftrace over them.
 func realTable(o options, spec *lockspec.Spec, workloads []realWorkload) error {
-	fmt.Printf("\n### Real workloads (%v per run, %d rounds; klockstat, bpftrace and the empty program attached together)\n\n", o.duration, o.rounds)
-	fmt.Println("| workload | events/s | klockstat ns/event | bpftrace kstack(16) ns/event | empty program ns/event | klockstat / bpftrace | klockstat / empty | stacks walked, per round | events lost (all rounds) |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+	fmt.Printf("\n### Real workloads (%v per run, %d rounds; klockstat, klockstat without stacks, bpftrace and the empty program attached together)\n\n", o.duration, o.rounds)
+	fmt.Println("| workload | events/s | klockstat ns/event | without stacks | bpftrace kstack(16) ns/event | empty program ns/event | klockstat / bpftrace | klockstat / empty | stacks walked, per round | events lost (all rounds) |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 	var ratios []float64
 	for _, w := range workloads {
 		r, err := measureReal(o, spec, w)

@@ -19,9 +19,9 @@ import (
 type Backend interface {
 	// Name is the --probe value that selects the backend.
 	Name() string
-	// Programs names the programs of the BPF object loaded with its maps,
+	// Programs picks the programs of the BPF object loaded with its maps,
 	// the one that sees a wait begin first; the others are not loaded.
-	Programs() []string
+	Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec
 	// StackLayout says how kernel stacks look from the backend's programs.
 	StackLayout() StackLayout
 	// Detect attaches a program that does nothing to the backend's hook:
@@ -35,10 +35,21 @@ type Backend interface {
 
 // object is the BPF object as loaded for a backend.
 type object struct {
-	spec   *ebpf.CollectionSpec // as configured, with every program
-	coll   *ebpf.Collection     // the maps and the backend's Programs
+	spec   *ebpf.CollectionSpec  // as configured, with every program
+	progs  *lockstatProgramSpecs // spec's programs, typed
+	coll   *ebpf.Collection      // the backend's Programs, loaded
+	maps   lockstatMaps          // the maps, loaded
+	byName map[string]*ebpf.Map  // the maps by the names programs refer to them by
 	kernel *kernel
 	locks  *lockspec.Spec
+}
+
+// program returns the loaded program of a spec.
+func (o *object) program(p *ebpf.ProgramSpec) *ebpf.Program { return o.coll.Programs[p.Name] }
+
+func (o *object) close() {
+	o.maps.Close()
+	o.coll.Close()
 }
 
 // attachment is what a backend attached, in two groups: links, attached
@@ -128,53 +139,53 @@ func backendByName(name string) (Backend, error) {
 // tracepointProgram is one program of a tracepoint backend and the
 // contention event it attaches to.
 type tracepointProgram struct {
-	name   string
+	spec   *ebpf.ProgramSpec
 	event  string
 	begins bool
 }
 
-// tracepointPrograms lists a tracepoint backend's programs (prefix + event
-// name, "_rescue" for a rescue copy) in attach order: every end program
-// before the begin programs, so that no wait the capture sees begin misses
-// its end, and each rescue copy right after its main copy (see claim() in
-// lockstat.bpf.c). Programs are detached in the reverse order.
-func tracepointPrograms(prefix string, rescue bool) []tracepointProgram {
-	var progs []tracepointProgram
-	for _, event := range []string{"contention_end", "contention_begin"} {
-		begins := event == "contention_begin"
-		progs = append(progs, tracepointProgram{name: prefix + event, event: event, begins: begins})
-		if rescue {
-			progs = append(progs, tracepointProgram{name: prefix + event + "_rescue", event: event})
-		}
+// tracepointPrograms lists a tracepoint backend's programs in attach order:
+// the end programs before the begin programs, so that no wait the capture
+// sees begin misses its end, and each rescue copy (nil: none) right after
+// its main copy (see claim() in lockstat.bpf.c). Programs are detached in
+// the reverse order.
+func tracepointPrograms(end, endRescue, begin, beginRescue *ebpf.ProgramSpec) []tracepointProgram {
+	progs := []tracepointProgram{{spec: end, event: "contention_end"}}
+	if endRescue != nil {
+		progs = append(progs, tracepointProgram{spec: endRescue, event: "contention_end"})
+	}
+	progs = append(progs, tracepointProgram{spec: begin, event: "contention_begin", begins: true})
+	if beginRescue != nil {
+		progs = append(progs, tracepointProgram{spec: beginRescue, event: "contention_begin"})
 	}
 	return progs
 }
 
-func programNames(progs []tracepointProgram) []string {
-	names := make([]string, len(progs))
+func programSpecs(progs []tracepointProgram) []*ebpf.ProgramSpec {
+	specs := make([]*ebpf.ProgramSpec, len(progs))
 	for i, p := range progs {
-		names[i] = p.name
+		specs[i] = p.spec
 	}
-	return names
+	return specs
 }
 
 // attachTracepoints attaches a tracepoint backend's loaded programs, each to
 // its event, in order, and lists them.
-func attachTracepoints(coll *ebpf.Collection, progs []tracepointProgram, attach func(event string, prog *ebpf.Program) (link.Link, error)) (*attachment, error) {
+func attachTracepoints(obj *object, progs []tracepointProgram, attach func(event string, prog *ebpf.Program) (link.Link, error)) (*attachment, error) {
 	a := &attachment{}
 	for _, tp := range progs {
-		prog := coll.Programs[tp.name]
+		prog := obj.program(tp.spec)
 		l, err := attach(tp.event, prog)
 		if err != nil {
 			a.close()
-			return nil, fmt.Errorf("attaching %s to lock:%s: %w", tp.name, tp.event, err)
+			return nil, fmt.Errorf("attaching %s to lock:%s: %w", tp.spec.Name, tp.event, err)
 		}
 		if tp.event == "contention_begin" {
 			a.beginLinks = append(a.beginLinks, l)
 		} else {
 			a.links = append(a.links, l)
 		}
-		a.probes = append(a.probes, probe{name: tp.name, prog: prog, begins: tp.begins})
+		a.probes = append(a.probes, probe{name: tp.spec.Name, prog: prog, begins: tp.begins})
 	}
 	return a, nil
 }
@@ -186,9 +197,13 @@ type btfTracepoint struct{}
 
 func (btfTracepoint) Name() string { return "tp_btf" }
 
-func (btfTracepoint) Programs() []string { return programNames(btfTracepoint{}.programs()) }
+func (b btfTracepoint) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
+	return programSpecs(b.programs(p))
+}
 
-func (btfTracepoint) programs() []tracepointProgram { return tracepointPrograms("btf_", true) }
+func (btfTracepoint) programs(p *lockstatProgramSpecs) []tracepointProgram {
+	return tracepointPrograms(p.BtfContentionEnd, p.BtfContentionEndRescue, p.BtfContentionBegin, p.BtfContentionBeginRescue)
+}
 
 // As for raw tracepoints, bpf_trace_runN calls the program with its
 // argument array, on the probed thread's stack.
@@ -212,7 +227,7 @@ func (b btfTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 }
 
 func (b btfTracepoint) Attach(obj *object) (*attachment, error) {
-	return attachTracepoints(obj.coll, b.programs(), func(_ string, prog *ebpf.Program) (link.Link, error) {
+	return attachTracepoints(obj, b.programs(obj.progs), func(_ string, prog *ebpf.Program) (link.Link, error) {
 		return link.AttachTracing(link.TracingOptions{Program: prog})
 	})
 }
@@ -223,9 +238,13 @@ type rawTracepoint struct{}
 
 func (rawTracepoint) Name() string { return "rawtp" }
 
-func (rawTracepoint) Programs() []string { return programNames(rawTracepoint{}.programs()) }
+func (b rawTracepoint) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
+	return programSpecs(b.programs(p))
+}
 
-func (rawTracepoint) programs() []tracepointProgram { return tracepointPrograms("raw_", true) }
+func (rawTracepoint) programs(p *lockstatProgramSpecs) []tracepointProgram {
+	return tracepointPrograms(p.RawContentionEnd, p.RawContentionEndRescue, p.RawContentionBegin, p.RawContentionBeginRescue)
+}
 
 // The BPF program and bpf_trace_runN come first; __traceiter_* or
 // __bpf_trace_* follow on some kernels only. The context is bpf_trace_runN's
@@ -254,7 +273,7 @@ func (b rawTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 }
 
 func (b rawTracepoint) Attach(obj *object) (*attachment, error) {
-	return attachTracepoints(obj.coll, b.programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
+	return attachTracepoints(obj, b.programs(obj.progs), func(event string, prog *ebpf.Program) (link.Link, error) {
 		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: prog})
 	})
 }
@@ -267,9 +286,13 @@ type perfTracepoint struct{}
 
 func (perfTracepoint) Name() string { return "tracepoint" }
 
-func (perfTracepoint) Programs() []string { return programNames(perfTracepoint{}.programs()) }
+func (b perfTracepoint) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
+	return programSpecs(b.programs(p))
+}
 
-func (perfTracepoint) programs() []tracepointProgram { return tracepointPrograms("tp_", false) }
+func (perfTracepoint) programs(p *lockstatProgramSpecs) []tracepointProgram {
+	return tracepointPrograms(p.TpContentionEnd, nil, p.TpContentionBegin, nil)
+}
 
 // Perf events unwind from the tracepoint's caller; the context is the perf
 // event's record buffer.
@@ -299,7 +322,7 @@ func (b perfTracepoint) Attach(obj *object) (*attachment, error) {
 	if err := mountTracefs(); err != nil {
 		return nil, err
 	}
-	return attachTracepoints(obj.coll, b.programs(), func(event string, prog *ebpf.Program) (link.Link, error) {
+	return attachTracepoints(obj, b.programs(obj.progs), func(event string, prog *ebpf.Program) (link.Link, error) {
 		return link.Tracepoint("lock", event, prog, nil)
 	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/internal/testenv"
+	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/lockspec"
 )
 
@@ -439,21 +440,25 @@ func TestPatchInfo(t *testing.T) {
 		return n
 	}
 	const info = 0x2_0003 // FN_HOLD | type 3
-	for _, name := range []string{"fentry_acquire", "fexit_acquire", "kprobe_acquire", "kretprobe_acquire"} {
-		ps := spec.Programs[name].Copy()
+	s, err := specsOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tmpl := range []*ebpf.ProgramSpec{s.FentryAcquire, s.FexitAcquire, s.KprobeAcquire, s.KretprobeAcquire} {
+		ps := tmpl.Copy()
 		before := marked(ps, int64(lockstatFnInfoFN_MARK))
 		if err := patchInfo(ps, info); err != nil {
-			t.Errorf("%s: %v", name, err)
+			t.Errorf("%s: %v", tmpl.Name, err)
 			continue
 		}
 		if before != 1 || marked(ps, int64(lockstatFnInfoFN_MARK)) != 0 || marked(ps, info) != 1 {
-			t.Errorf("%s: %d marked instructions before, want 1, turned into one holding %#x", name, before, info)
+			t.Errorf("%s: %d marked instructions before, want 1, turned into one holding %#x", tmpl.Name, before, info)
 		}
-		if marked(spec.Programs[name], int64(lockstatFnInfoFN_MARK)) != 1 {
-			t.Errorf("%s: patching a copy changed the template", name)
+		if marked(tmpl, int64(lockstatFnInfoFN_MARK)) != 1 {
+			t.Errorf("%s: patching a copy changed the template", tmpl.Name)
 		}
 	}
-	if err := patchInfo(spec.Programs["fentry_release"].Copy(), info); err == nil || !strings.Contains(err.Error(), "0 marked instructions") {
+	if err := patchInfo(s.FentryRelease.Copy(), info); err == nil || !strings.Contains(err.Error(), "0 marked instructions") {
 		t.Errorf("patching a program without the mark: %v, want an error", err)
 	}
 }
@@ -477,7 +482,7 @@ func TestPlan(t *testing.T) {
 		fmt.Fprintf(&table, "%x T %s\n", uint64(0xffffffff81000000)+0x100*uint64(i), fn)
 	}
 	k := &kernel{}
-	k.ksymsOnce.Do(func() { k.ksyms, k.ksymsErr = ParseKallsyms(strings.NewReader(table.String())) })
+	k.ksymsOnce.Do(func() { k.ksyms, k.ksymsErr = kallsyms.Parse(strings.NewReader(table.String())) })
 	targets, skipped, err := kprobeBackend.plan(k, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func (c *Collector) calibrate() error {
 	// The programs time only this thread while calibrating.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ctl := c.coll.Maps["control"]
+	ctl := c.obj.maps.Control
 	tid := uint32(unix.Gettid())
 	if err := ctl.Update(uint32(0), lockstatFnControl{CalibTid: tid}, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("starting the calibration: %w", err)
@@ -59,7 +59,7 @@ func (c *Collector) calibrate() error {
 	}
 	samples := make([]uint64, n)
 	for i := range samples {
-		if err := c.coll.Maps["calib_samples"].Lookup(uint32(i), &samples[i]); err != nil {
+		if err := c.obj.maps.CalibSamples.Lookup(uint32(i), &samples[i]); err != nil {
 			return fmt.Errorf("reading calibration sample %d: %w", i, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -18,10 +19,17 @@ import (
 	"github.com/klockstat/klockstat/lockspec"
 )
 
+// The limits of lockstat.h that Go needs: taken from the generated types
+// where they size one, else repeated here and checked against the BPF
+// object by TestConstantsMatchTheBPFObject.
 const (
 	// MaxStackDepth is the deepest kernel stack bpf_get_stackid can walk
-	// (PERF_MAX_STACK_DEPTH).
-	MaxStackDepth = 127
+	// (PERF_MAX_STACK_DEPTH): the scratch space holds one more frame.
+	MaxStackDepth = len(lockstatStackScratch{}.Ips) - 1
+	// maxNest is MAX_NEST, the spinning waits open at once on one CPU.
+	maxNest = len(lockstatCpuWaits{}.Slot)
+	// maxLevels is MAX_LEVELS, the runs of the programs nested on one CPU.
+	maxLevels = 4
 	// MaxTypes is how many lock types one capture can tell apart (MAX_TYPES
 	// in lockstat.h).
 	MaxTypes = 32
@@ -78,7 +86,7 @@ func (c Config) Validate() error {
 type Collector struct {
 	cfg      Config
 	backend  Backend
-	coll     *ebpf.Collection
+	obj      *object
 	att      *attachment
 	stats    io.Closer // keeps kernel.bpf_stats_enabled on while open
 	start    time.Time
@@ -214,52 +222,61 @@ func noBackend(cfg Config, k *kernel, failed []backendError) error {
 	return fmt.Errorf("--probe %w; %s", failed[0], alternatives)
 }
 
+// specsOf returns the parts of a BPF object spec as bpf2go typed them: a
+// map, program or variable renamed in C fails to compile here, not at run
+// time. They point into spec, so changing them changes spec.
+func specsOf(spec *ebpf.CollectionSpec) (*lockstatSpecs, error) {
+	var s lockstatSpecs
+	if err := spec.Assign(&s); err != nil {
+		return nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
+	}
+	return &s, nil
+}
+
 // configure writes the run-time options into the object before it is loaded.
 func configure(spec *ebpf.CollectionSpec, cfg Config) error {
-	table := cfg.Spec.FlagTable()
+	s, err := specsOf(spec)
+	if err != nil {
+		return err
+	}
 	comm := [16]byte{}
 	copy(comm[:], cfg.Comm)
-	err := setVariables(spec, []variable{
-		{"self_tgid", uint32(os.Getpid())},
-		{"stack_depth", uint32(cfg.StackDepth)},
-		{"filter_pids", len(cfg.PIDs) > 0},
-		{"filter_comm", cfg.Comm != ""},
-		{"comm_filter", comm},
-		{"flag_type", table},
+	err = setVariables([]variable{
+		{s.SelfTgid, uint32(os.Getpid())},
+		{s.StackDepth, uint32(cfg.StackDepth)},
+		{s.FilterPids, len(cfg.PIDs) > 0},
+		{s.FilterComm, cfg.Comm != ""},
+		{s.CommFilter, comm},
+		{s.FlagType, cfg.Spec.FlagTable()},
 	})
 	if err != nil {
 		return err
 	}
 
-	for _, name := range []string{"aggregate", "thread_waits", "stacks", "holds", "hold_aggregate"} {
-		spec.Maps[name].MaxEntries = cfg.MapSize
+	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate} {
+		m.MaxEntries = cfg.MapSize
 	}
-	spec.Maps["stacks"].ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
-	for _, name := range []string{"histogram", "hold_histogram"} {
-		spec.Maps[name].MaxEntries = uint32(len(cfg.Spec.Types) * histBuckets)
+	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
+	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {
+		m.MaxEntries = uint32(len(cfg.Spec.Types) * histBuckets)
 	}
-	pids := spec.Maps["pid_filter"]
-	pids.MaxEntries = uint32(max(len(cfg.PIDs), 1))
+	s.PidFilter.MaxEntries = uint32(max(len(cfg.PIDs), 1))
 	for _, pid := range cfg.PIDs {
-		pids.Contents = append(pids.Contents, ebpf.MapKV{Key: pid, Value: uint8(1)})
+		s.PidFilter.Contents = append(s.PidFilter.Contents, ebpf.MapKV{Key: pid, Value: uint8(1)})
 	}
 	return nil
 }
 
 // variable is a value for one of the BPF object's const volatile globals.
 type variable struct {
-	name  string
+	spec  *ebpf.VariableSpec
 	value any
 }
 
-func setVariables(spec *ebpf.CollectionSpec, vars []variable) error {
+func setVariables(vars []variable) error {
 	for _, v := range vars {
-		sv, ok := spec.Variables[v.name]
-		if !ok {
-			return fmt.Errorf("BPF object has no variable %s (stale generated code? run go generate ./...)", v.name)
-		}
-		if err := sv.Set(v.value); err != nil {
-			return fmt.Errorf("setting BPF variable %s: %w", v.name, err)
+		if err := v.spec.Set(v.value); err != nil {
+			return fmt.Errorf("setting BPF variable %s: %w", v.spec.Name, err)
 		}
 	}
 	return nil
@@ -269,73 +286,79 @@ func setVariables(spec *ebpf.CollectionSpec, vars []variable) error {
 // program for a hook the kernel lacks would fail to load), and attaches it.
 func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) error {
 	spec := configured.Copy()
+	s, err := specsOf(spec)
+	if err != nil {
+		return err
+	}
 	layout := b.StackLayout()
 	fb, functions := b.(functionBackend)
 	vars := []variable{
-		{"stack_skip", layout.Skip},
-		{"ctx_on_stack", layout.ContextOnStack},
-		{"lead_frames", layout.Lead},
-		{"fn_cookie", functions && fb.cookies()},
+		{s.StackSkip, layout.Skip},
+		{s.CtxOnStack, layout.ContextOnStack},
+		{s.LeadFrames, layout.Lead},
+		{s.FnCookie, functions && fb.cookies()},
 	}
 	if layout.ContextOnStack && c.cfg.StackDepth > 0 {
 		lo, hi := k.kstackShifterBounds()
 		skipLo, skipHi := k.keySkipBounds()
-		vars = append(vars, variable{"kstack_shifter_lo", lo}, variable{"kstack_shifter_hi", hi},
-			variable{"key_skip_lo", skipLo}, variable{"key_skip_hi", skipHi})
+		vars = append(vars, variable{s.KstackShifterLo, lo}, variable{s.KstackShifterHi, hi},
+			variable{s.KeySkipLo, skipLo}, variable{s.KeySkipHi, skipHi})
 	}
-	if err := setVariables(spec, vars); err != nil {
+	if err := setVariables(vars); err != nil {
 		return err
 	}
 	if !functions {
 		// Only the function probes time holds and calibrate.
-		for _, name := range []string{"holds", "hold_aggregate", "hold_histogram", "calib_samples"} {
-			spec.Maps[name].MaxEntries = 1
+		for _, m := range []*ebpf.MapSpec{s.Holds, s.HoldAggregate, s.HoldHistogram, s.CalibSamples} {
+			m.MaxEntries = 1
 		}
 	}
-	exit, attachExit := threadExitHook(b)
-	coll, err := newCollection(spec, append(b.Programs(), exit))
+	progs := &s.lockstatProgramSpecs
+	exit, attachExit := threadExitHook(b, progs)
+	obj, err := newObject(spec, progs, append(b.Programs(progs), exit))
 	if err != nil {
 		return err
 	}
-	att, err := b.Attach(&object{spec: spec, coll: coll, kernel: k, locks: c.cfg.Spec})
+	obj.kernel, obj.locks = k, c.cfg.Spec
+	att, err := b.Attach(obj)
 	if err != nil {
-		coll.Close()
+		obj.close()
 		return permissionError(err)
 	}
-	l, err := attachExit(coll.Programs[exit])
+	l, err := attachExit(obj.program(exit))
 	if err != nil {
 		att.close()
-		coll.Close()
-		return permissionError(fmt.Errorf("attaching %s to sched:sched_process_exit: %w", exit, err))
+		obj.close()
+		return permissionError(fmt.Errorf("attaching %s to sched:sched_process_exit: %w", exit.Name, err))
 	}
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
-	att.probes = append(att.probes, probe{name: exit, prog: coll.Programs[exit]})
-	c.backend, c.coll, c.att = b, coll, att
+	att.probes = append(att.probes, probe{name: exit.Name, prog: obj.program(exit)})
+	c.backend, c.obj, c.att = b, obj, att
 	return nil
 }
 
-// threadExitHook names the program that frees a thread's wait slot when the
-// thread exits, and attaches it: a raw tracepoint (Linux 4.17+, older than
-// every backend's hooks), but for the perf-event backend, which is for
+// threadExitHook returns the program that frees a thread's wait slot when
+// the thread exits, and attaches it: a raw tracepoint (Linux 4.17+, older
+// than every backend's hooks), but for the perf-event backend, which is for
 // kernels or sandboxes where raw tracepoints fail.
-func threadExitHook(b Backend) (string, func(*ebpf.Program) (link.Link, error)) {
+func threadExitHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
 	if _, perf := b.(perfTracepoint); perf {
-		return "tp_thread_exit", func(p *ebpf.Program) (link.Link, error) {
+		return p.TpThreadExit, func(p *ebpf.Program) (link.Link, error) {
 			return link.Tracepoint("sched", "sched_process_exit", p, nil)
 		}
 	}
-	return "raw_thread_exit", func(p *ebpf.Program) (link.Link, error) {
+	return p.RawThreadExit, func(p *ebpf.Program) (link.Link, error) {
 		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: p})
 	}
 }
 
-// newCollection loads the maps and the named programs of spec: a program
-// for a hook the kernel lacks would fail to load.
-func newCollection(spec *ebpf.CollectionSpec, programs []string) (*ebpf.Collection, error) {
+// newObject loads the maps of spec and the given programs of it: a
+// program for a hook the kernel lacks would fail to load.
+func newObject(spec *ebpf.CollectionSpec, specs *lockstatProgramSpecs, programs []*ebpf.ProgramSpec) (*object, error) {
 	loaded := spec.Copy()
 	for name := range loaded.Programs {
-		if !slices.Contains(programs, name) {
+		if !slices.ContainsFunc(programs, func(p *ebpf.ProgramSpec) bool { return p.Name == name }) {
 			delete(loaded.Programs, name)
 		}
 	}
@@ -347,7 +370,12 @@ func newCollection(spec *ebpf.CollectionSpec, programs []string) (*ebpf.Collecti
 		}
 		return nil, permissionError(fmt.Errorf("loading BPF programs: %w", err))
 	}
-	return coll, nil
+	obj := &object{spec: spec, progs: specs, coll: coll, byName: maps.Clone(coll.Maps)}
+	if err := coll.Assign(&obj.maps); err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
+	}
+	return obj, nil
 }
 
 // permissionError marks a refusal as missing privileges, unless klockstat
@@ -366,7 +394,7 @@ func (c *Collector) Backend() string { return c.backend.Name() }
 // enough for a progress line.
 func (c *Collector) Events() uint64 {
 	var perCPU []uint64
-	if err := c.coll.Maps["counters"].Lookup(uint32(lockstatCounterCNT_BEGIN), &perCPU); err != nil {
+	if err := c.obj.maps.Counters.Lookup(uint32(lockstatCounterCNT_BEGIN), &perCPU); err != nil {
 		return 0
 	}
 	return sum(perCPU)
@@ -377,9 +405,9 @@ func (c *Collector) Close() error {
 	if c.att != nil {
 		c.att.close()
 	}
-	if c.coll != nil {
-		c.coll.Close()
-		c.coll = nil
+	if c.obj != nil {
+		c.obj.close()
+		c.obj = nil
 	}
 	if c.stats != nil {
 		c.stats.Close()

@@ -16,6 +16,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/kallsyms"
 )
 
 // Feature detection follows cilium/ebpf's features package: a check has
@@ -56,7 +58,7 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 // each source once.
 type kernel struct {
 	ksymsOnce sync.Once
-	ksyms     *Kallsyms
+	ksyms     *kallsyms.Table
 	ksymsErr  error
 
 	btfOnce sync.Once
@@ -65,8 +67,8 @@ type kernel struct {
 }
 
 // symbols is the kernel's symbol table, /proc/kallsyms.
-func (k *kernel) symbols() (*Kallsyms, error) {
-	k.ksymsOnce.Do(func() { k.ksyms, k.ksymsErr = LoadKallsyms() })
+func (k *kernel) symbols() (*kallsyms.Table, error) {
+	k.ksymsOnce.Do(func() { k.ksyms, k.ksymsErr = kallsyms.Load() })
 	return k.ksyms, k.ksymsErr
 }
 

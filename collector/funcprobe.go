@@ -63,9 +63,9 @@ func (b functionBackend) cookies() bool {
 // serves every function. fentry programs are loaded per function anyway
 // (the kernel checks them against the function's BTF), so they carry the
 // lock type as a constant and none is loaded with the maps.
-func (b functionBackend) Programs() []string {
+func (b functionBackend) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
 	if b.cookies() {
-		return []string{"kprobe_acquire", "kretprobe_acquire", "kprobe_release"}
+		return []*ebpf.ProgramSpec{p.KprobeAcquire, p.KretprobeAcquire, p.KprobeRelease}
 	}
 	return nil
 }
@@ -94,12 +94,13 @@ var haveLoop = sync.OnceValue(func() bool {
 	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnLoop) == nil
 })
 
-func (b functionBackend) template(role funcRole) string {
-	names := map[funcHook][3]string{
-		hookFentry: {"fentry_acquire", "fexit_acquire", "fentry_release"},
-		hookKprobe: {"kprobe_acquire", "kretprobe_acquire", "kprobe_release"},
+// template is the program of a role, which the function probes either
+// load once and attach with a cookie per function, or copy per function.
+func (b functionBackend) template(p *lockstatProgramSpecs, role funcRole) *ebpf.ProgramSpec {
+	if b.hook == hookFentry {
+		return [...]*ebpf.ProgramSpec{p.FentryAcquire, p.FexitAcquire, p.FentryRelease}[role]
 	}
-	return names[b.hook][role]
+	return [...]*ebpf.ProgramSpec{p.KprobeAcquire, p.KretprobeAcquire, p.KprobeRelease}[role]
 }
 
 // spinningReason says why the acquire functions of spinning locks are not
@@ -279,8 +280,8 @@ func (b functionBackend) Attach(obj *object) (*attachment, error) {
 	}
 	a := &attachment{acquire: &capture.Acquire{Skipped: skipped}}
 	if b.cookies() {
-		for i, name := range b.Programs() {
-			a.probes = append(a.probes, probe{name: name, prog: obj.coll.Programs[name], begins: i == 0})
+		for i, p := range b.Programs(obj.progs) {
+			a.probes = append(a.probes, probe{name: p.Name, prog: obj.program(p), begins: i == 0})
 		}
 	}
 	var firstErr error
@@ -376,11 +377,11 @@ func (b functionBackend) attachRole(obj *object, role funcRole, t target) (attac
 // program returns the program of a role at a function: the shared program
 // that reads cookies, or a copy of the template for this function.
 func (b functionBackend) program(obj *object, role funcRole, t target) (probe, error) {
-	tmpl := b.template(role)
+	tmpl := b.template(obj.progs, role)
 	if b.cookies() {
-		return probe{name: tmpl, prog: obj.coll.Programs[tmpl]}, nil
+		return probe{name: tmpl.Name, prog: obj.program(tmpl)}, nil
 	}
-	ps := obj.spec.Programs[tmpl].Copy()
+	ps := tmpl.Copy()
 	if b.hook == hookFentry {
 		ps.AttachTo = t.fn
 	}
@@ -394,12 +395,12 @@ func (b functionBackend) program(obj *object, role funcRole, t target) (probe, e
 		if !ins.IsLoadFromMap() || ins.Reference() == "" {
 			continue
 		}
-		m, ok := obj.coll.Maps[ins.Reference()]
+		m, ok := obj.byName[ins.Reference()]
 		if !ok {
-			return probe{}, fmt.Errorf("program %s refers to map %s, which the object lacks", tmpl, ins.Reference())
+			return probe{}, fmt.Errorf("program %s refers to map %s, which the object lacks", tmpl.Name, ins.Reference())
 		}
 		if err := ins.AssociateMap(m); err != nil {
-			return probe{}, fmt.Errorf("program %s: map %s: %w", tmpl, ins.Reference(), err)
+			return probe{}, fmt.Errorf("program %s: map %s: %w", tmpl.Name, ins.Reference(), err)
 		}
 	}
 	types, err := obj.kernel.types()
@@ -410,11 +411,11 @@ func (b functionBackend) program(obj *object, role funcRole, t target) (probe, e
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return probe{}, fmt.Errorf("loading %s for %s: %+v", tmpl, t.fn, ve)
+			return probe{}, fmt.Errorf("loading %s for %s: %+v", tmpl.Name, t.fn, ve)
 		}
-		return probe{}, fmt.Errorf("loading %s for %s: %w", tmpl, t.fn, err)
+		return probe{}, fmt.Errorf("loading %s for %s: %w", tmpl.Name, t.fn, err)
 	}
-	return probe{name: tmpl + ":" + t.fn, prog: prog, begins: role == roleEnter, owned: true}, nil
+	return probe{name: tmpl.Name + ":" + t.fn, prog: prog, begins: role == roleEnter, owned: true}, nil
 }
 
 func (b functionBackend) attachProgram(prog *ebpf.Program, role funcRole, t target) (link.Link, error) {

@@ -113,7 +113,7 @@ type lockstatPathKey struct {
 	Pad   uint32
 }
 
-type lockstatScratch struct {
+type lockstatStackScratch struct {
 	_      structs.HostLayout
 	Window [512]uint64
 	Ips    [128]uint64

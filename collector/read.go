@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/lockspec"
 )
 
@@ -20,8 +21,8 @@ var lostReasons = []struct {
 }{
 	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (an entry per thread, lock and stack: raise --map-size, or narrow the capture with --pid, --comm or --types)"},
 	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (more live threads waited than --map-size: raise it)"},
-	{lockstatCounterCNT_LOST_NEST_DEPTH, "more than 4 nested waits on one CPU"},
-	{lockstatCounterCNT_LOST_LEVELS, "probes nested more than 4 deep on one CPU"},
+	{lockstatCounterCNT_LOST_NEST_DEPTH, fmt.Sprintf("more than %d nested waits on one CPU", maxNest)},
+	{lockstatCounterCNT_LOST_LEVELS, fmt.Sprintf("probes nested more than %d deep on one CPU", maxLevels)},
 	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-size)"},
 	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-size)"},
 }
@@ -51,21 +52,21 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		return nil, err
 	}
 
-	ksyms, err := LoadKallsyms()
+	ksyms, err := kallsyms.Load()
 	if err != nil {
 		return nil, fmt.Errorf("symbolizing: %w", err)
 	}
 	b := builder{
 		spec:   c.cfg.Spec,
 		ksyms:  ksyms,
-		stacks: c.coll.Maps["stacks"],
+		stacks: c.obj.maps.Stacks,
 		byKey:  map[lockstatWaitKey]int{},
 		frames: map[uint64][]string{},
 	}
-	if err := b.readAggregate(c.coll.Maps["aggregate"], addWaits); err != nil {
+	if err := b.readAggregate(c.obj.maps.Aggregate, addWaits); err != nil {
 		return nil, err
 	}
-	buckets, err := b.readHistogram(c.coll.Maps["histogram"])
+	buckets, err := b.readHistogram(c.obj.maps.Histogram)
 	if err != nil {
 		return nil, err
 	}
@@ -73,17 +74,17 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if a := c.att.acquire; a != nil {
 		threshold = a.ThresholdNS
 	}
-	inProgress, err := b.readOpenWaits(c.coll.Maps["thread_waits"], c.coll.Maps["spin_waits"], stopNS, threshold, buckets)
+	inProgress, err := b.readOpenWaits(c.obj.maps.ThreadWaits, c.obj.maps.SpinWaits, stopNS, threshold, buckets)
 	if err != nil {
 		return nil, err
 	}
 	cp := &capture.Capture{Version: capture.FormatVersion}
 	cp.Histograms = b.histograms(buckets, waitStats)
 	if c.att.acquire != nil {
-		if err := b.readAggregate(c.coll.Maps["hold_aggregate"], addHolds); err != nil {
+		if err := b.readAggregate(c.obj.maps.HoldAggregate, addHolds); err != nil {
 			return nil, err
 		}
-		holdBuckets, err := b.readHistogram(c.coll.Maps["hold_histogram"])
+		holdBuckets, err := b.readHistogram(c.obj.maps.HoldHistogram)
 		if err != nil {
 			return nil, err
 		}
@@ -98,9 +99,10 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	m.Types = c.cfg.Spec.Names()
 	m.PIDs = c.cfg.PIDs
 	m.Comm = c.cfg.Comm
-	m.MapSizes = map[string]uint32{}
-	for _, name := range []string{"aggregate", "stacks", "thread_waits"} {
-		m.MapSizes[name] = c.coll.Maps[name].MaxEntries()
+	m.MapSizes = map[string]uint32{
+		"aggregate":    c.obj.maps.Aggregate.MaxEntries(),
+		"stacks":       c.obj.maps.Stacks.MaxEntries(),
+		"thread_waits": c.obj.maps.ThreadWaits.MaxEntries(),
 	}
 	m.Programs = progs
 	m.Events = capture.Events{
@@ -185,7 +187,7 @@ func (c *Collector) readCounters() (map[lockstatCounter]uint64, error) {
 	out := map[lockstatCounter]uint64{}
 	for i := lockstatCounter(0); i < lockstatCounterCNT_MAX; i++ {
 		var perCPU []uint64
-		if err := c.coll.Maps["counters"].Lookup(uint32(i), &perCPU); err != nil {
+		if err := c.obj.maps.Counters.Lookup(uint32(i), &perCPU); err != nil {
 			return nil, fmt.Errorf("reading counter %d: %w", i, err)
 		}
 		out[i] = sum(perCPU)
@@ -196,7 +198,7 @@ func (c *Collector) readCounters() (map[lockstatCounter]uint64, error) {
 // builder turns map entries into records, symbolizing each stack once.
 type builder struct {
 	spec    *lockspec.Spec
-	ksyms   *Kallsyms
+	ksyms   *kallsyms.Table
 	stacks  *ebpf.Map
 	records []capture.Record
 	byKey   map[lockstatWaitKey]int

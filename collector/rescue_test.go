@@ -25,16 +25,21 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	if err := configure(spec, Config{Spec: loadSpec(t), MapSize: 64}); err != nil {
 		t.Fatal(err)
 	}
-	// The programs run in this process, which a capture ignores.
-	if err := setVariables(spec, []variable{{"self_tgid", uint32(0)}}); err != nil {
-		t.Fatal(err)
-	}
-	coll, err := newCollection(spec, rawTracepoint{}.Programs())
+	s, err := specsOf(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer coll.Close()
-	c := &Collector{coll: coll}
+	// The programs run in this process, which a capture ignores.
+	if err := setVariables([]variable{{s.SelfTgid, uint32(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	p := &s.lockstatProgramSpecs
+	obj, err := newObject(spec, p, rawTracepoint{}.Programs(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.close()
+	c := &Collector{obj: obj}
 
 	// Spinning waits are kept per CPU: every run must land on the same one.
 	// The thread stays locked, so that it ends with the test instead of
@@ -53,7 +58,7 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	busy := func() lockstatCpuBusy {
 		t.Helper()
 		var all []lockstatCpuBusy
-		if err := coll.Maps["busy"].Lookup(uint32(0), &all); err != nil {
+		if err := obj.maps.Busy.Lookup(uint32(0), &all); err != nil {
 			t.Fatal(err)
 		}
 		return all[0]
@@ -66,19 +71,19 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 		b.Depth = depth
 		all := make([]lockstatCpuBusy, cpus)
 		all[0] = b
-		if err := coll.Maps["busy"].Update(uint32(0), all, ebpf.UpdateAny); err != nil {
+		if err := obj.maps.Busy.Update(uint32(0), all, ebpf.UpdateAny); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const spin = 1 // LCB_F_SPIN: a spinlock
-	run := func(prog string, args ...uint64) {
+	run := func(prog *ebpf.ProgramSpec, args ...uint64) {
 		t.Helper()
 		depth := busy().Depth
-		if _, err := coll.Programs[prog].Run(&ebpf.RunOptions{Context: args}); err != nil {
-			t.Fatalf("test run of %s: %v", prog, err)
+		if _, err := obj.program(prog).Run(&ebpf.RunOptions{Context: args}); err != nil {
+			t.Fatalf("test run of %s: %v", prog.Name, err)
 		}
 		if got := busy().Depth; got != depth {
-			t.Errorf("%s changed the nesting depth from %d to %d", prog, depth, got)
+			t.Errorf("%s changed the nesting depth from %d to %d", prog.Name, depth, got)
 		}
 	}
 	want := map[lockstatCounter]uint64{}
@@ -97,41 +102,41 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	const outer, inner, deep = 0xffff0000_00001000, 0xffff0000_00002000, 0xffff0000_00003000
 
 	// Every event passes through the main copy, then the rescue copy.
-	run("raw_contention_begin", outer, spin)
-	run("raw_contention_begin_rescue", outer, spin)
+	run(p.RawContentionBegin, outer, spin)
+	run(p.RawContentionBeginRescue, outer, spin)
 	want[lockstatCounterCNT_BEGIN]++
 	check("begin taken by the main copy")
 
 	// An interrupt contends while the main begin program runs: the kernel
 	// skips the main copy, only the rescue copy sees the event.
 	setDepth(1)
-	run("raw_contention_begin_rescue", inner, spin)
+	run(p.RawContentionBeginRescue, inner, spin)
 	want[lockstatCounterCNT_BEGIN]++
 	want[lockstatCounterCNT_NESTED]++
 	want[lockstatCounterCNT_RESCUED_BEGIN]++
 	check("nested begin skipped by the kernel")
-	run("raw_contention_end_rescue", inner)
+	run(p.RawContentionEndRescue, inner)
 	want[lockstatCounterCNT_END]++
 	want[lockstatCounterCNT_RESCUED_END]++
 	check("nested end skipped by the kernel")
 
 	setDepth(0)
-	run("raw_contention_end", outer)
-	run("raw_contention_end_rescue", outer)
+	run(p.RawContentionEnd, outer)
+	run(p.RawContentionEndRescue, outer)
 	want[lockstatCounterCNT_END]++
 	check("end taken by the main copy")
 
 	// A note of the main copy names its lock and level: an event on the
 	// same lock nested above it is still the rescue copy's, and the note
 	// still there for the event it belongs to.
-	run("raw_contention_begin", deep, spin)
+	run(p.RawContentionBegin, deep, spin)
 	setDepth(1)
-	run("raw_contention_begin_rescue", deep, spin)
+	run(p.RawContentionBeginRescue, deep, spin)
 	want[lockstatCounterCNT_BEGIN]++
 	want[lockstatCounterCNT_RESCUED_BEGIN]++
 	check("same lock, other level")
 	setDepth(0)
-	run("raw_contention_begin_rescue", deep, spin)
+	run(p.RawContentionBeginRescue, deep, spin)
 	check("note kept for its own event")
 	for _, role := range busy().Taken {
 		for _, n := range role {
@@ -142,8 +147,8 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	}
 
 	// Every level in use: counted as lost, nothing recorded.
-	setDepth(4) // MAX_LEVELS
-	run("raw_contention_begin_rescue", inner, spin)
+	setDepth(maxLevels)
+	run(p.RawContentionBeginRescue, inner, spin)
 	want[lockstatCounterCNT_RESCUED_BEGIN]++
 	want[lockstatCounterCNT_LOST_LEVELS]++
 	check("rescue with every level in use")
@@ -153,7 +158,7 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 		key   lockstatWaitKey
 		stats lockstatWaitStats
 	)
-	it := coll.Maps["aggregate"].Iterate()
+	it := obj.maps.Aggregate.Iterate()
 	for it.Next(&key, &stats) {
 		waits[key.Lock] += stats.Count
 	}

@@ -111,7 +111,7 @@ struct path {
 };
 
 /* Per-CPU scratch space, too large for the BPF stack. */
-struct scratch {
+struct stack_scratch {
 	__u64 window[STACK_WINDOW_WORDS];
 	__u64 ips[MAX_STACK_DEPTH + 1];
 	struct path fresh; /* the path being learnt */

@@ -84,7 +84,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, struct scratch);
+	__type(value, struct stack_scratch);
 	__uint(max_entries, MAX_LEVELS); /* one per nesting level */
 } scratch SEC(".maps");
 
@@ -109,7 +109,7 @@ static __always_inline __u64 hash_frames(const __u64 *ips)
  * the top of its stack, is the path p: the same return addresses at the
  * same places, and, for a path that ends at the top of its stack, as far
  * from the top. */
-static __always_inline bool path_matches(const struct path *p, const struct scratch *sc, __u32 nwords, __u32 top)
+static __always_inline bool path_matches(const struct path *p, const struct stack_scratch *sc, __u32 nwords, __u32 top)
 {
 	if (p->top && p->top != top)
 		return false;
@@ -127,7 +127,7 @@ static __always_inline bool path_matches(const struct path *p, const struct scra
 
 struct learn {
 	struct path *path;
-	const struct scratch *sc;
+	const struct stack_scratch *sc;
 	__u32 nips, nwords;
 	__u32 first; /* index of the first walked frame found in the window */
 	bool shifted; /* stopped at a frame of a kstack shifter */
@@ -178,7 +178,7 @@ static long learn_word(__u64 i, struct learn *l)
  * on another stack (an interrupt's frames on the IRQ stack, the interrupted
  * ones on the task's) or past VERIFY_FRAMES; such paths are walked each time.
  */
-static __always_inline bool learn_path(struct path *p, const struct scratch *sc, __u32 nips, bool truncated,
+static __always_inline bool learn_path(struct path *p, const struct stack_scratch *sc, __u32 nips, bool truncated,
 				       __u32 nwords, __u32 top)
 {
 	struct learn l = { .path = p, .sc = sc, .nips = nips, .nwords = nwords, .first = 0 };
@@ -199,7 +199,7 @@ static __always_inline bool learn_path(struct path *p, const struct scratch *sc,
 }
 
 /* read_key names the path in the window, from the learnt frame positions. */
-static __always_inline bool read_key(struct path_key *pk, const struct scratch *sc, __u32 first, __u32 nwords)
+static __always_inline bool read_key(struct path_key *pk, const struct stack_scratch *sc, __u32 first, __u32 nwords)
 {
 	__u32 pos = first;
 
@@ -286,7 +286,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 	struct path_key pk = { .flags = flags };
 	struct path *known, *fresh;
 	__u32 nwords = 0, top = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
-	struct scratch *sc;
+	struct stack_scratch *sc;
 	__u64 base = 0, h;
 	int free_way = -1, err;
 	bool searched = false;

@@ -1,4 +1,7 @@
-package collector
+// Package kallsyms reads the kernel's symbol table, /proc/kallsyms, and
+// names the kernel addresses of stacks and locks. It needs no root to parse;
+// only the real file's addresses are hidden from other users.
+package kallsyms
 
 import (
 	"cmp"
@@ -19,8 +22,8 @@ type Symbol struct {
 	Module string // "" for vmlinux, "bpf" for BPF programs and trampolines
 }
 
-// Kallsyms is a sorted symbol table. Build it once; lookups binary-search.
-type Kallsyms struct {
+// Table is a sorted symbol table. Build it once; lookups binary-search.
+type Table struct {
 	syms []Symbol // by address; aliases best first
 
 	// Indices into syms, one per distinct address: the best alias among the
@@ -32,17 +35,17 @@ type Kallsyms struct {
 	restricted         bool
 }
 
-// maxSymbolSize bounds how far past the last symbol of a module (or of
+// MaxSymbolSize bounds how far past the last symbol of a module (or of
 // vmlinux, when its end marker is missing) an address may lie and still be
 // attributed to that symbol. kallsyms has no sizes; the largest function of a
 // 6.18 x86-64 vmlinux is about 20 KiB.
-const maxSymbolSize = 64 << 10
+const MaxSymbolSize = 64 << 10
 
-// ParseKallsyms reads the /proc/kallsyms format: "ffffffff81000000 T _stext",
+// Parse reads the /proc/kallsyms format: "ffffffff81000000 T _stext",
 // with a "\t[module]" suffix for module symbols. Malformed lines are errors
 // naming the line number. If every address is zero (kptr_restrict, or not
 // root) the table is Restricted and lookups find nothing.
-func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
+func Parse(r io.Reader) (*Table, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading kallsyms: %w", err)
@@ -56,7 +59,7 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 	for lineNo := 1; input != ""; lineNo++ {
 		var line string
 		line, input, _ = strings.Cut(input, "\n")
-		sym, err := parseKallsymsLine(line)
+		sym, err := parseLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("kallsyms line %d: %w", lineNo, err)
 		}
@@ -66,15 +69,15 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 		syms = append(syms, sym)
 	}
 
-	k := &Kallsyms{syms: syms, restricted: len(syms) > 0 && allZero}
+	k := &Table{syms: syms, restricted: len(syms) > 0 && allZero}
 	if !k.restricted {
 		k.index()
 	}
 	return k, nil
 }
 
-// parseKallsymsLine parses "<hex addr> <type> <name>[\t[<module>]]".
-func parseKallsymsLine(line string) (Symbol, error) {
+// parseLine parses "<hex addr> <type> <name>[\t[<module>]]".
+func parseLine(line string) (Symbol, error) {
 	space := strings.IndexByte(line, ' ')
 	if space < 0 {
 		return Symbol{}, fmt.Errorf("want \"<address> <type> <name>\", got %q", line)
@@ -105,7 +108,7 @@ func parseKallsymsLine(line string) (Symbol, error) {
 }
 
 // index sorts the symbols and builds the lookup indices.
-func (k *Kallsyms) index() {
+func (k *Table) index() {
 	// /proc/kallsyms lists vmlinux in the kernel's own order of preference
 	// among aliases, so keep input order where aliasRank ties.
 	slices.SortStableFunc(k.syms, func(a, b Symbol) int { return cmp.Compare(a.Addr, b.Addr) })
@@ -159,7 +162,7 @@ func (k *Kallsyms) index() {
 	case bssStop != 0:
 		k.dataEnd = bssStop
 	default:
-		k.dataEnd = lastData + min(maxSymbolSize, ^uint64(0)-lastData)
+		k.dataEnd = lastData + min(MaxSymbolSize, ^uint64(0)-lastData)
 	}
 }
 
@@ -190,14 +193,14 @@ func aliasRank(s Symbol) int {
 	return rank
 }
 
-// LoadKallsyms parses /proc/kallsyms.
-func LoadKallsyms() (*Kallsyms, error) {
+// Load parses /proc/kallsyms.
+func Load() (*Table, error) {
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
 		return nil, fmt.Errorf("opening kernel symbols: %w", err)
 	}
 	defer f.Close()
-	k, err := ParseKallsyms(f)
+	k, err := Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("parsing /proc/kallsyms: %w", err)
 	}
@@ -207,12 +210,12 @@ func LoadKallsyms() (*Kallsyms, error) {
 // Restricted reports whether every address in the table was zero: the kernel
 // hid them (kernel.kptr_restrict=2, or =1 without CAP_SYSLOG), so nothing can
 // be resolved.
-func (k *Kallsyms) Restricted() bool { return k.restricted }
+func (k *Table) Restricted() bool { return k.restricted }
 
 // TextNames returns the names of every function of vmlinux and the modules,
 // BPF programs aside. Names are listed even where kptr_restrict hides the
 // addresses.
-func (k *Kallsyms) TextNames() map[string]bool {
+func (k *Table) TextNames() map[string]bool {
 	names := make(map[string]bool)
 	for _, s := range k.syms {
 		if isTextType(s.Type) && s.Module != "bpf" {
@@ -223,13 +226,13 @@ func (k *Kallsyms) TextNames() map[string]bool {
 }
 
 // Len returns the number of symbols in the table.
-func (k *Kallsyms) Len() int { return len(k.syms) }
+func (k *Table) Len() int { return len(k.syms) }
 
 // Func resolves a code address to the function containing it: the nearest
 // text symbol at or below addr. Addresses below the first text symbol, in
-// the gaps after vmlinux's _etext and _einittext, or more than maxSymbolSize
+// the gaps after vmlinux's _etext and _einittext, or more than MaxSymbolSize
 // past the last symbol of a module are unknown (ok=false).
-func (k *Kallsyms) Func(addr uint64) (sym Symbol, off uint64, ok bool) {
+func (k *Table) Func(addr uint64) (sym Symbol, off uint64, ok bool) {
 	i := k.nearest(k.text, addr)
 	if i < 0 {
 		return Symbol{}, 0, false
@@ -240,7 +243,7 @@ func (k *Kallsyms) Func(addr uint64) (sym Symbol, off uint64, ok bool) {
 		return Symbol{}, 0, false
 	}
 	lastOfModule := i+1 == len(k.text) || k.syms[k.text[i+1]].Module != sym.Module
-	if lastOfModule && off >= maxSymbolSize {
+	if lastOfModule && off >= MaxSymbolSize {
 		return Symbol{}, 0, false
 	}
 	return sym, off, true
@@ -249,7 +252,7 @@ func (k *Kallsyms) Func(addr uint64) (sym Symbol, off uint64, ok bool) {
 // FormatFrame renders a code address as the kernel's %pS does, minus the
 // function size: "vm_mmap_pgoff+0xa5", "bpf_prog_3b185187f1855c4c_x+0x4c [bpf]",
 // or "0xffffffff81234567" when unknown.
-func (k *Kallsyms) FormatFrame(addr uint64) string {
+func (k *Table) FormatFrame(addr uint64) string {
 	sym, off, ok := k.Func(addr)
 	if !ok {
 		return "0x" + strconv.FormatUint(addr, 16)
@@ -272,7 +275,7 @@ func (k *Kallsyms) FormatFrame(addr uint64) string {
 // __bss_stop) can match; heap addresses, per-CPU offsets, code, and addresses
 // whose nearest symbol is a section marker such as __start_rodata (all a
 // kernel without CONFIG_KALLSYMS_ALL lists) give ok=false.
-func (k *Kallsyms) Data(addr uint64) (name string, ok bool) {
+func (k *Table) Data(addr uint64) (name string, ok bool) {
 	if addr < k.dataStart || addr >= k.dataEnd {
 		return "", false
 	}
@@ -293,7 +296,7 @@ func (k *Kallsyms) Data(addr uint64) (name string, ok bool) {
 // FuncBounds returns the code of the vmlinux function of that name, [lo, hi):
 // from its address to the next function's, the closest kallsyms gets to a
 // size. ok is false when the kernel has no such function or hides addresses.
-func (k *Kallsyms) FuncBounds(name string) (lo, hi uint64, ok bool) {
+func (k *Table) FuncBounds(name string) (lo, hi uint64, ok bool) {
 	for _, s := range k.syms {
 		if s.Name == name && s.Module == "" && s.Addr != 0 && isTextType(s.Type) {
 			lo = s.Addr
@@ -312,7 +315,7 @@ func (k *Kallsyms) FuncBounds(name string) (lo, hi uint64, ok bool) {
 
 // nearest returns the position in idx of the last symbol at or below addr,
 // or -1 if there is none.
-func (k *Kallsyms) nearest(idx []int32, addr uint64) int {
+func (k *Table) nearest(idx []int32, addr uint64) int {
 	return sort.Search(len(idx), func(i int) bool { return k.syms[idx[i]].Addr > addr }) - 1
 }
 

@@ -1,4 +1,4 @@
-package collector
+package kallsyms
 
 import (
 	"bufio"
@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/klockstat/klockstat/internal/testenv"
 )
 
 // kallsymsFixture is a small /proc/kallsyms in the kernel's own order, with
@@ -51,11 +49,11 @@ ffffffffc0100000 t bpf_prog_6deef7357e7b4530_sd_fw_ingress	[bpf]
 ffffffffc0101000 t bpf_trampoline_6442491553	[bpf]
 `
 
-func mustParse(t testing.TB, input string) *Kallsyms {
+func mustParse(t testing.TB, input string) *Table {
 	t.Helper()
-	k, err := ParseKallsyms(strings.NewReader(input))
+	k, err := Parse(strings.NewReader(input))
 	if err != nil {
-		t.Fatalf("ParseKallsyms: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	return k
 }
@@ -97,11 +95,11 @@ func TestKallsymsFunc(t *testing.T) {
 		{name: "module", addr: 0xffffffffc0001020, wantSym: "mod_fn", wantOff: 0x10, wantMod: "mymod", wantType: 't'},
 		{name: "module last function", addr: 0xffffffffc0001180, wantSym: "mod_exported", wantOff: 0x80, wantMod: "mymod", wantType: 'T'},
 		{name: "module data is not code", addr: 0xffffffffc0001200, wantSym: "mod_exported", wantOff: 0x100, wantMod: "mymod", wantType: 'T'},
-		{name: "just past the end of a module", addr: 0xffffffffc0001100 + maxSymbolSize - 1, wantSym: "mod_exported", wantOff: maxSymbolSize - 1, wantMod: "mymod", wantType: 'T'},
-		{name: "far past the end of a module", addr: 0xffffffffc0001100 + maxSymbolSize},
+		{name: "just past the end of a module", addr: 0xffffffffc0001100 + MaxSymbolSize - 1, wantSym: "mod_exported", wantOff: MaxSymbolSize - 1, wantMod: "mymod", wantType: 'T'},
+		{name: "far past the end of a module", addr: 0xffffffffc0001100 + MaxSymbolSize},
 		{name: "bpf program", addr: 0xffffffffc010004c, wantSym: "bpf_prog_6deef7357e7b4530_sd_fw_ingress", wantOff: 0x4c, wantMod: "bpf", wantType: 't'},
 		{name: "bpf trampoline", addr: 0xffffffffc0101008, wantSym: "bpf_trampoline_6442491553", wantOff: 8, wantMod: "bpf", wantType: 't'},
-		{name: "far past the last symbol", addr: 0xffffffffc0101000 + maxSymbolSize},
+		{name: "far past the last symbol", addr: 0xffffffffc0101000 + MaxSymbolSize},
 		{name: "top of address space", addr: ^uint64(0)},
 	}
 
@@ -203,8 +201,8 @@ ffffffff81500000 b runqueues_lock
 		{"_end bounds the data", objects + "ffffffff81500020 B _end\n", 0xffffffff81500020, ""},
 		{"symbol past __bss_stop", objects + "ffffffff81500010 B __bss_stop\nffffffff81500020 b past_bss\n", 0xffffffff81500020, ""},
 		{"symbol past _end", objects + "ffffffff81500020 B _end\nffffffff81500030 d past_end\n", 0xffffffff81500030, ""},
-		{"no end marker: near the last object", objects, 0xffffffff81500000 + maxSymbolSize - 1, "runqueues_lock+0xffff"},
-		{"no end marker: far past the last object", objects, 0xffffffff81500000 + maxSymbolSize, ""},
+		{"no end marker: near the last object", objects, 0xffffffff81500000 + MaxSymbolSize - 1, "runqueues_lock+0xffff"},
+		{"no end marker: far past the last object", objects, 0xffffffff81500000 + MaxSymbolSize, ""},
 	}
 	for _, tt := range tests {
 		k := mustParse(t, tt.input)
@@ -304,9 +302,9 @@ func TestParseKallsymsMalformed(t *testing.T) {
 	for _, tt := range tests {
 		// The bad line is line 3.
 		input := good + good + tt.bad + "\n" + good
-		_, err := ParseKallsyms(strings.NewReader(input))
+		_, err := Parse(strings.NewReader(input))
 		if err == nil {
-			t.Errorf("%s: ParseKallsyms(%q) succeeded, want an error", tt.name, tt.bad)
+			t.Errorf("%s: Parse(%q) succeeded, want an error", tt.name, tt.bad)
 			continue
 		}
 		if !strings.Contains(err.Error(), "line 3:") {
@@ -325,7 +323,7 @@ func TestParseKallsymsNoTrailingNewline(t *testing.T) {
 	}
 }
 
-// procSymbol is a /proc/kallsyms line split independently of ParseKallsyms.
+// procSymbol is a /proc/kallsyms line split independently of Parse.
 type procSymbol struct {
 	addr   uint64
 	typ    string
@@ -333,7 +331,9 @@ type procSymbol struct {
 	module string
 }
 
-func readProcKallsyms(t testing.TB) []procSymbol {
+// readProcKallsyms reads /proc/kallsyms once: the file and the symbols
+// read from it line by line, without this package.
+func readProcKallsyms(t testing.TB) ([]byte, []procSymbol) {
 	t.Helper()
 	raw, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
@@ -356,15 +356,18 @@ func readProcKallsyms(t testing.TB) []procSymbol {
 		}
 		syms = append(syms, s)
 	}
-	return syms
+	return raw, syms
 }
 
+// TestKallsymsProc reads the running kernel's table. One read serves both
+// sides: BPF programs loaded meanwhile (by tests running beside this one)
+// change the file from one read to the next.
 func TestKallsymsProc(t *testing.T) {
-	procSyms := readProcKallsyms(t)
-	k, err := LoadKallsyms()
-	if err != nil {
-		t.Fatalf("LoadKallsyms: %v", err)
+	if _, err := Load(); err != nil {
+		t.Fatalf("Load: %v", err)
 	}
+	raw, procSyms := readProcKallsyms(t)
+	k := mustParse(t, string(raw))
 	if k.Len() != len(procSyms) {
 		t.Errorf("Len() = %d, /proc/kallsyms has %d lines", k.Len(), len(procSyms))
 	}
@@ -450,7 +453,7 @@ func BenchmarkParseKallsyms(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseKallsyms(bytes.NewReader(raw)); err != nil {
+		if _, err := Parse(bytes.NewReader(raw)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -463,7 +466,7 @@ func FuzzParseKallsyms(f *testing.F) {
 	f.Add([]byte("ffffffffffffffff T top\nffffffffffffff00 D obj\n"), ^uint64(0))
 	f.Add([]byte("1 T a\t[m]\n1 t __pfx_b\t[m]\n"), uint64(1))
 	f.Fuzz(func(t *testing.T, input []byte, addr uint64) {
-		k, err := ParseKallsyms(bytes.NewReader(input))
+		k, err := Parse(bytes.NewReader(input))
 		if err != nil {
 			if !strings.Contains(err.Error(), "line ") {
 				t.Fatalf("error %q does not name a line", err)
@@ -535,51 +538,5 @@ func TestKallsymsFuncBounds(t *testing.T) {
 	restricted := regexp.MustCompile(`(?m)^[0-9a-f]+ `).ReplaceAllString(kallsymsFixture, "0000000000000000 ")
 	if lo, hi, ok := mustParse(t, restricted).FuncBounds("local_fn"); ok {
 		t.Errorf("restricted table: FuncBounds(local_fn) = %#x, %#x, true; want not found", lo, hi)
-	}
-}
-
-// TestCodeBounds checks the code ranges the loader gives the programs on
-// the running kernel: every architecture we build for enters syscalls
-// through one of kstackShifters, and a kernel with the contention
-// tracepoints has both their iterators, which run once a second program is
-// attached (the rescue copies) and must not take a caller's place in the
-// keys of known paths.
-func TestCodeBounds(t *testing.T) {
-	testenv.RequireRoot(t)
-	k := &kernel{}
-	ksyms, err := k.symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	shiftLo, shiftHi := k.kstackShifterBounds()
-	skipLo, skipHi := k.keySkipBounds()
-	for _, tc := range []struct {
-		name        string
-		names       []string
-		lo, hi      []uint64
-		want        int  // found at least
-		tracepoints bool // only kernels with the contention tracepoints have them
-	}{
-		{"kstack shifters", kstackShifters, shiftLo[:], shiftHi[:], 1, false},
-		{"tracepoint machinery", keySkipped, skipLo[:], skipHi[:], 2, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, _, ok := ksyms.FuncBounds("__traceiter_contention_begin"); !ok && tc.tracepoints {
-				t.Skip("no contention tracepoints in this kernel")
-			}
-			found := 0
-			for i := range tc.lo {
-				if tc.lo[i] == 0 {
-					continue
-				}
-				found++
-				if tc.lo[i] > tc.hi[i] || tc.hi[i]-tc.lo[i] > maxSymbolSize {
-					t.Errorf("%d: [%#x, %#x) is not a function", i, tc.lo[i], tc.hi[i])
-				}
-			}
-			if found < tc.want {
-				t.Errorf("found %d of %v, want at least %d", found, tc.names, tc.want)
-			}
-		})
 	}
 }
