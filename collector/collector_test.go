@@ -506,6 +506,8 @@ type workload struct {
 	pid   uint32
 	stdin io.WriteCloser
 	out   bytes.Buffer
+	done  chan struct{} // closed once the process has exited ...
+	err   error         // ... with this
 }
 
 // startWorkload starts contend paused, to run for a minute at most once
@@ -523,11 +525,29 @@ func startWorkload(t *testing.T, args ...string) *workload {
 		t.Fatal(err)
 	}
 	w.pid = uint32(w.cmd.Process.Pid)
+	w.done = make(chan struct{})
+	go func() {
+		w.err = w.cmd.Wait()
+		close(w.done)
+	}()
 	t.Cleanup(func() {
 		w.cmd.Process.Kill()
-		w.cmd.Wait()
+		<-w.done
 	})
 	return w
+}
+
+// waitEvents waits until c has seen n contention events, and reports
+// whether it did before the workload ended (its minute is up, or it failed).
+func (w *workload) waitEvents(c *Collector, n uint64) bool {
+	for c.Events() < n {
+		select {
+		case <-w.done:
+			return c.Events() >= n
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // capture starts a collector with the given backend that captures only the
@@ -558,23 +578,25 @@ func (w *workload) run(t *testing.T) {
 // (the kernel matrix) contention comes far more slowly than on hardware.
 func (w *workload) stopWhen(t *testing.T, c *Collector, events uint64) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- w.cmd.Wait() }()
-	wait := func(err error) {
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", w.cmd.Args, err, w.out.String())
-		}
-	}
 	for start := time.Now(); time.Since(start) < 2*time.Second || c.Events() < events; {
 		select {
-		case err := <-done: // its minute is up, or it failed
-			wait(err)
+		case <-w.done: // its minute is up, or it failed
+			w.check(t)
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	w.cmd.Process.Signal(os.Interrupt)
-	wait(<-done)
+	<-w.done
+	w.check(t)
+}
+
+// check fails the test if the workload, which has exited, failed.
+func (w *workload) check(t *testing.T) {
+	t.Helper()
+	if w.err != nil {
+		t.Fatalf("%v: %v\n%s", w.cmd.Args, w.err, w.out.String())
+	}
 }
 
 // compareCallers requires two captures of the same events to count the

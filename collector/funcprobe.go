@@ -311,15 +311,15 @@ func (b functionBackend) Attach(obj *object) (*attachment, error) {
 				fail(t, err)
 				continue
 			}
-			switch role {
-			case roleReturn:
+			if role == roleReturn {
 				returns[i] = at
 				continue
-			case roleEnter:
+			}
+			if role == roleEnter {
 				ret.addTo(a, false)
-				a.acquire.Functions = append(a.acquire.Functions, t.fn)
 			}
 			at.addTo(a, role == roleEnter)
+			a.acquire.Functions = append(a.acquire.Functions, t.fn)
 		}
 	}
 	if len(a.acquire.Functions) == 0 {
