@@ -329,7 +329,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	if err != nil {
 		att.close()
 		obj.close()
-		return permissionError(fmt.Errorf("attaching %s to sched:sched_process_exit: %w", exit.Name, err))
+		return permissionError(fmt.Errorf("attaching %s to sched:sched_process_free: %w", exit.Name, err))
 	}
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
@@ -339,17 +339,17 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 }
 
 // threadExitHook returns the program that frees a thread's wait slot when
-// the thread exits, and attaches it: a raw tracepoint (Linux 4.17+, older
-// than every backend's hooks), but for the perf-event backend, which is for
-// kernels or sandboxes where raw tracepoints fail.
+// the kernel frees the thread, and attaches it: a raw tracepoint (Linux
+// 4.17+, older than every backend's hooks), but for the perf-event backend,
+// which is for kernels or sandboxes where raw tracepoints fail.
 func threadExitHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
 	if _, perf := b.(perfTracepoint); perf {
-		return p.TpThreadExit, func(p *ebpf.Program) (link.Link, error) {
-			return link.Tracepoint("sched", "sched_process_exit", p, nil)
+		return p.TpThreadFree, func(p *ebpf.Program) (link.Link, error) {
+			return link.Tracepoint("sched", "sched_process_free", p, nil)
 		}
 	}
-	return p.RawThreadExit, func(p *ebpf.Program) (link.Link, error) {
-		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: p})
+	return p.RawThreadFree, func(p *ebpf.Program) (link.Link, error) {
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_free", Program: p})
 	}
 }
 

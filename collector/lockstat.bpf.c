@@ -131,11 +131,9 @@ static __always_inline bool wanted(__u32 pid)
 	return true;
 }
 
-static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock,
-				 __u32 flags, __u32 tid, __u32 pid, __s32 type, __u32 level)
+static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock, __u32 flags,
+				 __u32 tid, __u32 pid, __s32 type, bool skip, __u32 level)
 {
-	bool skip = type < 0 || !wanted(pid);
-
 	s->lock = lock;
 	s->tid = tid;
 	s->pid = pid;
@@ -170,6 +168,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 	__s32 type = flags < MAX_FLAGS ? flag_type[flags] : -1;
 	struct cpu_busy *b = claim(ROLE_BEGIN, lock, rescue);
 	struct wait_slot *s;
+	bool captured;
 	int level;
 
 	level = enter(b, ROLE_BEGIN);
@@ -178,6 +177,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 	id = bpf_get_current_pid_tgid();
 	tid = (__u32)id;
 	pid = id >> 32;
+	captured = wanted(pid);
 
 	if ((flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX)) {
 		struct cpu_waits *cw = bpf_map_lookup_elem(&spin_waits, &zero);
@@ -214,8 +214,14 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 		 * Mutexes announce one wait several times (optimistic spin,
 		 * then sleep, then spin again when first in line) and may
 		 * migrate in between, so all of them go to the thread's entry
-		 * and only the first announcement counts.
+		 * and only the first announcement counts. Threads of
+		 * processes the filters reject take no entry: their ends find
+		 * none and are not counted.
 		 */
+		if (!captured) {
+			count(CNT_FILTERED, 1);
+			goto out;
+		}
 		s = thread_slot(tid);
 		if (!s)
 			goto out;
@@ -226,7 +232,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 			count(CNT_UNMATCHED_BEGIN, 1);
 		}
 	}
-	fill(s, ctx, lock, flags, tid, pid, type, level);
+	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 out:
@@ -334,8 +340,8 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	struct cpu_busy *b = NULL;
 	struct cpu_waits *cw;
 	struct wait_slot w, *s;
-	__u32 tid, zero = 0, d;
-	__u64 now;
+	__u32 tid, pid, zero = 0, d;
+	__u64 now, id;
 
 	/* The rescue copy returns at once for almost every event, before
 	 * reading the clock. */
@@ -345,7 +351,9 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	now = bpf_ktime_get_ns();
 	if (!rescue)
 		b = claim(ROLE_END, lock, false);
-	tid = (__u32)bpf_get_current_pid_tgid();
+	id = bpf_get_current_pid_tgid();
+	tid = (__u32)id;
+	pid = id >> 32;
 	if (enter(b, ROLE_END) < 0)
 		return 0;
 
@@ -379,7 +387,8 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 			goto found;
 		}
 	}
-	count(CNT_UNMATCHED_END, 1);
+	if (wanted(pid))
+		count(CNT_UNMATCHED_END, 1);
 	goto out;
 
 found:
@@ -455,29 +464,34 @@ int btf_contention_end_rescue(__u64 *ctx)
 	return on_end(ctx[0], true);
 }
 
-/* A thread's entry in thread_waits lives until the thread exits, and is
- * freed then: threads that come and go must not fill the map. The exiting
- * thread is current, and waits on nothing any more. */
-static __always_inline int on_thread_exit(void)
+/*
+ * A thread's entry in thread_waits lives until the thread is freed: threads
+ * that come and go must not fill the map. Not when it exits
+ * (sched_process_exit): it still waits for locks after that, for
+ * mmap_lock in exit_mm() among others, and would take its entry again.
+ * A task is freed an RCU grace period after it is reaped, long before its
+ * id can come round again.
+ */
+static __always_inline int free_thread(__u32 tid)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
 	bpf_map_delete_elem(&thread_waits, &tid);
 	return 0;
 }
 
 /* Raw tracepoints exist from Linux 4.17, before every backend's hooks. */
-SEC("raw_tp/sched_process_exit")
-int raw_thread_exit(void *ctx)
+SEC("raw_tp/sched_process_free")
+int raw_thread_free(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_thread_exit();
+	struct task_struct *task = (void *)ctx->args[0];
+
+	return free_thread(BPF_CORE_READ(task, pid));
 }
 
 /* For the perf-event tracepoint backend, where raw tracepoints may fail. */
-SEC("tracepoint/sched/sched_process_exit")
-int tp_thread_exit(void *ctx)
+SEC("tracepoint/sched/sched_process_free")
+int tp_thread_free(struct trace_event_raw_sched_process_template *ctx)
 {
-	return on_thread_exit();
+	return free_thread(ctx->pid);
 }
 
 #include "funcprobe.bpf.h"

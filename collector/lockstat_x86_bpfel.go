@@ -189,10 +189,10 @@ const (
 	lockstatProgRawContentionBeginRescue = "raw_contention_begin_rescue"
 	lockstatProgRawContentionEnd         = "raw_contention_end"
 	lockstatProgRawContentionEndRescue   = "raw_contention_end_rescue"
-	lockstatProgRawThreadExit            = "raw_thread_exit"
+	lockstatProgRawThreadFree            = "raw_thread_free"
 	lockstatProgTpContentionBegin        = "tp_contention_begin"
 	lockstatProgTpContentionEnd          = "tp_contention_end"
-	lockstatProgTpThreadExit             = "tp_thread_exit"
+	lockstatProgTpThreadFree             = "tp_thread_free"
 	lockstatVarCommFilter                = "comm_filter"
 	lockstatVarCtxOnStack                = "ctx_on_stack"
 	lockstatVarFilterComm                = "filter_comm"
@@ -268,10 +268,10 @@ type lockstatProgramSpecs struct {
 	RawContentionBeginRescue *ebpf.ProgramSpec `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.ProgramSpec `ebpf:"raw_contention_end_rescue"`
-	RawThreadExit            *ebpf.ProgramSpec `ebpf:"raw_thread_exit"`
+	RawThreadFree            *ebpf.ProgramSpec `ebpf:"raw_thread_free"`
 	TpContentionBegin        *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
-	TpThreadExit             *ebpf.ProgramSpec `ebpf:"tp_thread_exit"`
+	TpThreadFree             *ebpf.ProgramSpec `ebpf:"tp_thread_free"`
 }
 
 // lockstatMapSpecs contains maps before they are loaded into the kernel.
@@ -425,10 +425,10 @@ type lockstatPrograms struct {
 	RawContentionBeginRescue *ebpf.Program `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.Program `ebpf:"raw_contention_end_rescue"`
-	RawThreadExit            *ebpf.Program `ebpf:"raw_thread_exit"`
+	RawThreadFree            *ebpf.Program `ebpf:"raw_thread_free"`
 	TpContentionBegin        *ebpf.Program `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.Program `ebpf:"tp_contention_end"`
-	TpThreadExit             *ebpf.Program `ebpf:"tp_thread_exit"`
+	TpThreadFree             *ebpf.Program `ebpf:"tp_thread_free"`
 }
 
 func (p *lockstatPrograms) Close() error {
@@ -447,10 +447,10 @@ func (p *lockstatPrograms) Close() error {
 		p.RawContentionBeginRescue,
 		p.RawContentionEnd,
 		p.RawContentionEndRescue,
-		p.RawThreadExit,
+		p.RawThreadFree,
 		p.TpContentionBegin,
 		p.TpContentionEnd,
-		p.TpThreadExit,
+		p.TpThreadFree,
 	)
 }
 

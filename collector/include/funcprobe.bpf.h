@@ -96,6 +96,11 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	} else {
 		skip = !wanted(pid);
 	}
+	if (skip) {
+		/* No entry: the map holds the captured threads only. */
+		count(CNT_FILTERED, 1);
+		goto out;
+	}
 
 	s = thread_slot(tid);
 	if (!s)
@@ -114,10 +119,10 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	s->tid = tid;
 	s->pid = pid;
 	s->type = info & FN_TYPE_MASK;
-	s->skip = skip;
+	s->skip = 0;
 	s->stack = 0;
 	s->repeat = 0;
-	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
+	count(CNT_BEGIN, 1);
 	/* Last: the acquire time must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 out:
@@ -129,7 +134,8 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 {
 	/* First: the acquire time must not include our own work. */
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, pid = id >> 32, zero = 0;
 	struct fn_control *ctl;
 	struct wait_slot w, *s;
 	struct cpu_busy *b = cpu_busy();
@@ -184,7 +190,9 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	}
 	goto out;
 unmatched:
-	count(CNT_UNMATCHED_END, 1);
+	/* Filtered threads take no entry (fn_enter). */
+	if (wanted(pid))
+		count(CNT_UNMATCHED_END, 1);
 out:
 	leave(b);
 	return 0;

@@ -103,10 +103,17 @@ struct sighand_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	int pid; /* the thread's id */
 	struct mm_struct *mm;
 	struct sighand_struct *sighand;
 	struct task_struct *group_leader;
 	char comm[16];
+} __attribute__((preserve_access_index));
+
+/* Tracepoint sched:sched_process_free: a task is freed. */
+struct trace_event_raw_sched_process_template {
+	struct trace_entry ent;
+	int pid;
 } __attribute__((preserve_access_index));
 
 #endif /* __KLOCKSTAT_VMLINUX_H__ */
