@@ -178,16 +178,19 @@ func (m Meta) Duration() time.Duration {
 
 // Record aggregates the waits of one thread on one lock from one call site.
 type Record struct {
-	Type       string   `json:"type"`
-	Lock       Addr     `json:"lock"`
-	Name       string   `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", or "" when unknown
-	Comm       string   `json:"comm"` // thread name (untrusted)
-	PID        uint32   `json:"pid"`  // process (tgid)
-	TID        uint32   `json:"tid"`  // thread
-	Count      uint64   `json:"count"`
-	TotalNS    uint64   `json:"total_ns"`
-	MinNS      uint64   `json:"min_ns"`
-	MaxNS      uint64   `json:"max_ns"`
+	Type    string `json:"type"`
+	Lock    Addr   `json:"lock"`
+	Name    string `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", or "" when unknown
+	Comm    string `json:"comm"` // thread name (untrusted)
+	PID     uint32 `json:"pid"`  // process (tgid)
+	TID     uint32 `json:"tid"`  // thread
+	Count   uint64 `json:"count"`
+	TotalNS uint64 `json:"total_ns"`
+	MinNS   uint64 `json:"min_ns"`
+	MaxNS   uint64 `json:"max_ns"`
+	// SpinNS is the part of TotalNS spent spinning: all of a spinning lock's wait, a mutex's
+	// optimistic spin; the rest was slept. 0 for the function-probe backends, which see no spin.
+	SpinNS     uint64   `json:"spin_ns"`
 	InProgress uint64   `json:"in_progress"` // waits included here that had not ended when capture stopped
 	Caller     string   `json:"caller"`      // "function+0xoff", the first frame outside lock functions
 	Stack      []string `json:"stack"`       // "function+0xoff" innermost first; unknown frames as "0xffffffff81234567"

@@ -23,6 +23,7 @@ type Group struct {
 	Mixed      Fields `json:"mixed"` // the fields the merged records differ in
 	Count      uint64 `json:"count"`
 	TotalNS    uint64 `json:"total_ns"`
+	SpinNS     uint64 `json:"spin_ns"` // part of TotalNS spent spinning
 	MaxNS      uint64 `json:"max_ns"`
 	MinNS      uint64 `json:"min_ns"`
 	InProgress uint64 `json:"in_progress"`
@@ -31,7 +32,7 @@ type Group struct {
 	HoldTotalNS uint64 `json:"hold_total_ns,omitempty"`
 	HoldMinNS   uint64 `json:"hold_min_ns,omitempty"`
 	HoldMaxNS   uint64 `json:"hold_max_ns,omitempty"`
-	// Saturated is set when a sum (Count, TotalNS, InProgress, HoldCount, HoldTotalNS) exceeded what
+	// Saturated is set when a sum (Count, TotalNS, SpinNS, InProgress, HoldCount, HoldTotalNS) exceeded what
 	// a uint64 holds and stopped at math.MaxUint64: only a corrupt or forged capture gets there, and
 	// a wrapped sum would show a small, plausible and wrong number instead.
 	Saturated bool     `json:"saturated,omitempty"`
@@ -63,6 +64,14 @@ func (g Group) MeanNS() float64 {
 	return float64(g.TotalNS) / float64(g.Count)
 }
 
+// SpinShare is the fraction of the wait spent spinning; 0 for an empty group.
+func (g Group) SpinShare() float64 {
+	if g.TotalNS == 0 {
+		return 0
+	}
+	return float64(g.SpinNS) / float64(g.TotalNS)
+}
+
 // HoldMeanNS is the average hold; 0 when no hold was timed.
 func (g Group) HoldMeanNS() float64 {
 	if g.HoldCount == 0 {
@@ -83,7 +92,7 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 			index[k] = len(groups)
 			groups = append(groups, Group{
 				Key: k, Type: r.Type, Caller: r.Caller, Name: r.Name, Lock: r.Lock, Comm: r.Comm,
-				Count: r.Count, TotalNS: r.TotalNS, MaxNS: r.MaxNS, MinNS: r.MinNS, InProgress: r.InProgress,
+				Count: r.Count, TotalNS: r.TotalNS, SpinNS: r.SpinNS, MaxNS: r.MaxNS, MinNS: r.MinNS, InProgress: r.InProgress,
 				HoldCount: r.HoldCount, HoldTotalNS: r.HoldTotalNS, HoldMinNS: r.HoldMinNS, HoldMaxNS: r.HoldMaxNS,
 				Records: 1, Heaviest: ri,
 			})
@@ -100,6 +109,7 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 		hadWaits, hadHolds := g.Count > 0, g.HoldCount > 0
 		g.Count = g.add(g.Count, r.Count)
 		g.TotalNS = g.add(g.TotalNS, r.TotalNS)
+		g.SpinNS = g.add(g.SpinNS, r.SpinNS)
 		g.MaxNS = max(g.MaxNS, r.MaxNS)
 		// A record without waits has no minimum wait to contribute.
 		switch {

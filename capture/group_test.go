@@ -9,9 +9,9 @@ import (
 
 func TestGroupByCaller(t *testing.T) {
 	records := []Record{
-		{Type: "spinlock", Lock: 0x10, Name: "a", Comm: "x", PID: 1, TID: 1, Count: 2, TotalNS: 300, MinNS: 100, MaxNS: 200, Caller: "f+0x1", Stack: []string{"light"}},
+		{Type: "spinlock", Lock: 0x10, Name: "a", Comm: "x", PID: 1, TID: 1, Count: 2, TotalNS: 300, SpinNS: 300, MinNS: 100, MaxNS: 200, Caller: "f+0x1", Stack: []string{"light"}},
 		{Type: "mutex", Lock: 0x20, Name: "m", Comm: "y", PID: 2, TID: 2, Count: 1, TotalNS: 1000, MinNS: 1000, MaxNS: 1000, InProgress: 1, Caller: "g+0x2", Stack: []string{"g"}},
-		{Type: "spinlock", Lock: 0x11, Name: "b", Comm: "x", PID: 1, TID: 3, Count: 3, TotalNS: 900, MinNS: 50, MaxNS: 600, InProgress: 1, Caller: "f+0x1", Stack: []string{"heavy", "f+0x1"}},
+		{Type: "spinlock", Lock: 0x11, Name: "b", Comm: "x", PID: 1, TID: 3, Count: 3, TotalNS: 900, SpinNS: 700, MinNS: 50, MaxNS: 600, InProgress: 1, Caller: "f+0x1", Stack: []string{"heavy", "f+0x1"}},
 		// Same caller, other type: a group of its own.
 		{Type: "rwsem", Lock: 0x10, Name: "a", Comm: "x", PID: 1, TID: 1, Count: 5, TotalNS: 500, MinNS: 100, MaxNS: 100, Caller: "f+0x1"},
 		// Ties with the rwsem group on TotalNS but has fewer waits.
@@ -33,7 +33,7 @@ func TestGroupByCaller(t *testing.T) {
 	want := Group{
 		Key: "spinlock f+0x1", Type: "spinlock", Caller: "f+0x1", Comm: "x", // Name and Lock differ: left empty
 		Mixed: FieldLock | FieldName,
-		Count: a.Count + b.Count, TotalNS: a.TotalNS + b.TotalNS, MaxNS: max(a.MaxNS, b.MaxNS), MinNS: min(a.MinNS, b.MinNS),
+		Count: a.Count + b.Count, TotalNS: a.TotalNS + b.TotalNS, SpinNS: a.SpinNS + b.SpinNS, MaxNS: max(a.MaxNS, b.MaxNS), MinNS: min(a.MinNS, b.MinNS),
 		InProgress: a.InProgress + b.InProgress, Records: 2, Heaviest: 2, Stack: b.Stack,
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -17,10 +17,12 @@ const (
 	StatWaitMax   GroupStat = "wait_max"   // longest wait (MaxNS)
 	StatWaitMin   GroupStat = "wait_min"   // shortest wait (MinNS)
 	StatAvgWait   GroupStat = "avg_wait"   // average wait (MeanNS)
+	// StatSpinTotal is klockstat's own: the part of the total wait spent spinning (SpinNS).
+	StatSpinTotal GroupStat = "spin_total"
 )
 
-// GroupStats are all the group stats, in the order perf lock contention shows them.
-var GroupStats = []GroupStat{StatContended, StatWaitTotal, StatWaitMax, StatWaitMin, StatAvgWait}
+// GroupStats are all the group stats, in the order perf lock contention shows them, then klockstat's.
+var GroupStats = []GroupStat{StatContended, StatWaitTotal, StatWaitMax, StatWaitMin, StatAvgWait, StatSpinTotal}
 
 // Of returns the stat of g.
 func (s GroupStat) Of(g Group) float64 {
@@ -35,6 +37,8 @@ func (s GroupStat) Of(g Group) float64 {
 		return float64(g.MinNS)
 	case StatAvgWait:
 		return g.MeanNS()
+	case StatSpinTotal:
+		return float64(g.SpinNS)
 	}
 	panic("capture: unknown stat " + string(s))
 }

@@ -87,6 +87,8 @@ func (r Record) validate() error {
 		return fmt.Errorf("min_ns %d > max_ns %d", r.MinNS, r.MaxNS)
 	case r.TotalNS < r.MaxNS:
 		return fmt.Errorf("total_ns %d < max_ns %d", r.TotalNS, r.MaxNS)
+	case r.SpinNS > r.TotalNS:
+		return fmt.Errorf("spin_ns %d > total_ns %d", r.SpinNS, r.TotalNS)
 	case r.InProgress > r.Count:
 		return fmt.Errorf("in_progress %d > count %d", r.InProgress, r.Count)
 	}

@@ -643,3 +643,44 @@ func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, 
 		t.Fatal("no waits captured")
 	}
 }
+
+// TestMutexSpinSplit checks the spin/sleep split of mutex waits on the pipe
+// workload. Four threads on a small machine preempt one another while
+// holding the pipe's mutex, so some of their waits go to sleep after their
+// optimistic spin: their records spun for part of their wait. A record of
+// waits that all found the owner running spun for all of it: some threads of
+// a loaded machine have such records, and so do short runs of two threads on
+// a quiet one, which follow.
+func TestMutexSpinSplit(t *testing.T) {
+	testenv.RequireRoot(t)
+	pids := map[uint32]bool{}
+	cp := capture1(t, defaultConfig(t), func() {
+		cmd := startContend(t, "-lock", "pipe", "-threads", "4", "-duration", "2s")
+		pids[uint32(cmd.Process.Pid)] = true
+		waitContend(t, cmd)
+		for range 5 {
+			cmd := startContend(t, "-lock", "pipe", "-threads", "2", "-ops", "2000", "-duration", "0")
+			pids[uint32(cmd.Process.Pid)] = true
+			waitContend(t, cmd)
+		}
+	})
+	var split, allSpin int
+	for _, r := range cp.Records {
+		if r.Type != "mutex" || !pids[r.PID] || r.InProgress > 0 {
+			continue
+		}
+		switch {
+		case r.SpinNS == r.TotalNS:
+			allSpin++
+		case r.SpinNS > 0:
+			split++
+		}
+	}
+	t.Logf("%s: pipe mutex records: %d spun for part of their wait, %d for all of it", cp.Meta.Probe, split, allSpin)
+	if split == 0 {
+		t.Errorf("no record with 0 < spin_ns < total_ns")
+	}
+	if allSpin == 0 {
+		t.Errorf("no record with spin_ns = total_ns")
+	}
+}

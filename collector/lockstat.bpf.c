@@ -64,6 +64,7 @@ static __always_inline void count(__u32 which, __u64 n)
 
 #include "nesting.bpf.h"
 #include "stackpath.bpf.h"
+#include "spin.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -194,7 +195,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 				count(CNT_UNMATCHED_BEGIN, d);
 				d = 0;
 			} else if (top->lock == lock) {
-				goto out; /* the same wait announced again */
+				goto out; /* the same wait announced again, still spinning */
 			} else {
 				count(CNT_NESTED, 1);
 			}
@@ -226,8 +227,10 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 		if (!s)
 			goto out;
 		if (s->lock) {
-			if (s->lock == lock)
+			if (s->lock == lock) {
+				spin_again(s, flags);
 				goto out;
+			}
 			/* A thread sleeps on one lock at a time: the old end was lost. */
 			count(CNT_UNMATCHED_BEGIN, 1);
 		}
@@ -235,6 +238,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
+	spin_first(s, flags);
 out:
 	leave(b);
 	return 0;
@@ -281,10 +285,11 @@ static __always_inline __u32 hist_bucket(__u64 delta)
 	       ((delta >> (m - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
 }
 
-/* record_in adds one wait (or hold) of w's key to an aggregation map and its
- * type's histogram; lost is the counter of what a full map drops. */
+/* record_in adds one wait (or hold) of w's key, spin of it spent spinning,
+ * to an aggregation map and its type's histogram; lost is the counter of
+ * what a full map drops. */
 static __always_inline void record_in(void *agg, void *hist, __u32 lost,
-				      struct wait_slot *w, __u64 delta)
+				      struct wait_slot *w, __u64 delta, __u64 spin)
 {
 	struct wait_key key = {
 		.lock = w->lock,
@@ -302,6 +307,7 @@ static __always_inline void record_in(void *agg, void *hist, __u32 lost,
 		/* The key holds the thread, so only this thread writes here. */
 		v->count++;
 		v->total_ns += delta;
+		v->spin_ns += spin;
 		if (delta < v->min_ns)
 			v->min_ns = delta;
 		if (delta > v->max_ns)
@@ -312,6 +318,7 @@ static __always_inline void record_in(void *agg, void *hist, __u32 lost,
 			.total_ns = delta,
 			.min_ns = delta,
 			.max_ns = delta,
+			.spin_ns = spin,
 		};
 		int err;
 
@@ -330,9 +337,9 @@ static __always_inline void record_in(void *agg, void *hist, __u32 lost,
 		*h += 1;
 }
 
-static __always_inline void record(struct wait_slot *w, __u64 delta)
+static __always_inline void record(struct wait_slot *w, __u64 delta, __u64 spin)
 {
-	record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta);
+	record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta, spin);
 }
 
 static __always_inline int on_end(__u64 lock, bool rescue)
@@ -394,7 +401,7 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 found:
 	if (!w.skip) {
 		count(CNT_END, 1);
-		record(&w, now - w.ts);
+		record(&w, now - w.ts, spin_total(&w, now));
 	}
 out:
 	leave(b);

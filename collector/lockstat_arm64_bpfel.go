@@ -131,15 +131,17 @@ type lockstatWaitKey struct {
 }
 
 type lockstatWaitSlot struct {
-	_      structs.HostLayout
-	Lock   uint64
-	Ts     uint64
-	Stack  uint64
-	Tid    uint32
-	Pid    uint32
-	Type   uint16
-	Skip   uint16
-	Repeat uint32
+	_        structs.HostLayout
+	Lock     uint64
+	Ts       uint64
+	Stack    uint64
+	SpinNs   uint64
+	SpinFrom uint64
+	Tid      uint32
+	Pid      uint32
+	Type     uint16
+	Skip     uint16
+	Repeat   uint32
 }
 
 type lockstatWaitStats struct {
@@ -148,6 +150,7 @@ type lockstatWaitStats struct {
 	TotalNs  uint64
 	MinNs    uint64
 	MaxNs    uint64
+	SpinNs   uint64
 	Comm     [16]int8
 	LockName uint32
 	Pad      uint32

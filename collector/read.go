@@ -207,7 +207,7 @@ type builder struct {
 
 // addWaits and addHolds put an aggregate's numbers into its record.
 func addWaits(r *capture.Record, v *lockstatWaitStats) {
-	r.Count, r.TotalNS, r.MinNS, r.MaxNS = v.Count, v.TotalNs, v.MinNs, v.MaxNs
+	r.Count, r.TotalNS, r.MinNS, r.MaxNS, r.SpinNS = v.Count, v.TotalNs, v.MinNs, v.MaxNs, v.SpinNs
 }
 
 func addHolds(r *capture.Record, v *lockstatWaitStats) {
@@ -369,12 +369,22 @@ func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS, threshold uint
 		r.Count++
 		r.InProgress++
 		r.TotalNS += wait
+		r.SpinNS += openSpin(s, stopNS)
 		r.MinNS = min(r.MinNS, wait)
 		r.MaxNS = max(r.MaxNS, wait)
 		buckets[s.Type][capture.BucketIndex(wait)]++
 		n++
 	}
 	return n, nil
+}
+
+// openSpin is the time a wait still open at stopNS spent spinning, as
+// spin_total in spin.bpf.h counts it.
+func openSpin(s lockstatWaitSlot, stopNS uint64) uint64 {
+	if s.SpinFrom == 0 || s.SpinFrom > stopNS {
+		return s.SpinNs
+	}
+	return s.SpinNs + stopNS - s.SpinFrom
 }
 
 // threadName reads a thread's name for a wait that has not ended, so the

@@ -43,6 +43,7 @@ type recordFields struct {
 	TID         []uint64 `json:"tid"`
 	Count       []uint64 `json:"count"`
 	TotalNS     []uint64 `json:"total_ns"`
+	SpinNS      []uint64 `json:"spin_ns"` // absent from reports written before the spin/sleep split
 	MinNS       []uint64 `json:"min_ns"`
 	MaxNS       []uint64 `json:"max_ns"`
 	InProgress  []uint64 `json:"in_progress"`
@@ -59,7 +60,7 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 	f := &recordFields{
 		Type: make([]int32, n), Lock: make([]int32, n), Name: make([]int32, n), Comm: make([]int32, n),
 		Caller: make([]int32, n), Stack: make([]int32, n), PID: make([]uint64, n), TID: make([]uint64, n),
-		Count: make([]uint64, n), TotalNS: make([]uint64, n), MinNS: make([]uint64, n), MaxNS: make([]uint64, n),
+		Count: make([]uint64, n), TotalNS: make([]uint64, n), SpinNS: make([]uint64, n), MinNS: make([]uint64, n), MaxNS: make([]uint64, n),
 		InProgress: make([]uint64, n), HoldCount: make([]uint64, n), HoldTotalNS: make([]uint64, n),
 		HoldMinNS: make([]uint64, n), HoldMaxNS: make([]uint64, n),
 	}
@@ -68,7 +69,7 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 		f.Type[i], f.Lock[i], f.Name[i] = tab.str(r.Type), tab.str(tab.lock(r.Lock).String()), tab.str(r.Name)
 		f.Comm[i], f.Caller[i], f.Stack[i] = tab.str(r.Comm), tab.frame(r.Caller), tab.stack(r.Stack)
 		f.PID[i], f.TID[i] = uint64(r.PID), uint64(r.TID)
-		f.Count[i], f.TotalNS[i], f.MinNS[i], f.MaxNS[i], f.InProgress[i] = r.Count, r.TotalNS, r.MinNS, r.MaxNS, r.InProgress
+		f.Count[i], f.TotalNS[i], f.SpinNS[i], f.MinNS[i], f.MaxNS[i], f.InProgress[i] = r.Count, r.TotalNS, r.SpinNS, r.MinNS, r.MaxNS, r.InProgress
 		f.HoldCount[i], f.HoldTotalNS[i], f.HoldMinNS[i], f.HoldMaxNS[i] = r.HoldCount, r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS
 	}
 	return f
@@ -84,7 +85,7 @@ func (f *recordFields) write(j *jsonWriter) {
 	}{
 		{"type", f.Type, nil}, {"lock", f.Lock, nil}, {"name", f.Name, nil}, {"comm", f.Comm, nil},
 		{"caller", f.Caller, nil}, {"stack", f.Stack, nil}, {"pid", nil, f.PID}, {"tid", nil, f.TID},
-		{"count", nil, f.Count}, {"total_ns", nil, f.TotalNS}, {"min_ns", nil, f.MinNS}, {"max_ns", nil, f.MaxNS},
+		{"count", nil, f.Count}, {"total_ns", nil, f.TotalNS}, {"spin_ns", nil, f.SpinNS}, {"min_ns", nil, f.MinNS}, {"max_ns", nil, f.MaxNS},
 		{"in_progress", nil, f.InProgress}, {"hold_count", nil, f.HoldCount}, {"hold_total_ns", nil, f.HoldTotalNS},
 		{"hold_min_ns", nil, f.HoldMinNS}, {"hold_max_ns", nil, f.HoldMaxNS},
 	} {
@@ -207,8 +208,11 @@ func decodePageData(content []byte) (*capture.Capture, error) {
 func (d *embeddedData) records() ([]capture.Record, error) {
 	f := &d.Records
 	n := len(f.Type)
+	if f.SpinNS == nil {
+		f.SpinNS = make([]uint64, n)
+	}
 	for _, l := range []int{len(f.Lock), len(f.Name), len(f.Comm), len(f.Caller), len(f.Stack), len(f.PID), len(f.TID),
-		len(f.Count), len(f.TotalNS), len(f.MinNS), len(f.MaxNS), len(f.InProgress),
+		len(f.Count), len(f.TotalNS), len(f.SpinNS), len(f.MinNS), len(f.MaxNS), len(f.InProgress),
 		len(f.HoldCount), len(f.HoldTotalNS), len(f.HoldMinNS), len(f.HoldMaxNS)} {
 		if l != n {
 			return nil, fmt.Errorf("columns of %d and %d records", n, l)
@@ -244,7 +248,7 @@ func (d *embeddedData) records() ([]capture.Record, error) {
 		records[i] = capture.Record{
 			Type: str(f.Type[i]), Lock: lock, Name: str(f.Name[i]), Comm: str(f.Comm[i]),
 			PID: uint32(f.PID[i]), TID: uint32(f.TID[i]),
-			Count: f.Count[i], TotalNS: f.TotalNS[i], MinNS: f.MinNS[i], MaxNS: f.MaxNS[i], InProgress: f.InProgress[i],
+			Count: f.Count[i], TotalNS: f.TotalNS[i], SpinNS: f.SpinNS[i], MinNS: f.MinNS[i], MaxNS: f.MaxNS[i], InProgress: f.InProgress[i],
 			Caller: str(f.Caller[i]), Stack: stacks[f.Stack[i]], // shared by the records of the same stack: nothing changes a stack in place
 			HoldCount: f.HoldCount[i], HoldTotalNS: f.HoldTotalNS[i], HoldMinNS: f.HoldMinNS[i], HoldMaxNS: f.HoldMaxNS[i],
 		}

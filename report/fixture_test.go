@@ -106,7 +106,7 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 		{capture.Record{Type: funcType, Lock: 0xffffffff83a1b2c8, Comm: "hostile", PID: 4000, TID: 4002, Caller: "x+0x1", Stack: []string{"x+0x1"}}, []uint64{66_666}},
 	}
 
-	return buildCapture(t, capture.Meta{
+	c, waits := buildCapture(t, capture.Meta{
 		Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.18.44-fc-v669", KernelBuild: "#1 SMP PREEMPT_DYNAMIC " + svgComm,
 		Arch: "x86_64", Hostname: "bench-" + imgCanary, CPUModel: "AMD EPYC " + scriptBreak, CPUs: 2,
 		Start:       time.Date(2026, 11, 21, 15, 12, 12, 0, time.UTC),
@@ -121,6 +121,16 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 		Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 12557, RunTimeNS: 26_000_000}, {Name: imgCanary, RunCount: 12554, RunTimeNS: 17_500_000}},
 		Warnings: []string{"kernel.bpf_stats_enabled was 0 " + svgComm, imgCanary},
 	}, records...)
+	// A spinlock spins for all of its wait, a mutex for part of it.
+	for i := range c.Records {
+		switch c.Records[i].Type {
+		case "spinlock":
+			c.Records[i].SpinNS = c.Records[i].TotalNS
+		case "mutex":
+			c.Records[i].SpinNS = c.Records[i].TotalNS / 3
+		}
+	}
+	return c, waits
 }
 
 // diffCapture is a valid capture of the given length, as diff tests compare them, of the records.

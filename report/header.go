@@ -40,13 +40,14 @@ type measure struct {
 	Time   string `json:"time"`   // "wait", "acquire": what Total, Avg and Max are of
 	Events string `json:"events"` // "waits", "contended acquires"
 	Count  string `json:"-"`      // column label of the count
+	Spin   bool   `json:"-"`      // the times split into spin and sleep: waits of the tracepoints, not acquires
 }
 
 func measureOf(m capture.Meta) measure {
 	if m.Acquire != nil {
 		return measure{Time: "acquire", Events: "contended acquires", Count: "Contended"}
 	}
-	return measure{Time: "wait", Events: "waits", Count: "Waits"}
+	return measure{Time: "wait", Events: "waits", Count: "Waits", Spin: true}
 }
 
 // holdsTimed reports whether any record has hold times.

@@ -26,8 +26,9 @@ type SummaryOptions struct {
 	Filter capture.Filter      // the records that count; the health line still tells of the whole capture
 }
 
-// DefaultFields are the numbers perf lock contention shows by default.
-var DefaultFields = []capture.GroupStat{capture.StatContended, capture.StatWaitTotal, capture.StatWaitMax, capture.StatAvgWait}
+// DefaultFields are the numbers perf lock contention shows by default, with the part of the total
+// wait spent spinning after the total.
+var DefaultFields = []capture.GroupStat{capture.StatContended, capture.StatWaitTotal, capture.StatSpinTotal, capture.StatWaitMax, capture.StatAvgWait}
 
 // summaryView is one way of grouping the summary's records: by caller (perf's default), thread (-t)
 // or lock (-l). Another grouping, such as by lock owner, is one more entry of summaryViews.
@@ -186,12 +187,15 @@ func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, field
 		for _, f := range fields {
 			// A saturated sum is a lower bound (capture.Group.Saturated).
 			atLeast := ""
-			if g.Saturated && (f == capture.StatContended || f == capture.StatWaitTotal) {
+			if g.Saturated && (f == capture.StatContended || f == capture.StatWaitTotal || f == capture.StatSpinTotal) {
 				atLeast = ">="
 			}
-			if f == capture.StatContended {
+			switch {
+			case f == capture.StatContended:
 				row = append(row, atLeast+strconv.FormatUint(g.Count, 10))
-			} else {
+			case f == capture.StatSpinTotal && !ms.Spin:
+				row = append(row, "-") // acquire times are not split
+			default:
 				row = append(row, atLeast+FormatDuration(f.Of(g)))
 			}
 		}
@@ -211,6 +215,8 @@ func statHeading(s capture.GroupStat, ms measure) string {
 		return "max " + ms.Time
 	case capture.StatWaitMin:
 		return "min " + ms.Time
+	case capture.StatSpinTotal:
+		return "spinning"
 	}
 	return "avg " + ms.Time
 }

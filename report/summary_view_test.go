@@ -40,7 +40,7 @@ func TestWriteSummaryViews(t *testing.T) {
 	}
 	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"type", "lock", "name"}}
 	for _, by := range SummaryViews() {
-		type sums struct{ count, total, max, min uint64 }
+		type sums struct{ count, total, spin, max, min uint64 }
 		groups := map[string]*sums{}
 		for _, r := range c.Records {
 			g := groups[keys[by](r)]
@@ -50,6 +50,7 @@ func TestWriteSummaryViews(t *testing.T) {
 			}
 			g.count += r.Count
 			g.total += r.TotalNS
+			g.spin += r.SpinNS
 			g.max, g.min = max(g.max, r.MaxNS), min(g.min, r.MinNS)
 		}
 		for _, s := range capture.GroupStats {
@@ -58,7 +59,7 @@ func TestWriteSummaryViews(t *testing.T) {
 				values = append(values, map[capture.GroupStat]float64{
 					capture.StatContended: float64(g.count), capture.StatWaitTotal: float64(g.total),
 					capture.StatWaitMax: float64(g.max), capture.StatWaitMin: float64(g.min),
-					capture.StatAvgWait: float64(g.total) / float64(g.count),
+					capture.StatAvgWait: float64(g.total) / float64(g.count), capture.StatSpinTotal: float64(g.spin),
 				}[s])
 			}
 			slices.SortFunc(values, func(a, b float64) int { return cmp.Compare(b, a) })
@@ -182,19 +183,43 @@ func TestWriteSummaryVarious(t *testing.T) {
 		t.Fatal(err)
 	}
 	renamed := 0
+	n := len(DefaultFields) // the cells before the thread's
 	for _, row := range tableCells(b.String())[1:] {
-		names := comms[row[4]+" "+row[5]]
-		want := row[6]
+		pid, tid, want := row[n], row[n+1], row[n+2]
+		names := comms[pid+" "+tid]
 		if len(names) > 1 {
 			renamed++
 			if want != "various" {
-				t.Errorf("thread %s %s with names %v shows %q", row[4], row[5], names, want)
+				t.Errorf("thread %s %s with names %v shows %q", pid, tid, names, want)
 			}
 		} else if !names[want] {
-			t.Errorf("thread %s %s shows %q, not its name %v", row[4], row[5], want, names)
+			t.Errorf("thread %s %s shows %q, not its name %v", pid, tid, want, names)
 		}
 	}
 	if renamed == 0 {
 		t.Fatal("the fixture has no thread of two names: the test proves nothing")
+	}
+}
+
+// TestWriteSummarySpinOfAcquires shows no spin for the function-probe backends, which time whole
+// acquires: a zero would claim they never spun.
+func TestWriteSummarySpinOfAcquires(t *testing.T) {
+	c, _ := knownCapture(t)
+	c.Meta.Acquire = &capture.Acquire{ThresholdNS: 1000}
+	for i := range c.Records {
+		c.Records[i].SpinNS = 0
+	}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{Fields: []capture.GroupStat{capture.StatSpinTotal, capture.StatWaitTotal}}); err != nil {
+		t.Fatal(err)
+	}
+	rows := tableCells(b.String())
+	if rows[0][0] != "spinning" || len(rows) < 2 {
+		t.Fatalf("no spinning column in\n%s", b.String())
+	}
+	for _, row := range rows[1:] {
+		if row[0] != "-" {
+			t.Errorf("an acquire row shows spinning %q, want -", row[0])
+		}
 	}
 }

@@ -39,7 +39,7 @@ func sum(c column) column {
 // numbers are the columns of the waits (or contended acquires) and, when holds were timed, of the
 // holds, of rows with the given sums and extremes.
 type numbers struct {
-	count, total, max             []uint64
+	count, total, spin, max       []uint64
 	mean                          []float64
 	holdCount, holdTotal, holdMax []uint64
 	holdMean                      []float64
@@ -47,16 +47,17 @@ type numbers struct {
 
 func newNumbers(n int) *numbers {
 	return &numbers{
-		count: make([]uint64, n), total: make([]uint64, n), max: make([]uint64, n), mean: make([]float64, n),
+		count: make([]uint64, n), total: make([]uint64, n), spin: make([]uint64, n), max: make([]uint64, n), mean: make([]float64, n),
 		holdCount: make([]uint64, n), holdTotal: make([]uint64, n), holdMax: make([]uint64, n), holdMean: make([]float64, n),
 	}
 }
 
 func (n *numbers) columns(ms measure, holds bool) []column {
-	cols := []column{
-		sum(intColumn("count", ms.Count, n.count)), sum(nsColumn("total", "Total "+ms.Time, n.total)),
-		meanColumn("avg", "Avg "+ms.Time, n.mean), nsColumn("max", "Max "+ms.Time, n.max),
+	cols := []column{sum(intColumn("count", ms.Count, n.count)), sum(nsColumn("total", "Total "+ms.Time, n.total))}
+	if ms.Spin {
+		cols = append(cols, sum(nsColumn("spin", "Spinning", n.spin)))
 	}
+	cols = append(cols, meanColumn("avg", "Avg "+ms.Time, n.mean), nsColumn("max", "Max "+ms.Time, n.max))
 	if holds {
 		cols = append(cols,
 			sum(intColumn("hold_count", "Holds", n.holdCount)), sum(nsColumn("hold_total", "Total hold", n.holdTotal)),
@@ -108,8 +109,8 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 		switch c.Key {
 		case "count", "hold_count":
 			c = ref(c, map[string]string{"count": "count", "hold_count": "hold_count"}[c.Key])
-		case "total", "max", "hold_total", "hold_max":
-			c = ref(c, map[string]string{"total": "total_ns", "max": "max_ns", "hold_total": "hold_total_ns", "hold_max": "hold_max_ns"}[c.Key])
+		case "total", "spin", "max", "hold_total", "hold_max":
+			c = ref(c, map[string]string{"total": "total_ns", "spin": "spin_ns", "max": "max_ns", "hold_total": "hold_total_ns", "hold_max": "hold_max_ns"}[c.Key])
 		}
 		c.Sum = false // a record's numbers are the kernel's, not sums of ours
 		cols = append(cols, c)
@@ -146,7 +147,7 @@ func groupView(id, title, caption string, key capture.Fields, groups []capture.G
 		}
 		stacks[i] = tab.stack(records[g.Heaviest].Stack)
 		merged[i] = uint64(g.Records)
-		num.count[i], num.total[i], num.max[i], num.mean[i] = g.Count, g.TotalNS, g.MaxNS, g.MeanNS()
+		num.count[i], num.total[i], num.spin[i], num.max[i], num.mean[i] = g.Count, g.TotalNS, g.SpinNS, g.MaxNS, g.MeanNS()
 		num.holdCount[i], num.holdTotal[i], num.holdMax[i], num.holdMean[i] = g.HoldCount, g.HoldTotalNS, g.HoldMaxNS, g.HoldMeanNS()
 		if g.Saturated {
 			v.Saturated = append(v.Saturated, i)

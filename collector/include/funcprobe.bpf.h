@@ -179,8 +179,9 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	if (!contended && !(info & FN_HOLD))
 		goto out;
 	w.stack = get_stack(ctx, w.type, level);
+	/* An acquire's time is not split: the probes see no spin. */
 	if (contended)
-		record(&w, delta);
+		record(&w, delta, 0);
 	if (info & FN_HOLD) {
 		struct hold_key hk = { .lock = w.lock, .tid = tid };
 		struct hold_slot hs = { .ts = now, .stack = w.stack, .pid = w.pid, .type = w.type };
@@ -220,7 +221,7 @@ static __always_inline int fn_release(__u64 lock)
 	w.tid = tid;
 	w.type = h->type;
 	count(CNT_HOLD, 1);
-	record_in(&hold_aggregate, &hold_histogram, CNT_LOST_HOLD_AGG_FULL, &w, now - h->ts);
+	record_in(&hold_aggregate, &hold_histogram, CNT_LOST_HOLD_AGG_FULL, &w, now - h->ts, 0);
 	bpf_map_delete_elem(&holds, &hk);
 out:
 	leave(b);

@@ -63,6 +63,7 @@ struct wait_stats {
 	__u64 total_ns;
 	__u64 min_ns;
 	__u64 max_ns;
+	__u64 spin_ns; /* part of total_ns spent spinning (see spin.bpf.h) */
 	char comm[16];
 	__u32 lock_name; /* enum lock_name */
 	__u32 _pad;
@@ -73,6 +74,8 @@ struct wait_slot {
 	__u64 lock;  /* 0: slot free */
 	__u64 ts;    /* bpf_ktime_get_ns() at begin */
 	__u64 stack;
+	__u64 spin_ns;   /* spin phases already closed */
+	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
 	__u32 tid;
 	__u32 pid;
 	__u16 type;
