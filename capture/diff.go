@@ -222,10 +222,7 @@ func callerFunc(caller string, hashed bool) (fn string, matchable bool) {
 	if isAddress(caller, hashed) {
 		return caller, false
 	}
-	if i := strings.LastIndex(caller, "+0x"); i > 0 && isHex(caller[i+3:]) {
-		return caller[:i], true
-	}
-	return caller, true
+	return FrameFunction(caller), true
 }
 
 // isAddress reports whether a frame is a raw address or, in a hashed capture, an id as

@@ -413,6 +413,16 @@ func TestBrowserBigReport(t *testing.T) {
 	if got := eval[int](t, ctx, `document.querySelectorAll("tbody tr").length`); got > 3*defaultTop {
 		t.Errorf("%d table rows in the page, want one page per view", got)
 	}
+	// The flame graph of all types is drawn once the page is: its nodes and its last draw.
+	nodes, drawn, ms := eval[int](t, ctx, `klock.flame.graphShown().depth.length`), eval[int](t, ctx, `klock.flame.drawn`), eval[float64](t, ctx, `klock.flame.drawMS`)
+	t.Logf("flame graph: %d nodes, %d drawn in %.1f ms", nodes, drawn, ms)
+	if drawn == 0 || nodes > flameNodes {
+		t.Errorf("flame graph of %d nodes (at most %d kept) drew %d", nodes, flameNodes, drawn)
+	}
+	x, y := flameCentre(t, ctx, "worker-976")
+	do(t, ctx, "zooming into a thread", chromedp.MouseClickXY(x, y))
+	waitFlame(t, ctx, "zoomed", `document.getElementById("flame").dataset.zoom === "worker-976"`)
+	t.Logf("flame graph zoomed into worker-976: %d drawn in %.1f ms", eval[int](t, ctx, `klock.flame.drawn`), eval[float64](t, ctx, `klock.flame.drawMS`))
 	start := time.Now()
 	do(t, ctx, "sorting by thread", chromedp.Click(chromedp.CSS(`#table-locks th[data-col="comm"]`)))
 	got := shownColumn(t, ctx, "table-locks", "comm")

@@ -22,6 +22,7 @@ import (
 //
 //	{"strings": [...], "shown": {"3": "visible form of string 3", ...}, "stacks": [[frame, ...], ...],
 //	 "capture": {capture JSON with "records": []}, "records": {"type": [...], ...},
+//	 "flame": [{"type": string, "name": [...], "depth": [...], "start": [...], "value": [...], ...}],
 //	 "views": [{"id": ..., "columns": [{"key": ..., "kind": ..., "values" or "ref": ...}]}]}
 
 // dataElementID is the id of the script element holding the page data.
@@ -107,6 +108,7 @@ type pageData struct {
 	tab     *strtab
 	capture *capture.Capture // the report's capture without its records, or nil
 	records *recordFields    // the report's records
+	flame   []flameGraph     // the report's flame graphs
 	views   []view
 }
 
@@ -132,6 +134,8 @@ func (d *pageData) encode() (template.HTML, error) {
 		j.value(d.capture)
 		j.raw(`,"records":`)
 		d.records.write(j)
+		j.raw(`,"flame":`)
+		writeFlameGraphs(j, d.flame)
 	}
 	j.raw(`,"views":`)
 	j.views(d.views)

@@ -48,6 +48,7 @@ type reportPage struct {
 	LostTotal                  uint64
 	Captured, Settings, Health []field
 	Tables                     tables
+	Flame                      bool // the page draws flame graphs of the waits
 }
 
 func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*reportPage, error) {
@@ -70,7 +71,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	p.FooterNote = fmt.Sprintf("%d %s · the capture is embedded: klockstat can read this file back", len(c.Records), plural(len(c.Records), "record", "records"))
 
 	// Interning every string and stack of the records (newRecordFields) takes the longest; grouping
-	// them does not touch tab, so it runs beside it.
+	// them and laying out the flame graphs do not touch tab, so they run beside it.
 	var order []int32
 	var records *recordFields
 	interned := make(chan struct{})
@@ -79,10 +80,17 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		order = capture.Order(c.Records)
 		records = newRecordFields(c.Records, order, tab)
 	}()
+	var trees []capture.FlameTree
+	laidOut := make(chan struct{})
+	go func() {
+		defer close(laidOut)
+		trees = capture.FlameGraphs(c.Records, flameNodes)
+	}()
 	byCaller := capture.GroupBy(c.Records, capture.ByCaller)
 	byLock := capture.GroupBy(c.Records, capture.ByLock)
 	types := summarizeTypes(c.Histograms)
 	<-interned
+	<-laidOut
 
 	// Groups of holds only (uncontended acquires) have no place in the charts of waits.
 	contended := slices.DeleteFunc(slices.Clone(byCaller), func(g capture.Group) bool { return g.Count == 0 })
@@ -114,7 +122,8 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 
 	embedded := *c
 	embedded.Meta, embedded.Records = m, nil
-	data := pageData{tab: tab, capture: &embedded, records: records, views: p.Tables.Views}
+	data := pageData{tab: tab, capture: &embedded, records: records, flame: newFlameGraphs(trees, tab), views: p.Tables.Views}
+	p.Flame = len(trees) > 0
 	var err error
 	if p.Data, err = data.encode(); err != nil {
 		return nil, err

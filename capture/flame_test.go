@@ -1,0 +1,105 @@
+package capture
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestFlameGraphs(t *testing.T) {
+	records := []Record{
+		{Type: "mutex", Comm: "a", Count: 2, TotalNS: 30, Stack: []string{"lock+0x1", "f+0x2", "main+0x3"}},
+		{Type: "spinlock", Comm: "b", Count: 1, TotalNS: 10, Stack: []string{"spin+0x1", "main+0x3"}},
+		{Type: "mutex", Comm: "a", Count: 1, TotalNS: 50, Stack: []string{"lock+0x9", "g+0x1", "main+0x5"}},
+		{Type: "rwsem:W", Comm: "c", HoldCount: 5, HoldTotalNS: 500, Stack: []string{"down_write+0x1"}}, // holds only
+		{Type: "spinlock", Comm: "b", Count: 1, TotalNS: 5},                                             // no stack
+	}
+	trees := FlameGraphs(records, 100)
+	want := []FlameTree{
+		{Type: "", Nodes: []FlameNode{
+			{"", 0, 0, 95, 5},
+			{"a", 1, 0, 80, 3},
+			{"main", 2, 0, 80, 3},
+			{"g", 3, 0, 50, 1}, {"lock", 4, 0, 50, 1},
+			{"f", 3, 50, 30, 2}, {"lock", 4, 50, 30, 2},
+			{"b", 1, 80, 15, 2},
+			{"main", 2, 80, 10, 1}, {"spin", 3, 80, 10, 1},
+		}},
+		{Type: "mutex", Nodes: []FlameNode{
+			{"", 0, 0, 80, 3}, {"a", 1, 0, 80, 3}, {"main", 2, 0, 80, 3},
+			{"g", 3, 0, 50, 1}, {"lock", 4, 0, 50, 1}, {"f", 3, 50, 30, 2}, {"lock", 4, 50, 30, 2},
+		}},
+		{Type: "spinlock", Nodes: []FlameNode{
+			{"", 0, 0, 15, 2}, {"b", 1, 0, 15, 2}, {"main", 2, 0, 10, 1}, {"spin", 3, 0, 10, 1},
+		}},
+	}
+	if len(trees) != len(want) {
+		t.Fatalf("%d trees, want %d: %+v", len(trees), len(want), trees)
+	}
+	for i := range want {
+		if trees[i].Type != want[i].Type || !slices.Equal(trees[i].Nodes, want[i].Nodes) || trees[i].Dropped != 0 {
+			t.Errorf("tree %d:\n got %+v\nwant %+v", i, trees[i], want[i])
+		}
+	}
+	if got := FlameGraphs(records[3:4], 100); got != nil {
+		t.Errorf("a capture of holds only has flame graphs %+v", got)
+	}
+}
+
+// TestFlameGraphsLimit checks the layout of random records under a node limit: every graph is one
+// tree whose nodes fit in their parents, and the root weighs every wait of its type.
+func TestFlameGraphsLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var records []Record
+	totals := map[string]uint64{}
+	for i := range 3000 {
+		r := Record{Type: []string{"mutex", "spinlock", "rwsem:W"}[rng.IntN(3)], Comm: fmt.Sprintf("t%d", i%17), Count: 1 + uint64(rng.IntN(9)), TotalNS: 1 + uint64(rng.IntN(1e6))}
+		for range rng.IntN(8) {
+			r.Stack = append(r.Stack, fmt.Sprintf("f%d+0x%x", rng.IntN(6), rng.IntN(99)))
+		}
+		totals[r.Type] += r.TotalNS
+		totals[""] += r.TotalNS
+		records = append(records, r)
+	}
+	for _, limit := range []int{1, 50, 1000, 1 << 20} {
+		full := FlameGraphs(records, 1<<30)
+		for i, tree := range FlameGraphs(records, limit) {
+			n := len(tree.Nodes)
+			if n > max(limit, 1) || n+tree.Dropped != len(full[i].Nodes) {
+				t.Errorf("limit %d, type %q: %d nodes and %d dropped of %d", limit, tree.Type, n, tree.Dropped, len(full[i].Nodes))
+			}
+			if root := tree.Nodes[0]; root.TotalNS != totals[tree.Type] || root.Depth != 0 {
+				t.Errorf("limit %d, type %q: root %+v, want %d ns", limit, tree.Type, root, totals[tree.Type])
+			}
+			// Each node lies within the span of the last node one level up, which is its parent.
+			open := []FlameNode{tree.Nodes[0]}
+			for k, node := range tree.Nodes[1:] {
+				if node.Depth < 1 || node.Depth > len(open) {
+					t.Fatalf("limit %d, type %q: node %d at depth %d under %d open levels", limit, tree.Type, k+1, node.Depth, len(open))
+				}
+				open = open[:node.Depth]
+				p := open[node.Depth-1]
+				if node.StartNS < p.StartNS || node.StartNS+node.TotalNS > p.StartNS+p.TotalNS || node.TotalNS == 0 {
+					t.Errorf("limit %d, type %q: node %+v outside its parent %+v", limit, tree.Type, node, p)
+				}
+				open = append(open, node)
+			}
+		}
+	}
+}
+
+func TestFrameFunction(t *testing.T) {
+	for frame, want := range map[string]string{
+		"vm_mmap_pgoff+0xe0":            "vm_mmap_pgoff",
+		"__mutex_lock.constprop.0+0x8e": "__mutex_lock.constprop.0",
+		"0xffffffffc0a81234":            "0xffffffffc0a81234",
+		"000000001a2b3c4d":              "000000001a2b3c4d",
+		"odd+0xzz":                      "odd+0xzz",
+		"+0x10":                         "+0x10",
+	} {
+		if got := FrameFunction(frame); got != want {
+			t.Errorf("FrameFunction(%q) = %q, want %q", frame, got, want)
+		}
+	}
+}

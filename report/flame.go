@@ -1,0 +1,73 @@
+package report
+
+import "github.com/klockstat/klockstat/capture"
+
+// The flame graphs of a report are laid out by capture.FlameGraphs; the page data carries their nodes
+// column by column, names as string indexes, for page.js to draw on a canvas.
+
+// flameNodes is the most nodes one flame graph keeps: more than a canvas can show side by side at any
+// zoom a reader reaches by clicking, and few enough that the page draws a graph in milliseconds.
+const flameNodes = 20_000
+
+// flameGraph is one flame graph of the page data.
+type flameGraph struct {
+	Type    int32    `json:"type"` // string index of the lock type, -1 for all types
+	Dropped int      `json:"dropped"`
+	Name    []int32  `json:"name"` // string index; -1 for the root
+	Depth   []int32  `json:"depth"`
+	Start   []uint64 `json:"start"`
+	Value   []uint64 `json:"value"`
+	Count   []uint64 `json:"count"`
+}
+
+// newFlameGraphs interns the names of trees in tab, hashing unsymbolized frames as the stacks are.
+func newFlameGraphs(trees []capture.FlameTree, tab *strtab) []flameGraph {
+	graphs := make([]flameGraph, len(trees))
+	for i, tree := range trees {
+		n := len(tree.Nodes)
+		g := flameGraph{Type: -1, Dropped: tree.Dropped, Name: make([]int32, n), Depth: make([]int32, n),
+			Start: make([]uint64, n), Value: make([]uint64, n), Count: make([]uint64, n)}
+		if tree.Type != "" {
+			g.Type = tab.str(tree.Type)
+		}
+		for k, node := range tree.Nodes {
+			switch node.Depth {
+			case 0:
+				g.Name[k] = -1
+			case 1:
+				g.Name[k] = tab.str(node.Name) // the thread name
+			default:
+				g.Name[k] = tab.frame(node.Name)
+			}
+			g.Depth[k], g.Start[k], g.Value[k], g.Count[k] = int32(node.Depth), node.StartNS, node.TotalNS, node.Count
+		}
+		graphs[i] = g
+	}
+	return graphs
+}
+
+// write writes the graphs as a JSON array.
+func writeFlameGraphs(j *jsonWriter, graphs []flameGraph) {
+	j.raw("[")
+	for i, g := range graphs {
+		if i > 0 {
+			j.raw(",")
+		}
+		j.raw(`{"type":`)
+		j.value(g.Type)
+		j.raw(`,"dropped":`)
+		j.value(g.Dropped)
+		j.raw(`,"name":`)
+		j.int32s(g.Name)
+		j.raw(`,"depth":`)
+		j.int32s(g.Depth)
+		j.raw(`,"start":`)
+		j.uint64s(g.Start)
+		j.raw(`,"value":`)
+		j.uint64s(g.Value)
+		j.raw(`,"count":`)
+		j.uint64s(g.Count)
+		j.raw("}")
+	}
+	j.raw("]")
+}
