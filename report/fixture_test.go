@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
 )
 
 // Strings a thread name, a command line, a locks.json or a kernel symbol could carry to run script in a
@@ -19,58 +20,6 @@ const (
 	funcMarker  = `__f__",x:alert(3),y:"__f__`
 	funcType    = `__f__+alert(4)+__f__`
 )
-
-// testRecord is a record given by its waits.
-type testRecord struct {
-	capture.Record
-	waits []uint64
-}
-
-// rec is a record of the given waits, in nanoseconds.
-func rec(typ, name, caller, comm string, pid, tid uint32, lock capture.Addr, waits ...uint64) testRecord {
-	return testRecord{capture.Record{Type: typ, Name: name, Caller: caller, Comm: comm, PID: pid, TID: tid, Lock: lock}, waits}
-}
-
-// addWait counts a wait of ns nanoseconds in r and in h, the histogram of its type.
-func addWait(r *capture.Record, h *capture.Histogram, ns uint64) {
-	if r.Count == 0 || ns < r.MinNS {
-		r.MinNS = ns
-	}
-	r.Count++
-	r.TotalNS += ns
-	r.MaxNS = max(r.MaxNS, ns)
-	h.Add(ns)
-}
-
-// buildCapture is a valid capture of meta and the records, whose histograms hold exactly their waits,
-// in the order the types first appear. It also returns the waits of each type, for deriving expected
-// values without the histograms.
-func buildCapture(t testing.TB, meta capture.Meta, records ...testRecord) (*capture.Capture, map[string][]uint64) {
-	t.Helper()
-	c := &capture.Capture{Version: capture.FormatVersion, Meta: meta, Records: []capture.Record{}}
-	hists := map[string]*capture.Histogram{}
-	var order []string
-	waits := map[string][]uint64{}
-	for _, tr := range records {
-		r := tr.Record
-		for _, w := range tr.waits {
-			if hists[r.Type] == nil {
-				hists[r.Type] = &capture.Histogram{Type: r.Type}
-				order = append(order, r.Type)
-			}
-			addWait(&r, hists[r.Type], w)
-			waits[r.Type] = append(waits[r.Type], w)
-		}
-		c.Records = append(c.Records, r)
-	}
-	for _, typ := range order {
-		c.Histograms = append(c.Histograms, *hists[typ])
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("test capture: %v", err)
-	}
-	return c, waits
-}
 
 // knownCapture is a small capture with everything a report shows: several lock types, records that
 // merge by caller and by lock, raw addresses in stacks and callers, lost events, warnings, and hostile
@@ -90,23 +39,23 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 	pipeStack := []string{"__mutex_lock.constprop.0+0x8e", "mutex_lock+0x3d", "anon_pipe_write+0x43", "vfs_write+0x26b"}
 	rawStack := []string{"queued_spin_lock_slowpath+0x5e", "0xffffffffc0a81234", "0xffffffffc0a85678"}
 
-	records := []testRecord{
-		{capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-0", PID: 3099, TID: 3105, Caller: "vm_mmap_pgoff+0xe0", Stack: mmapStack}, []uint64{5_000_000, 12_000_000, 800_000}},
-		{capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-1", PID: 3099, TID: 3106, Caller: "vm_mmap_pgoff+0xe0", Stack: mmapStack}, []uint64{7_500_000, 300_000}},
-		{capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: svgComm, PID: 3099, TID: 3107, Caller: "__vm_munmap+0x7d", Stack: munmapStack}, []uint64{2_000_000, 2_500_000, 900_000, 40_000}},
-		{capture.Record{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-1", PID: 3099, TID: 3106, Caller: "__x64_sys_mincore+0xf8", Stack: mincoreStack}, []uint64{1_200, 3_400, 98_000, 15_000, 640}},
-		{capture.Record{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: imgCanary, PID: 3099, TID: 3108, Caller: "__x64_sys_mincore+0xf8", Stack: mincoreStack}, []uint64{700, 2_100}},
-		{capture.Record{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-0", PID: 3150, TID: 3164, Caller: "ext4_buffered_write_iter+0x31", Stack: inodeStack}, []uint64{20_000_000, 19_000_000, 11_000_000}},
-		{capture.Record{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-1", PID: 3150, TID: 3163, Caller: "ext4_buffered_write_iter+0x31", Stack: inodeStack}, []uint64{23_000_000, 8_000_000}},
-		{capture.Record{Type: "mutex", Lock: pipe, Comm: "ct-pipe-0", PID: 3200, TID: 3201, Caller: "anon_pipe_write+0x43", Stack: pipeStack}, []uint64{260, 310, 290, 12_000, 180}},
-		{capture.Record{Type: "mutex", Lock: pipe, Comm: scriptBreak, PID: 3200, TID: 3202, Caller: commentOpen, Stack: []string{"mutex_lock+0x3d", commentOpen}}, []uint64{450, 520}},
-		{capture.Record{Type: "spinlock", Lock: rq, Name: "runqueues+0x1c0", Comm: "swapper/1", PID: 0, TID: 0, Caller: "0xffffffffc0a81234", Stack: rawStack}, []uint64{900, 1_100, 3_000, 64}},
-		{capture.Record{Type: "spinlock", Lock: rq, Name: "runqueues+0x1c0", Comm: funcMarker, PID: 0, TID: 0, Caller: "__schedule+0xad", Stack: []string{}}, []uint64{1_500, 2_900, 1_950}},
-		{capture.Record{Type: scriptBreak, Lock: 0xffffffff83a1b2c0, Name: imgCanary, Comm: "hostile", PID: 4000, TID: 4001, Caller: funcMarker, Stack: []string{svgComm, funcMarker}}, []uint64{77_000, 5_000}},
-		{capture.Record{Type: funcType, Lock: 0xffffffff83a1b2c8, Comm: "hostile", PID: 4000, TID: 4002, Caller: "x+0x1", Stack: []string{"x+0x1"}}, []uint64{66_666}},
+	records := []capturetest.Record{
+		{Record: capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-0", PID: 3099, TID: 3105, Caller: "vm_mmap_pgoff+0xe0", Stack: mmapStack}, Waits: []uint64{5_000_000, 12_000_000, 800_000}},
+		{Record: capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-1", PID: 3099, TID: 3106, Caller: "vm_mmap_pgoff+0xe0", Stack: mmapStack}, Waits: []uint64{7_500_000, 300_000}},
+		{Record: capture.Record{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: svgComm, PID: 3099, TID: 3107, Caller: "__vm_munmap+0x7d", Stack: munmapStack}, Waits: []uint64{2_000_000, 2_500_000, 900_000, 40_000}},
+		{Record: capture.Record{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: "ct-mmap-1", PID: 3099, TID: 3106, Caller: "__x64_sys_mincore+0xf8", Stack: mincoreStack}, Waits: []uint64{1_200, 3_400, 98_000, 15_000, 640}},
+		{Record: capture.Record{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: imgCanary, PID: 3099, TID: 3108, Caller: "__x64_sys_mincore+0xf8", Stack: mincoreStack}, Waits: []uint64{700, 2_100}},
+		{Record: capture.Record{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-0", PID: 3150, TID: 3164, Caller: "ext4_buffered_write_iter+0x31", Stack: inodeStack}, Waits: []uint64{20_000_000, 19_000_000, 11_000_000}},
+		{Record: capture.Record{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-1", PID: 3150, TID: 3163, Caller: "ext4_buffered_write_iter+0x31", Stack: inodeStack}, Waits: []uint64{23_000_000, 8_000_000}},
+		{Record: capture.Record{Type: "mutex", Lock: pipe, Comm: "ct-pipe-0", PID: 3200, TID: 3201, Caller: "anon_pipe_write+0x43", Stack: pipeStack}, Waits: []uint64{260, 310, 290, 12_000, 180}},
+		{Record: capture.Record{Type: "mutex", Lock: pipe, Comm: scriptBreak, PID: 3200, TID: 3202, Caller: commentOpen, Stack: []string{"mutex_lock+0x3d", commentOpen}}, Waits: []uint64{450, 520}},
+		{Record: capture.Record{Type: "spinlock", Lock: rq, Name: "runqueues+0x1c0", Comm: "swapper/1", PID: 0, TID: 0, Caller: "0xffffffffc0a81234", Stack: rawStack}, Waits: []uint64{900, 1_100, 3_000, 64}},
+		{Record: capture.Record{Type: "spinlock", Lock: rq, Name: "runqueues+0x1c0", Comm: funcMarker, PID: 0, TID: 0, Caller: "__schedule+0xad", Stack: []string{}}, Waits: []uint64{1_500, 2_900, 1_950}},
+		{Record: capture.Record{Type: scriptBreak, Lock: 0xffffffff83a1b2c0, Name: imgCanary, Comm: "hostile", PID: 4000, TID: 4001, Caller: funcMarker, Stack: []string{svgComm, funcMarker}}, Waits: []uint64{77_000, 5_000}},
+		{Record: capture.Record{Type: funcType, Lock: 0xffffffff83a1b2c8, Comm: "hostile", PID: 4000, TID: 4002, Caller: "x+0x1", Stack: []string{"x+0x1"}}, Waits: []uint64{66_666}},
 	}
 
-	c, waits := buildCapture(t, capture.Meta{
+	c, waits := capturetest.Build(t, capture.Meta{
 		Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.18.44-fc-v669", KernelBuild: "#1 SMP PREEMPT_DYNAMIC " + svgComm,
 		Arch: "x86_64", Hostname: "bench-" + imgCanary, CPUModel: "AMD EPYC " + scriptBreak, CPUs: 2,
 		Start:       time.Date(2026, 11, 21, 15, 12, 12, 0, time.UTC),
@@ -133,29 +82,17 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 	return c, waits
 }
 
-// diffCapture is a valid capture of the given length, as diff tests compare them, of the records.
-func diffCapture(t testing.TB, durationNS int64, records ...testRecord) *capture.Capture {
-	t.Helper()
-	c, _ := buildCapture(t, capture.Meta{
-		Tool: "klockstat", ToolVersion: "0.1.0-test", Kernel: "6.1.0-18-amd64", Arch: "x86_64", Hostname: "bench1", CPUs: 2,
-		Start: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), DurationNS: durationNS,
-		CommandLine: []string{"klockstat", "-q", "--json", "a.json"},
-		Probe:       "rawtp", StackDepth: 16, Types: []string{"rwsem:W", "rwsem:R", "mutex", "spinlock"},
-	}, records...)
-	return c
-}
-
 // hostileDiff compares two captures whose every string tries to run script in the page.
 func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 	t.Helper()
-	b := diffCapture(t, 1e9,
-		rec(funcType, imgCanary, svgComm+"+0x10", svgComm, 1, 1, 0xffff888100000000, 5_000, 9_000),
-		rec("mutex", "", scriptBreak, commentOpen, 1, 2, 0xffff888100000040, 1_000),
-		rec("spinlock", "", "0xffffffffc0a81234", funcMarker, 1, 3, 0xffff888100000080, 2_000),
+	b := capturetest.Of(t, 1e9,
+		capturetest.Rec(funcType, imgCanary, svgComm+"+0x10", svgComm, 1, 1, 0xffff888100000000, 5_000, 9_000),
+		capturetest.Rec("mutex", "", scriptBreak, commentOpen, 1, 2, 0xffff888100000040, 1_000),
+		capturetest.Rec("spinlock", "", "0xffffffffc0a81234", funcMarker, 1, 3, 0xffff888100000080, 2_000),
 	)
-	a := diffCapture(t, 2e9,
-		rec(funcType, imgCanary, svgComm+"+0x20", svgComm, 2, 1, 0xffff888100000100, 50_000),
-		rec(scriptBreak, "", funcMarker, scriptBreak, 2, 2, 0xffff888100000140, 700),
+	a := capturetest.Of(t, 2e9,
+		capturetest.Rec(funcType, imgCanary, svgComm+"+0x20", svgComm, 2, 1, 0xffff888100000100, 50_000),
+		capturetest.Rec(scriptBreak, "", funcMarker, scriptBreak, 2, 2, 0xffff888100000140, 700),
 	)
 	b.Records[0].Stack = []string{"mutex_lock+0x3d", svgComm + "+0x10", "0xffffffffc0a85678"}
 	a.Records[0].Stack = []string{scriptBreak, "0xffffffffc0a85678"}
@@ -219,7 +156,7 @@ func syntheticCapture(n int) *capture.Capture {
 			hists[typ] = h
 		}
 		for range 1 + rng.IntN(60) {
-			addWait(&r, h, uint64(100*(1+rng.ExpFloat64()*float64(uint64(1)<<rng.IntN(17)))))
+			capturetest.AddWait(&r, h, uint64(100*(1+rng.ExpFloat64()*float64(uint64(1)<<rng.IntN(17)))))
 		}
 		c.Records = append(c.Records, r)
 	}
@@ -249,12 +186,12 @@ func mergedLocksCapture(t testing.TB, durationNS int64, scale uint64) (*capture.
 	locks := [2]capture.Addr{0xffff888104d2a0c8, 0xffff888104d2b1d0}
 	mmap := []string{"rwsem_down_write_slowpath+0x2a1", "down_write_killable+0x4f", "vm_mmap_pgoff+0xe0", "do_syscall_64+0x82"}
 	munmap := []string{"rwsem_down_write_slowpath+0x2a1", "down_write_killable+0x4f", "__vm_munmap+0x7d", "do_syscall_64+0x82"}
-	records := []testRecord{
-		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "proc-a", 100, 101, locks[0], 4_000*scale, 9_000*scale),
-		rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "proc-b", 200, 201, locks[1], 7_000*scale),
-		rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "proc-a", 100, 102, locks[0], 3_000*scale),
-		rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "proc-b", 200, 202, locks[1], 1_000*scale, 500*scale),
-		rec("mutex", "", "anon_pipe_write+0x43", "proc-b", 200, 203, 0xffff88810a6b3c40, 600*scale),
+	records := []capturetest.Record{
+		capturetest.Rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "proc-a", 100, 101, locks[0], 4_000*scale, 9_000*scale),
+		capturetest.Rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "proc-b", 200, 201, locks[1], 7_000*scale),
+		capturetest.Rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "proc-a", 100, 102, locks[0], 3_000*scale),
+		capturetest.Rec("rwsem:W", "mmap_lock", "__vm_munmap+0x7d", "proc-b", 200, 202, locks[1], 1_000*scale, 500*scale),
+		capturetest.Rec("mutex", "", "anon_pipe_write+0x43", "proc-b", 200, 203, 0xffff88810a6b3c40, 600*scale),
 	}
 	for i := range records {
 		if records[i].Caller == "vm_mmap_pgoff+0xe0" {
@@ -263,6 +200,6 @@ func mergedLocksCapture(t testing.TB, durationNS int64, scale uint64) (*capture.
 			records[i].Stack = munmap
 		}
 	}
-	c := diffCapture(t, durationNS, records...)
+	c := capturetest.Of(t, durationNS, records...)
 	return c, locks
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
 )
 
 var testKey = []byte("test key")
@@ -676,7 +677,7 @@ func TestHTMLDefaultTop(t *testing.T) {
 // uint64 holds: a wrapped sum would show 1969 waits.
 func saturatingCapture(t testing.TB) *capture.Capture {
 	t.Helper()
-	c := diffCapture(t, 1e9, rec("mutex", "", "f+0x1", "a", 1, 1, 0x10, 100), rec("mutex", "", "f+0x1", "b", 1, 2, 0x10, 100))
+	c := capturetest.Of(t, 1e9, capturetest.Rec("mutex", "", "f+0x1", "a", 1, 1, 0x10, 100), capturetest.Rec("mutex", "", "f+0x1", "b", 1, 2, 0x10, 100))
 	c.Records[0].Count, c.Records[0].TotalNS = math.MaxUint64, math.MaxUint64-10
 	c.Records[1].Count, c.Records[1].TotalNS = 1970, 1970
 	return c

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
 	"github.com/klockstat/klockstat/internal/inputfile"
 )
 
@@ -233,8 +234,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // encoded, and no page is rendered around it: the rendering tests cover the page. The seeds are
 // small, because the fuzzer spends its time minimising what grows from them.
 func FuzzReadInput(f *testing.F) {
-	small, _ := buildCapture(f, capture.Meta{Probe: "rawtp", MapSizes: map[string]uint32{"stacks": 64}},
-		testRecord{capture.Record{Type: "mutex", Comm: "<w>", Caller: "f+0x1", Stack: []string{"f+0x1"}}, []uint64{5, 900}})
+	small, _ := capturetest.Build(f, capture.Meta{Probe: "rawtp", MapSizes: map[string]uint32{"stacks": 64}},
+		capturetest.Record{Record: capture.Record{Type: "mutex", Comm: "<w>", Caller: "f+0x1", Stack: []string{"f+0x1"}}, Waits: []uint64{5, 900}})
 	js, err := json.Marshal(small)
 	if err != nil {
 		f.Fatal(err)
