@@ -405,10 +405,12 @@ func TestBrowserReport(t *testing.T) {
 // one page of rows, not all of them, and still sort and filter.
 func TestBrowserBigReport(t *testing.T) {
 	if testing.Short() {
-		t.Skip("skipping the 60 MB report in -short mode")
+		t.Skip("skipping the 13 MB report in -short mode")
 	}
 	c := syntheticCapture(100_000)
-	ctx := browser(t, c, HTMLOptions{Top: defaultTop})
+	ctx := browser(t, c, HTMLOptions{Top: defaultTop}) // logs how long until the first table page shows
+	// The charts are drawn before the page data is decoded, so they are there with the table.
+	checkChartsDrawn(t, ctx, reportChartIDs)
 	waitRows(t, ctx, "table-locks", defaultTop)
 	if got := eval[int](t, ctx, `document.querySelectorAll("tbody tr").length`); got > 3*defaultTop {
 		t.Errorf("%d table rows in the page, want one page per view", got)
