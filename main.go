@@ -217,6 +217,9 @@ Flags:
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if len(o.command) == 0 || o.durationSet {
+		o.cfg.Window = o.duration
+	}
 	if o.cfg.Spec, err = spec.Select(types); err != nil {
 		return nil, usageError{err}
 	}
@@ -239,11 +242,13 @@ func runCapture(o *captureOptions, stdout, stderr io.Writer) (int, error) {
 	defer coll.Close()
 
 	var (
-		work     *workload
-		cmdDone  <-chan error
-		exitCode *int
+		work              *workload
+		cmdDone           <-chan error
+		exitCode          *int
+		cmdStart, cmdExit time.Time
 	)
 	if len(o.command) > 0 {
+		cmdStart = time.Now()
 		if work, err = startWorkload(o.command); err != nil {
 			return 0, err
 		}
@@ -267,6 +272,7 @@ wait:
 		case <-deadline:
 			break wait
 		case err := <-cmdDone:
+			cmdExit = time.Now()
 			cmdDone = nil
 			exitCode = commandStatus(err)
 			break wait
@@ -289,6 +295,10 @@ wait:
 	// The outputs are written when the window ends, not when a command that outlives it exits:
 	// its exit status is then missing from them.
 	fillMeta(&c.Meta, o, exitCode)
+	if c.Timeline != nil && work != nil {
+		c.Timeline.CommandStartNS = sinceStart(c.Meta.Start, cmdStart)
+		c.Timeline.CommandEndNS = sinceStart(c.Meta.Start, cmdExit)
+	}
 	writeErr := writeOutputs(c, o, stdout, stderr)
 
 	status := 0
@@ -301,6 +311,15 @@ wait:
 		status = 128 + int(interrupted.(syscall.Signal))
 	}
 	return status, writeErr
+}
+
+// sinceStart is how long after start at was, or nil for a time that never came (zero).
+func sinceStart(start, at time.Time) *int64 {
+	if at.IsZero() {
+		return nil
+	}
+	ns := at.Sub(start).Nanoseconds()
+	return &ns
 }
 
 // commandStatus turns cmd.Wait's result into a shell-style exit status.

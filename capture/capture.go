@@ -20,6 +20,9 @@ type Capture struct {
 	// HoldHistograms has one histogram of hold times per lock type that had holds timed, in spec
 	// order; only the function-probe backends time holds.
 	HoldHistograms []Histogram `json:"hold_histograms"`
+	// Timeline is when the waits ended, or nil for a capture without one (klockstat before it, or a
+	// capture that ran without counting it).
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Meta describes how, where and with which settings a capture was taken, and how healthy it was.

@@ -20,6 +20,7 @@ func testCapture(t testing.TB) *Capture {
 	}
 	mutex := Histogram{Type: "mutex"}
 	mutex.Add(40_000)
+	cmdStart, cmdEnd := int64(1_200_000), int64(9_990_000_000)
 	mutexHold := Histogram{Type: "mutex"}
 	for _, ns := range []uint64{700, 1500, 300} {
 		mutexHold.Add(ns)
@@ -64,6 +65,10 @@ func testCapture(t testing.TB) *Capture {
 		},
 		Histograms:     []Histogram{spin, mutex},
 		HoldHistograms: []Histogram{mutexHold},
+		Timeline: &Timeline{BucketNS: 1 << 26, CommandStartNS: &cmdStart, CommandEndNS: &cmdEnd, Series: []TimelineSeries{
+			{Type: "spinlock", Count: []uint64{1, 0, 3}, TotalNS: []uint64{90, 0, 2210}},
+			{Type: "mutex", Count: []uint64{0, 1, 0}, TotalNS: []uint64{0, 40_000, 0}},
+		}},
 	}
 	c.Sort()
 	return c
@@ -179,6 +184,14 @@ func TestReadErrors(t *testing.T) {
 		{name: "in progress above count", change: func(c *Capture) { c.Records[2].InProgress = 2 }, want: "record 2: in_progress 2 > count 1"},
 		{name: "type without histogram", change: func(c *Capture) { c.Records[1].Type = "rwsem" }, want: `record 1: lock type "rwsem" has no histogram`},
 		{name: "type with space", change: func(c *Capture) { c.Records[1].Type = "spin lock" }, want: "record 1: bad lock type name \"spin lock\""},
+		{name: "timeline without width", change: func(c *Capture) { c.Timeline.BucketNS = 0 }, want: "timeline: bucket_ns is 0"},
+		{name: "timeline lengths", change: func(c *Capture) { c.Timeline.Series[1].TotalNS = []uint64{0} }, want: `timeline: series 1 ("mutex"): 3 counts and 1 totals, want 3 of each`},
+		{name: "timeline series lengths", change: func(c *Capture) {
+			s := &c.Timeline.Series[1]
+			s.Count, s.TotalNS = s.Count[:2], s.TotalNS[:2]
+		}, want: `timeline: series 1 ("mutex"): 2 counts and 2 totals, want 3 of each`},
+		{name: "timeline wait in no wait", change: func(c *Capture) { c.Timeline.Series[0].TotalNS[1] = 5 }, want: `bucket 1: 5 ns of wait in no wait`},
+		{name: "timeline type twice", change: func(c *Capture) { c.Timeline.Series[1].Type = "spinlock" }, want: `second series of lock type "spinlock"`},
 		{name: "negative duration", change: func(c *Capture) { c.Meta.DurationNS = -1 }, want: "meta: duration_ns -1"},
 		{name: "numeric address", edit: func(s string) string {
 			return strings.Replace(s, `"0xffff888100a3c2d8"`, "18446612136440005336", 1)

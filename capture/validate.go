@@ -26,6 +26,11 @@ func (c *Capture) Validate() error {
 	if err != nil {
 		return err
 	}
+	if c.Timeline != nil {
+		if err := c.Timeline.validate(); err != nil {
+			return fmt.Errorf("timeline: %w", err)
+		}
+	}
 	for i, r := range c.Records {
 		if err := r.validate(); err != nil {
 			return fmt.Errorf("record %d: %w", i, err)

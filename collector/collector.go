@@ -53,6 +53,9 @@ type Config struct {
 	MapSize    uint32         // entries of the aggregation, stack and per-thread maps
 	PIDs       []uint32       // capture only these processes (tgids); empty: all
 	Comm       string         // capture only processes whose main thread has this name
+	// Window is how long the capture is planned to run, which sizes the timeline's buckets; 0 when
+	// a command's exit ends it, and the buckets widen as it runs.
+	Window time.Duration
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -89,6 +92,7 @@ type Collector struct {
 	obj      *object
 	att      *attachment
 	stats    io.Closer // keeps kernel.bpf_stats_enabled on while open
+	timeline *timeline
 	start    time.Time
 	warnings []string
 }
@@ -161,8 +165,32 @@ func Start(cfg Config) (*Collector, error) {
 			return nil, err
 		}
 	}
-	c.start = time.Now()
+	if err := c.startTimeline(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// startTimeline starts the window: its start, from which the timeline's buckets count.
+func (c *Collector) startTimeline() error {
+	start, control := c.obj.coll.Variables["timeline_start"], c.obj.coll.Variables["timeline_control"]
+	if start == nil || control == nil {
+		return errors.New("the BPF object has no timeline variables (stale? run go generate ./...)")
+	}
+	now, err := monotonicNow()
+	if err != nil {
+		return err
+	}
+	c.start = time.Now()
+	if err := start.Set(now); err != nil {
+		return fmt.Errorf("starting the timeline: %w", err)
+	}
+	c.timeline = newTimeline(c.obj.maps.Timeline, control, len(c.cfg.Spec.Types), timelineShift(c.cfg.Window))
+	if c.cfg.Window <= 0 {
+		c.timeline.grow(c.start)
+	}
+	return nil
 }
 
 func (c *Collector) warn(format string, args ...any) {
@@ -248,6 +276,8 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		{s.FilterComm, cfg.Comm != ""},
 		{s.CommFilter, comm},
 		{s.FlagType, cfg.Spec.FlagTable()},
+		{s.TimelineTypes, uint32(len(cfg.Spec.Types))},
+		{s.TimelineControl, uint64(timelineShift(cfg.Window))},
 	})
 	if err != nil {
 		return err
@@ -260,6 +290,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {
 		m.MaxEntries = uint32(len(cfg.Spec.Types) * histBuckets)
 	}
+	s.Timeline.MaxEntries = uint32(2 * len(cfg.Spec.Types) * timelineBuckets)
 	s.PidFilter.MaxEntries = uint32(max(len(cfg.PIDs), 1))
 	for _, pid := range cfg.PIDs {
 		s.PidFilter.Contents = append(s.PidFilter.Contents, ebpf.MapKV{Key: pid, Value: uint8(1)})
@@ -402,6 +433,9 @@ func (c *Collector) Events() uint64 {
 
 // Close detaches and frees everything. It is safe to call more than once.
 func (c *Collector) Close() error {
+	if c.timeline != nil {
+		c.timeline.stopGrowing()
+	}
 	if c.att != nil {
 		c.att.close()
 	}

@@ -88,6 +88,46 @@ struct {
 	__uint(max_entries, 1);
 } spin_waits SEC(".maps");
 
+/* The timeline: per generation, lock type and bucket of the window, the
+ * waits that ended there; index (gen * timeline_types + type) *
+ * TIMELINE_BUCKETS + bucket. A bucket is 1 << shift ns wide, shift and gen
+ * in timeline_control (gen << 8 | shift). To double the width while the
+ * programs run, user space switches to the other generation at twice the
+ * width, and folds the one it left, which nothing writes any more
+ * (collector.timeline): per-CPU cells, no lock. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct timeline_cell);
+	__uint(max_entries, 2 * MAX_TYPES * TIMELINE_BUCKETS); /* resized to the types in use */
+} timeline SEC(".maps");
+
+/* Set by the loader before load. */
+const volatile __u32 timeline_types = 1;
+/* CLOCK_MONOTONIC at the start of the window, set when the probes are
+ * attached; waits ending before then count in the first bucket. */
+volatile __u64 timeline_start SEC(".data") = 0;
+volatile __u64 timeline_control SEC(".data") = 20;
+
+static __always_inline void timeline_add(__u32 type, __u64 end, __u64 delta)
+{
+	__u64 ctl = timeline_control, start = timeline_start, b = 0;
+	struct timeline_cell *c;
+	__u32 idx;
+
+	if (end > start)
+		b = (end - start) >> (ctl & 63);
+	/* A window longer than planned (a slow stop) ends in the last bucket. */
+	if (b >= TIMELINE_BUCKETS)
+		b = TIMELINE_BUCKETS - 1;
+	idx = (((ctl >> 8) & 1) * timeline_types + type) * TIMELINE_BUCKETS + b;
+	c = bpf_map_lookup_elem(&timeline, &idx);
+	if (c) {
+		c->count++;
+		c->total_ns += delta;
+	}
+}
+
 /* Log-linear wait histogram per lock type: index type*HIST_BUCKETS + bucket. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -287,8 +327,8 @@ static __always_inline __u32 hist_bucket(__u64 delta)
 
 /* record_in adds one wait (or hold) of w's key, spin of it spent spinning,
  * to an aggregation map and its type's histogram; lost is the counter of
- * what a full map drops. */
-static __always_inline void record_in(void *agg, void *hist, __u32 lost,
+ * what a full map drops. It returns whether the map had room. */
+static __always_inline bool record_in(void *agg, void *hist, __u32 lost,
 				      struct wait_slot *w, __u64 delta, __u64 spin)
 {
 	struct wait_key key = {
@@ -327,7 +367,7 @@ static __always_inline void record_in(void *agg, void *hist, __u32 lost,
 		err = bpf_map_update_elem(agg, &key, &init, BPF_NOEXIST);
 		if (err) {
 			count(lost, 1);
-			return;
+			return false;
 		}
 	}
 
@@ -335,11 +375,15 @@ static __always_inline void record_in(void *agg, void *hist, __u32 lost,
 	h = bpf_map_lookup_elem(hist, &idx);
 	if (h)
 		*h += 1;
+	return true;
 }
 
+/* record records a wait that began at w->ts and lasted delta: in the
+ * records, and, where they have room for it, the timeline. */
 static __always_inline void record(struct wait_slot *w, __u64 delta, __u64 spin)
 {
-	record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta, spin);
+	if (record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta, spin))
+		timeline_add(w->type, w->ts + delta, delta);
 }
 
 static __always_inline int on_end(__u64 lock, bool rescue)

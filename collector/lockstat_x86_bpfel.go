@@ -120,6 +120,12 @@ type lockstatStackScratch struct {
 	Fresh  lockstatPath
 }
 
+type lockstatTimelineCell struct {
+	_       structs.HostLayout
+	Count   uint64
+	TotalNs uint64
+}
+
 type lockstatWaitKey struct {
 	_     structs.HostLayout
 	Lock  uint64
@@ -177,6 +183,7 @@ const (
 	lockstatMapSpinWaits                 = "spin_waits"
 	lockstatMapStacks                    = "stacks"
 	lockstatMapThreadWaits               = "thread_waits"
+	lockstatMapTimeline                  = "timeline"
 	lockstatMapUnlearnable               = "unlearnable"
 	lockstatProgBtfContentionBegin       = "btf_contention_begin"
 	lockstatProgBtfContentionBeginRescue = "btf_contention_begin_rescue"
@@ -210,6 +217,9 @@ const (
 	lockstatVarSelfTgid                  = "self_tgid"
 	lockstatVarStackDepth                = "stack_depth"
 	lockstatVarStackSkip                 = "stack_skip"
+	lockstatVarTimelineControl           = "timeline_control"
+	lockstatVarTimelineStart             = "timeline_start"
+	lockstatVarTimelineTypes             = "timeline_types"
 	lockstatVarUnusedCounter             = "unused_counter"
 	lockstatVarUnusedFnInfo              = "unused_fn_info"
 	lockstatVarUnusedLockName            = "unused_lock_name"
@@ -298,6 +308,7 @@ type lockstatMapSpecs struct {
 	SpinWaits     *ebpf.MapSpec `ebpf:"spin_waits"`
 	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
 	ThreadWaits   *ebpf.MapSpec `ebpf:"thread_waits"`
+	Timeline      *ebpf.MapSpec `ebpf:"timeline"`
 	Unlearnable   *ebpf.MapSpec `ebpf:"unlearnable"`
 }
 
@@ -319,6 +330,9 @@ type lockstatVariableSpecs struct {
 	SelfTgid        *ebpf.VariableSpec `ebpf:"self_tgid"`
 	StackDepth      *ebpf.VariableSpec `ebpf:"stack_depth"`
 	StackSkip       *ebpf.VariableSpec `ebpf:"stack_skip"`
+	TimelineControl *ebpf.VariableSpec `ebpf:"timeline_control"`
+	TimelineStart   *ebpf.VariableSpec `ebpf:"timeline_start"`
+	TimelineTypes   *ebpf.VariableSpec `ebpf:"timeline_types"`
 	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedFnInfo    *ebpf.VariableSpec `ebpf:"unused_fn_info"`
 	UnusedLockName  *ebpf.VariableSpec `ebpf:"unused_lock_name"`
@@ -361,6 +375,7 @@ type lockstatMaps struct {
 	SpinWaits     *ebpf.Map `ebpf:"spin_waits"`
 	Stacks        *ebpf.Map `ebpf:"stacks"`
 	ThreadWaits   *ebpf.Map `ebpf:"thread_waits"`
+	Timeline      *ebpf.Map `ebpf:"timeline"`
 	Unlearnable   *ebpf.Map `ebpf:"unlearnable"`
 }
 
@@ -383,6 +398,7 @@ func (m *lockstatMaps) Close() error {
 		m.SpinWaits,
 		m.Stacks,
 		m.ThreadWaits,
+		m.Timeline,
 		m.Unlearnable,
 	)
 }
@@ -405,6 +421,9 @@ type lockstatVariables struct {
 	SelfTgid        *ebpf.Variable `ebpf:"self_tgid"`
 	StackDepth      *ebpf.Variable `ebpf:"stack_depth"`
 	StackSkip       *ebpf.Variable `ebpf:"stack_skip"`
+	TimelineControl *ebpf.Variable `ebpf:"timeline_control"`
+	TimelineStart   *ebpf.Variable `ebpf:"timeline_start"`
+	TimelineTypes   *ebpf.Variable `ebpf:"timeline_types"`
 	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedFnInfo    *ebpf.Variable `ebpf:"unused_fn_info"`
 	UnusedLockName  *ebpf.Variable `ebpf:"unused_lock_name"`

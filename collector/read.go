@@ -42,6 +42,10 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The window has ended: its timeline's buckets stop widening.
+	if err := c.timeline.stopGrowing(); err != nil {
+		return nil, err
+	}
 
 	progs, err := c.programStats()
 	if err != nil {
@@ -91,6 +95,9 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		cp.HoldHistograms = b.histograms(holdBuckets, holdStats)
 	}
 	cp.Records = b.records
+	if cp.Timeline, err = c.timeline.capture(c.cfg.Spec.Names(), duration); err != nil {
+		return nil, err
+	}
 	m := &cp.Meta
 	m.Start = c.start
 	m.DurationNS = duration.Nanoseconds()

@@ -14,6 +14,9 @@
 /* Log-linear histogram layout; must match capture.BucketIndex. */
 #define HIST_SUB_BITS 4
 #define HIST_BUCKETS 976
+/* Buckets of the timeline per lock type: the window fills at least half of
+ * them (collector.timelineShift). */
+#define TIMELINE_BUCKETS 256
 /* Waits open at once on one CPU: task, softirq, hardirq, NMI. */
 #define MAX_NEST 4
 /* Runs of our programs nested on one CPU (interrupts, or a lock one of our
@@ -56,6 +59,12 @@ enum lock_name {
 	LOCK_NAME_NONE = 0,
 	LOCK_NAME_MMAP = 1,    /* current->mm->mmap_lock */
 	LOCK_NAME_SIGHAND = 2, /* current->sighand->siglock */
+};
+
+/* One bucket of the timeline of one lock type: the waits that ended in it. */
+struct timeline_cell {
+	__u64 count;
+	__u64 total_ns;
 };
 
 struct wait_stats {

@@ -1,0 +1,206 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// timelineBuckets is TIMELINE_BUCKETS in lockstat.h.
+const timelineBuckets = 256
+
+// The timeline's buckets are powers of two of nanoseconds wide. A window of known length gets the
+// narrowest width whose buckets hold it with an eighth to spare for a slow stop, so it fills more than
+// timelineBuckets/2.25 (113) of them. A window of unknown length (a command without -d) starts with
+// buckets of 2^timelineFirstShift ns (256 of them hold 16.8 ms) and doubles them whenever seven eighths
+// are used, so that it too fills more than 7/16 of them (112) once it is 7.3 ms long.
+const timelineFirstShift = 16
+
+// timelineShift is the shift of the buckets of a window of length window, or of an unknown one for 0.
+func timelineShift(window time.Duration) uint {
+	if window <= 0 {
+		return timelineFirstShift
+	}
+	need := uint64(window) + uint64(window)/8
+	perBucket := (need + timelineBuckets - 1) / timelineBuckets
+	return uint(bits.Len64(perBucket - 1))
+}
+
+// timeline reads the BPF timeline map and doubles its width as the window grows. The programs write
+// one generation of the map at the width that timeline_control says; to double it, the control word
+// switches them to the other generation at twice the width, and the generation left, which no program
+// writes any more, is read into history, zeroed, and folded with it pair by pair.
+type timeline struct {
+	m       *ebpf.Map
+	control *ebpf.Variable
+	types   int
+	shift   uint
+	gen     uint32
+	history [][]lockstatTimelineCell // per type, what the generations left held, at the current width
+
+	mu   sync.Mutex // held by a fold
+	stop chan struct{}
+	done chan struct{}
+	err  error // of the last fold
+}
+
+func newTimeline(m *ebpf.Map, control *ebpf.Variable, types int, shift uint) *timeline {
+	t := &timeline{m: m, control: control, types: types, shift: shift, history: make([][]lockstatTimelineCell, types)}
+	for i := range t.history {
+		t.history[i] = make([]lockstatTimelineCell, timelineBuckets)
+	}
+	return t
+}
+
+// grow doubles the width whenever seven eighths of the buckets are used, from start, until stopped.
+func (t *timeline) grow(start time.Time) {
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(t.done)
+		for {
+			full := start.Add(time.Duration(uint64(7*timelineBuckets/8) << t.shift))
+			timer := time.NewTimer(time.Until(full))
+			select {
+			case <-t.stop:
+				timer.Stop()
+				return
+			case <-timer.C:
+				if err := t.fold(); err != nil {
+					t.err = err
+					return
+				}
+			}
+		}
+	}()
+}
+
+// stopGrowing ends grow and returns the error of a fold that failed.
+func (t *timeline) stopGrowing() error {
+	if t.stop != nil {
+		close(t.stop)
+		<-t.done
+		t.stop = nil
+	}
+	return t.err
+}
+
+func (t *timeline) fold() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	left := t.gen
+	if err := t.control.Set(uint64(left^1)<<8 | uint64(t.shift+1)); err != nil {
+		return fmt.Errorf("doubling the timeline's buckets: %w", err)
+	}
+	// A program that read the old control word before the switch is done with it within microseconds.
+	time.Sleep(10 * time.Millisecond)
+	cells, err := t.read(left)
+	if err != nil {
+		return err
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("clearing the timeline: %w", err)
+	}
+	keys := make([]uint32, t.types*timelineBuckets)
+	for i := range keys {
+		keys[i] = uint32(int(left)*t.types*timelineBuckets + i)
+	}
+	if _, err := t.m.BatchUpdate(keys, make([]lockstatTimelineCell, len(keys)*cpus), nil); err != nil {
+		return fmt.Errorf("clearing the timeline: %w", err)
+	}
+	for typ, h := range t.history {
+		for b := range h {
+			h[b].Count += cells[typ][b].Count
+			h[b].TotalNs += cells[typ][b].TotalNs
+		}
+		for b := range timelineBuckets / 2 {
+			h[b] = lockstatTimelineCell{Count: h[2*b].Count + h[2*b+1].Count, TotalNs: h[2*b].TotalNs + h[2*b+1].TotalNs}
+		}
+		clear(h[timelineBuckets/2:])
+	}
+	t.shift++
+	t.gen = left ^ 1
+	return nil
+}
+
+// read sums the cells of a generation over the CPUs, per type. One batch reads the whole map: a
+// fold must be quick, and a lookup per cell takes thousands of system calls.
+func (t *timeline) read(gen uint32) ([][]lockstatTimelineCell, error) {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("reading the timeline: %w", err)
+	}
+	n := int(t.m.MaxEntries())
+	keys := make([]uint32, n)
+	values := make([]lockstatTimelineCell, n*cpus)
+	var cursor ebpf.MapBatchCursor
+	got := 0
+	for got < n {
+		k, err := t.m.BatchLookup(&cursor, keys[got:], values[got*cpus:], nil)
+		got += k
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the timeline: %w", err)
+		}
+	}
+	cells := make([][]lockstatTimelineCell, t.types)
+	for typ := range cells {
+		cells[typ] = make([]lockstatTimelineCell, timelineBuckets)
+	}
+	first := int(gen) * t.types * timelineBuckets
+	for i, key := range keys[:got] {
+		at := int(key) - first
+		if at < 0 || at >= t.types*timelineBuckets {
+			continue
+		}
+		for _, c := range values[i*cpus : (i+1)*cpus] {
+			cells[at/timelineBuckets][at%timelineBuckets].Count += c.Count
+			cells[at/timelineBuckets][at%timelineBuckets].TotalNs += c.TotalNs
+		}
+	}
+	return cells, nil
+}
+
+// capture reads the timeline of a window of duration: the buckets it used, one series per type of
+// names with waits.
+func (t *timeline) capture(names []string, duration time.Duration) (*capture.Timeline, error) {
+	if err := t.stopGrowing(); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cells, err := t.read(t.gen)
+	if err != nil {
+		return nil, err
+	}
+	width := uint64(1) << t.shift
+	n := min(int((uint64(duration)+width-1)/width), timelineBuckets)
+	tl := &capture.Timeline{BucketNS: width}
+	for typ, name := range names {
+		s := capture.TimelineSeries{Type: name, Count: make([]uint64, timelineBuckets), TotalNS: make([]uint64, timelineBuckets)}
+		var waits uint64
+		for b := range timelineBuckets {
+			s.Count[b] = cells[typ][b].Count + t.history[typ][b].Count
+			s.TotalNS[b] = cells[typ][b].TotalNs + t.history[typ][b].TotalNs
+			if s.Count[b] > 0 {
+				waits += s.Count[b]
+				n = max(n, b+1)
+			}
+		}
+		if waits > 0 {
+			tl.Series = append(tl.Series, s)
+		}
+	}
+	for i := range tl.Series {
+		tl.Series[i].Count, tl.Series[i].TotalNS = tl.Series[i].Count[:n], tl.Series[i].TotalNS[:n]
+	}
+	return tl, nil
+}

@@ -1,0 +1,84 @@
+package collector
+
+import (
+	"testing"
+	"time"
+
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+func TestTimelineShift(t *testing.T) {
+	for _, window := range []time.Duration{time.Millisecond, 3 * time.Second, 10 * time.Second, time.Hour, 30 * 24 * time.Hour} {
+		shift := timelineShift(window)
+		width := time.Duration(1) << shift
+		used := (window + width - 1) / width
+		// The buckets hold the window and an eighth more, and it fills at least 100 of them.
+		if (timelineBuckets*width) < window+window/8 || used < 100 {
+			t.Errorf("window %v: buckets of %v, %d of %d used", window, width, used, timelineBuckets)
+		}
+	}
+	if got := timelineShift(0); got != timelineFirstShift {
+		t.Errorf("an open window starts with shift %d, want %d", got, timelineFirstShift)
+	}
+}
+
+// TestTimelineAddsUpToRecords captures real contention, in a window of known length and in one whose
+// buckets widen as it runs, and checks that the timeline counts every recorded wait that ended, in
+// buckets that cover the window.
+func TestTimelineAddsUpToRecords(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, window := range []time.Duration{3 * time.Second, 0} {
+		t.Run("window="+window.String(), func(t *testing.T) {
+			cfg := defaultConfig(t)
+			cfg.Window = window
+			cp := capture1(t, cfg, func() {
+				waitContend(t, startContend(t, "-lock", "mmap,pipe", "-threads", "4", "-duration", "1500ms"))
+			})
+			tl := cp.Timeline
+			if tl == nil {
+				t.Fatal("no timeline")
+			}
+			buckets := uint64(tl.Buckets())
+			if buckets < 100 || buckets > timelineBuckets || tl.BucketNS*buckets < uint64(cp.Meta.DurationNS) {
+				t.Errorf("%d buckets of %d ns for a window of %d ns", buckets, tl.BucketNS, cp.Meta.DurationNS)
+			}
+			if window == 0 && tl.BucketNS <= 1<<timelineFirstShift {
+				t.Errorf("buckets of %d ns after %v: they did not widen", tl.BucketNS, cp.Meta.Duration())
+			}
+			ended := map[string]uint64{}
+			endedNS := map[string]uint64{}
+			open := map[string]bool{}
+			for _, r := range cp.Records {
+				ended[r.Type] += r.Count - r.InProgress
+				endedNS[r.Type] += r.TotalNS
+				open[r.Type] = open[r.Type] || r.InProgress > 0
+			}
+			var waits uint64
+			for _, s := range tl.Series {
+				var n, ns uint64
+				for b := range s.Count {
+					n += s.Count[b]
+					ns += s.TotalNS[b]
+				}
+				if n != ended[s.Type] {
+					t.Errorf("%s: the timeline counts %d waits, the records %d that ended", s.Type, n, ended[s.Type])
+				}
+				// A wait in progress at the end is charged in its record only.
+				if !open[s.Type] && ns != endedNS[s.Type] {
+					t.Errorf("%s: the timeline counts %d ns of wait, the records %d", s.Type, ns, endedNS[s.Type])
+				}
+				waits += n
+				delete(ended, s.Type)
+			}
+			for typ, n := range ended {
+				if n > 0 {
+					t.Errorf("%s: %d waits ended, no series in the timeline", typ, n)
+				}
+			}
+			if waits == 0 || waits != cp.Meta.Events.Waits-cp.Meta.Events.InProgress {
+				t.Errorf("the timeline counts %d waits, the capture %d recorded of which %d in progress", waits, cp.Meta.Events.Waits, cp.Meta.Events.InProgress)
+			}
+			t.Logf("%d waits in %d buckets of %v", waits, buckets, time.Duration(tl.BucketNS))
+		})
+	}
+}
