@@ -217,9 +217,6 @@ Flags:
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if len(o.command) == 0 || o.durationSet {
-		o.cfg.Window = o.duration
-	}
 	if o.cfg.Spec, err = spec.Select(types); err != nil {
 		return nil, usageError{err}
 	}

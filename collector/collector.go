@@ -53,9 +53,6 @@ type Config struct {
 	MapSize    uint32         // entries of the aggregation, stack and per-thread maps
 	PIDs       []uint32       // capture only these processes (tgids); empty: all
 	Comm       string         // capture only processes whose main thread has this name
-	// Window is how long the capture is planned to run, which sizes the timeline's buckets; 0 when
-	// a command's exit ends it, and the buckets widen as it runs.
-	Window time.Duration
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -186,10 +183,8 @@ func (c *Collector) startTimeline() error {
 	if err := start.Set(now); err != nil {
 		return fmt.Errorf("starting the timeline: %w", err)
 	}
-	c.timeline = newTimeline(c.obj.maps.Timeline, control, len(c.cfg.Spec.Types), timelineShift(c.cfg.Window))
-	if c.cfg.Window <= 0 {
-		c.timeline.grow(c.start)
-	}
+	c.timeline = newTimeline(c.obj.maps.Timeline, control, len(c.cfg.Spec.Types))
+	c.timeline.grow(c.start)
 	return nil
 }
 
@@ -277,7 +272,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		{s.CommFilter, comm},
 		{s.FlagType, cfg.Spec.FlagTable()},
 		{s.TimelineTypes, uint32(len(cfg.Spec.Types))},
-		{s.TimelineControl, uint64(timelineShift(cfg.Window))},
+		{s.TimelineControl, uint64(timelineFirstShift)},
 	})
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"sync"
 	"time"
 
@@ -15,22 +14,11 @@ import (
 // timelineBuckets is TIMELINE_BUCKETS in lockstat.h.
 const timelineBuckets = 256
 
-// The timeline's buckets are powers of two of nanoseconds wide. A window of known length gets the
-// narrowest width whose buckets hold it with an eighth to spare for a slow stop, so it fills more than
-// timelineBuckets/2.25 (113) of them. A window of unknown length (a command without -d) starts with
-// buckets of 2^timelineFirstShift ns (256 of them hold 16.8 ms) and doubles them whenever seven eighths
-// are used, so that it too fills more than 7/16 of them (112) once it is 7.3 ms long.
+// The timeline's buckets are powers of two of nanoseconds wide. A window starts with buckets of
+// 2^timelineFirstShift ns (256 of them hold 16.8 ms), which double whenever seven eighths are used: a
+// window of any length (a command's, which ends when it exits, or one that -d or a signal ends) then
+// fills more than 7/16 of them (112) once it is 7.3 ms long.
 const timelineFirstShift = 16
-
-// timelineShift is the shift of the buckets of a window of length window, or of an unknown one for 0.
-func timelineShift(window time.Duration) uint {
-	if window <= 0 {
-		return timelineFirstShift
-	}
-	need := uint64(window) + uint64(window)/8
-	perBucket := (need + timelineBuckets - 1) / timelineBuckets
-	return uint(bits.Len64(perBucket - 1))
-}
 
 // timeline reads the BPF timeline map and doubles its width as the window grows. The programs write
 // one generation of the map at the width that timeline_control says; to double it, the control word
@@ -50,8 +38,8 @@ type timeline struct {
 	err  error // of the last fold
 }
 
-func newTimeline(m *ebpf.Map, control *ebpf.Variable, types int, shift uint) *timeline {
-	t := &timeline{m: m, control: control, types: types, shift: shift, history: make([][]lockstatTimelineCell, types)}
+func newTimeline(m *ebpf.Map, control *ebpf.Variable, types int) *timeline {
+	t := &timeline{m: m, control: control, types: types, shift: timelineFirstShift, history: make([][]lockstatTimelineCell, types)}
 	for i := range t.history {
 		t.history[i] = make([]lockstatTimelineCell, timelineBuckets)
 	}

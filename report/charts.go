@@ -359,7 +359,7 @@ func waitRanges(hists []capture.Histogram) ([]waitRange, [][]uint64) {
 
 // reportCharts builds the report's four charts. byCaller holds the groups with waits only;
 // holdHists the histograms of hold times, if any.
-func reportCharts(types []typeSummary, holdHists []capture.Histogram, byCaller []capture.Group, top int, ms measure) (chartSet, error) {
+func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *capture.Timeline, byCaller []capture.Group, top int, ms measure) (chartSet, error) {
 	var total uint64
 	slices := make([]slice, len(types))
 	hists := make([]capture.Histogram, len(types))
@@ -461,7 +461,7 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, byCaller [
 	if len(holdHists) > 0 {
 		boxCaption += " The legend switches to hold times: acquire return to release."
 	}
-	return renderCharts([]builtChart{
+	built := []builtChart{
 		{chart: chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
 			options: doughnut(slices, FormatDuration(float64(total)), "total "+ms.Time), tips: [][]tip{doughnutTips}},
 		{chart: chart{ID: "klockBox", Title: title(ms.Time + " distribution by lock type"), Caption: boxCaption, Height: 340},
@@ -470,7 +470,12 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, byCaller [
 			options: histogram(ranges, bars, ms.Time+" time (range start)", ms.Events, false), tips: [][]tip{histTips}},
 		{chart: chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(callers), Wide: true},
 			options: hbars(callers, "total "+ms.Time), formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{callerTips}},
-	})
+	}
+	if timeline != nil && len(timeline.Series) > 0 {
+		// After the doughnut and the box chart, before the histogram.
+		built = append(built[:2], append([]builtChart{timelineChart(timeline, colors)}, built[2:]...)...)
+	}
+	return renderCharts(built)
 }
 
 func percent(share float64) string { return strconv.FormatFloat(100*share, 'f', 1, 64) + "%" }

@@ -124,6 +124,9 @@ func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
 		)})
 	}
 
+	if timeline, ok := diffTimelineChart(d); ok {
+		built = append(built, timeline)
+	}
 	return renderCharts(append(built,
 		builtChart{chart: chart{ID: "klockDiffHistogram", Title: "Wait time histogram, before and after", Caption: "Waits" + per + " per power-of-two range of wait time (log scale), all lock types, the two captures overlaid.", Height: 360, Wide: true},
 			options: histogram(ranges, bars, "wait time (range start)", "waits"+perUnit, true), tips: [][]tip{histTips}},

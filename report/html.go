@@ -102,7 +102,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 
 	ms := measureOf(m)
 	if !p.Empty {
-		charts, err := reportCharts(types, c.HoldHistograms, contended, o.Top, ms)
+		charts, err := reportCharts(types, c.HoldHistograms, c.Timeline, contended, o.Top, ms)
 		if err != nil {
 			return nil, err
 		}

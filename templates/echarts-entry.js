@@ -2,11 +2,11 @@
 // echarts.min.js: the charts and components report/charts.go builds options for, drawn on a canvas.
 // A chart or component added there must be added here too.
 import { init, getInstanceByDom, use, format } from "echarts/core";
-import { PieChart, BarChart, BoxplotChart } from "echarts/charts";
-import { TooltipComponent, LegendComponent, TitleComponent, GridComponent } from "echarts/components";
+import { PieChart, BarChart, BoxplotChart, LineChart } from "echarts/charts";
+import { TooltipComponent, LegendComponent, TitleComponent, GridComponent, MarkLineComponent } from "echarts/components";
 import { CanvasRenderer } from "echarts/renderers";
 
-use([PieChart, BarChart, BoxplotChart, TooltipComponent, LegendComponent, TitleComponent, GridComponent, CanvasRenderer]);
+use([PieChart, BarChart, BoxplotChart, LineChart, TooltipComponent, LegendComponent, TitleComponent, GridComponent, MarkLineComponent, CanvasRenderer]);
 
 // What page.js and the tests call.
 window.echarts = { init, getInstanceByDom, format };
