@@ -73,9 +73,14 @@ func (k *kernel) symbols() (*kallsyms.Table, error) {
 }
 
 // kstackShifters names the functions that move the kernel stack by a random
-// offset at each syscall when randomize_kstack_offset is on: x86-64 (64-bit
-// and compat entries) and arm64. Names a kernel lacks are ignored.
-var kstackShifters = []string{"do_syscall_64", "__do_fast_syscall_32", "do_fast_syscall_32", "do_int80_syscall_32", "do_int80_emulation", "invoke_syscall"}
+// offset at each syscall when randomize_kstack_offset is on, and whose
+// callers, above the offset, a path does not compare: so each must have the
+// same callers whenever it runs. x86-64: the 64-bit and int 0x80 entries.
+// Not the 32-bit fast syscall (do_fast_syscall_32), entered through either
+// SYSENTER or SYSCALL: paths through it are compared in full, which the
+// offset defeats, so they are walked. arm64: invoke_syscall, whose callers
+// differ for AArch32 tasks only. Names a kernel lacks are ignored.
+var kstackShifters = []string{"do_syscall_64", "do_int80_syscall_32", "do_int80_emulation", "invoke_syscall"}
 
 // keySkipped names the tracepoint machinery between a tracepoint probe and
 // the traced code: __traceiter_* runs once two programs are attached.
