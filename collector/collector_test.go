@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -511,11 +512,14 @@ type workload struct {
 }
 
 // startWorkload starts contend paused, to run for a minute at most once
-// run is called; stopWhen ends it.
+// run is called (unless args give a -duration); stopWhen ends it.
 func startWorkload(t *testing.T, args ...string) *workload {
 	t.Helper()
+	if !slices.Contains(args, "-duration") {
+		args = append(args, "-duration", time.Minute.String())
+	}
 	args = append([]string{"-c", `read go && exec "$0" "$@"`, testenv.Build(t, "./examples/contend")}, args...)
-	w := &workload{cmd: exec.Command("/bin/sh", append(args, "-duration", time.Minute.String())...)}
+	w := &workload{cmd: exec.Command("/bin/sh", args...)}
 	var err error
 	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -17,10 +17,10 @@ import (
 // which the stop charges as in progress.
 func TestStartAndStopInsideContention(t *testing.T) {
 	testenv.RequireRoot(t)
-	w := startWorkload(t, "-lock", "spin,mmap,pipe", "-threads", "4")
+	// Up to 8 captures while the workload lasts: under emulation (the
+	// kernel matrix) starting and stopping take tens of seconds.
+	w := startWorkload(t, "-lock", "spin,mmap,pipe", "-threads", "4", "-duration", "2m")
 	w.run(t)
-	// Up to 8 captures while the workload's minute lasts: under emulation
-	// (the kernel matrix) starting and stopping alone take seconds.
 	captures := 0
 	for i := range 8 {
 		cfg := defaultConfig(t)
