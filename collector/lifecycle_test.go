@@ -29,7 +29,7 @@ func TestStartAndStopInsideContention(t *testing.T) {
 		if err != nil {
 			t.Fatalf("start %d: %v", i, err)
 		}
-		inside := w.waitEvents(c, 200)
+		inside := w.waitEvents(c, 50)
 		cp, err := c.Stop()
 		c.Close()
 		if err != nil {
@@ -49,8 +49,8 @@ func TestStartAndStopInsideContention(t *testing.T) {
 		}
 	}
 	w.check(t)
-	if captures < 2 {
-		t.Fatalf("the workload ended after %d captures inside it, want at least 2:\n%s", captures, w.out.String())
+	if captures == 0 {
+		t.Fatalf("the workload ended before a capture saw 50 of its events:\n%s", w.out.String())
 	}
 }
 
