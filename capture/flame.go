@@ -56,8 +56,9 @@ func FlameGraphs(records []Record, maxNodes int) []FlameTree {
 	}
 
 	// The graph of all types, then one trie holding the per-type graphs under a root each.
-	all := newFlameTrie(1)
-	perType := newFlameTrie(len(types))
+	// Room for a few nodes per record: the map would otherwise grow many times over at 100,000.
+	all := newFlameTrie(1, 4*len(records))
+	perType := newFlameTrie(len(types), 4*len(records))
 	path := make([]int32, 0, 32)
 	for _, r := range records {
 		if r.Count == 0 {
@@ -88,10 +89,12 @@ type flameTrie struct {
 	total  []uint64
 	count  []uint64
 	child  map[uint64]int32 // parent<<32 | name -> node
+	first  []int32          // the children of node i are kids[first[i]:first[i+1]] (children)
+	kids   []int32
 }
 
-func newFlameTrie(roots int) *flameTrie {
-	t := &flameTrie{child: map[uint64]int32{}}
+func newFlameTrie(roots, sizeHint int) *flameTrie {
+	t := &flameTrie{child: make(map[uint64]int32, sizeHint)}
 	for range roots {
 		t.node(-1, -1)
 	}
@@ -129,26 +132,34 @@ func (t *flameTrie) charge(node int32, ns, n uint64) {
 	t.count[node], _ = addSaturating(t.count[node], n)
 }
 
-// tree lays out the tree under root, keeping its maxNodes widest nodes.
-func (t *flameTrie) tree(root int32, typ string, nameOf []string, maxNodes int) FlameTree {
-	// The children of each node, from the parent links.
-	first := make([]int32, len(t.name)+1)
+// children indexes the children of every node, from the parent links, once for all the trees of t.
+func (t *flameTrie) children() {
+	if t.first != nil {
+		return
+	}
+	t.first = make([]int32, len(t.name)+1)
 	for _, p := range t.parent {
 		if p >= 0 {
-			first[p+1]++
+			t.first[p+1]++
 		}
 	}
 	for i := range len(t.name) {
-		first[i+1] += first[i]
+		t.first[i+1] += t.first[i]
 	}
-	kids := make([]int32, len(t.name))
-	fill := slices.Clone(first[:len(t.name)])
+	t.kids = make([]int32, len(t.name))
+	fill := slices.Clone(t.first[:len(t.name)])
 	for i, p := range t.parent {
 		if p >= 0 {
-			kids[fill[p]] = int32(i)
+			t.kids[fill[p]] = int32(i)
 			fill[p]++
 		}
 	}
+}
+
+// tree lays out the tree under root, keeping its maxNodes widest nodes.
+func (t *flameTrie) tree(root int32, typ string, nameOf []string, maxNodes int) FlameTree {
+	t.children()
+	first, kids := t.first, t.kids
 
 	// Only nodes wider than the limit's cut stay; a tie at the cut drops all its nodes, so the limit
 	// holds.

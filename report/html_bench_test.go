@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/internal/testenv"
 )
 
@@ -96,4 +97,16 @@ func pythonJSONTime(b *testing.B, in, out string) time.Duration {
 	}
 	defer os.Remove(out)
 	return time.Since(start)
+}
+
+// BenchmarkFlameGraphs lays out the flame graphs of a report, the part of WriteHTML that runs beside
+// the interning of the records.
+func BenchmarkFlameGraphs(b *testing.B) {
+	c := syntheticCapture(100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if trees := capture.FlameGraphs(c.Records, flameNodes); len(trees) == 0 {
+			b.Fatal("no flame graphs")
+		}
+	}
 }
