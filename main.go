@@ -155,6 +155,7 @@ Flags:
 	fs.StringVar(&o.cfg.Comm, "comm", "", "capture only processes whose main thread is named `NAME`")
 	fs.IntVar(&o.cfg.StackDepth, "stack-depth", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
 	fs.Uint32Var(&mapSize, "map-size", 65536, "entries of the BPF aggregation, stack and per-thread maps")
+	fs.BoolVar(&o.cfg.Owners, "owners", false, "charge each wait to the lock's owner when it began, with the owner's state (tracepoint backends; see README)")
 	fs.StringVar(&o.cfg.Probe, "probe", "auto", "probe backend: "+strings.Join(collector.BackendNames(), ", ")+
 		" (auto: the contention tracepoints where the kernel has them, else the lock functions with fentry, else kprobes)")
 

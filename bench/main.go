@@ -135,9 +135,10 @@ func run() error {
 
 	configs := []config{
 		{name: "empty BPF program (floor)", probe: func() (probe, error) { return startEmpty() }},
-		{name: "klockstat, no stacks", probe: klockstatProbe(spec, 0, 65536)},
-		{name: "klockstat, default (stack depth 16)", probe: klockstatProbe(spec, 16, 65536)},
-		{name: "klockstat, stack depth 127", probe: klockstatProbe(spec, 127, 65536)},
+		{name: "klockstat, no stacks", probe: klockstatProbe(spec, 0, 65536, false)},
+		{name: "klockstat, default (stack depth 16)", probe: klockstatProbe(spec, 16, 65536, false)},
+		{name: "klockstat, default with --owners", probe: klockstatProbe(spec, 16, 65536, true)},
+		{name: "klockstat, stack depth 127", probe: klockstatProbe(spec, 127, 65536, false)},
 		{name: "bpftrace, same data (stack depth 16)", probe: func() (probe, error) { return startBpftrace(16) }},
 		{name: "bpftrace, same data (stack depth 127)", probe: func() (probe, error) { return startBpftrace(127) }},
 		{name: "perf lock record -a", probe: func() (probe, error) { return startPerf() }},
@@ -308,10 +309,11 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// klockstatProbe captures system-wide, as klockstat does by default.
-func klockstatProbe(spec *lockspec.Spec, depth int, mapSize uint32) func() (probe, error) {
+// klockstatProbe captures system-wide, as klockstat does by default, with
+// lock owners or without.
+func klockstatProbe(spec *lockspec.Spec, depth int, mapSize uint32, owners bool) func() (probe, error) {
 	return func() (probe, error) {
-		c, err := collector.Start(collector.Config{Spec: spec, Probe: "auto", StackDepth: depth, MapSize: mapSize})
+		c, err := collector.Start(collector.Config{Spec: spec, Probe: "auto", StackDepth: depth, MapSize: mapSize, Owners: owners})
 		if err != nil {
 			return nil, err
 		}

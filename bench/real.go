@@ -95,7 +95,9 @@ func selectReal(list string) ([]realWorkload, error) {
 type realResult struct {
 	klockstat, bpftrace, empty []float64 // ns/event per round
 	noStacks                   []float64 // klockstat --stack-depth 0: pairing and recording alone
+	owners                     []float64 // klockstat --owners
 	toBpftrace, toEmpty        []float64 // klockstat's ratios per round
+	ownersToDefault            []float64 // klockstat --owners / klockstat, per round
 	events                     uint64    // klockstat's events, all rounds
 	seconds                    float64
 	walked                     []string
@@ -118,8 +120,9 @@ func measureReal(o options, spec *lockspec.Spec, w realWorkload) (realResult, er
 	starts := []func() (probe, error){
 		func() (probe, error) { return startBpftrace(16) },
 		func() (probe, error) { return startEmpty() },
-		klockstatProbe(spec, 0, 65536),
-		klockstatProbe(spec, 16, 65536),
+		klockstatProbe(spec, 0, 65536, false),
+		klockstatProbe(spec, 16, 65536, false),
+		klockstatProbe(spec, 16, 65536, true),
 	}
 	for range o.rounds {
 		var (
@@ -149,8 +152,10 @@ func measureReal(o options, spec *lockspec.Spec, w realWorkload) (realResult, er
 		if err := errors.Join(errs...); err != nil {
 			return r, err
 		}
-		br, er, nr, kr := results[0], results[1], results[2], results[3]
+		br, er, nr, kr, or := results[0], results[1], results[2], results[3], results[4]
 		r.klockstat = append(r.klockstat, kr.nsPerEvent)
+		r.owners = append(r.owners, or.nsPerEvent)
+		r.ownersToDefault = append(r.ownersToDefault, or.nsPerEvent/kr.nsPerEvent)
 		r.noStacks = append(r.noStacks, nr.nsPerEvent)
 		r.bpftrace = append(r.bpftrace, br.nsPerEvent)
 		r.empty = append(r.empty, er.nsPerEvent)
@@ -189,18 +194,18 @@ func (r realResult) row(name string) string {
 		}
 		return fmt.Sprintf(format, m)
 	}
-	return fmt.Sprintf("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |", name, float64(r.events)/r.seconds,
-		cell(r.klockstat, "%.0f"), cell(r.noStacks, "%.0f"), cell(r.bpftrace, "%.0f"), cell(r.empty, "%.0f"),
-		cell(r.toBpftrace, "%.2fx"), cell(r.toEmpty, "%.1fx"), strings.Join(r.walked, " "), lostCell(r.lost, r.rescued))
+	return fmt.Sprintf("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", name, float64(r.events)/r.seconds,
+		cell(r.klockstat, "%.0f"), cell(r.noStacks, "%.0f"), cell(r.owners, "%.0f"), cell(r.bpftrace, "%.0f"), cell(r.empty, "%.0f"),
+		cell(r.toBpftrace, "%.2fx"), cell(r.toEmpty, "%.1fx"), cell(r.ownersToDefault, "%.2fx"), strings.Join(r.walked, " "), lostCell(r.lost, r.rescued))
 }
 
 // realTable measures every selected real workload and prints one row each,
 // then the median and the largest ratio to bpftrace over them.
 func realTable(o options, spec *lockspec.Spec, workloads []realWorkload) error {
-	fmt.Printf("\n### Real workloads (%v per run, %d rounds; klockstat, klockstat without stacks, bpftrace and the empty program attached together)\n\n", o.duration, o.rounds)
-	fmt.Println("| workload | events/s | klockstat ns/event | without stacks | bpftrace kstack(16) ns/event | empty program ns/event | klockstat / bpftrace | klockstat / empty | stacks walked, per round | events lost (all rounds) |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
-	var ratios []float64
+	fmt.Printf("\n### Real workloads (%v per run, %d rounds; klockstat, klockstat without stacks, klockstat --owners, bpftrace and the empty program attached together)\n\n", o.duration, o.rounds)
+	fmt.Println("| workload | events/s | klockstat ns/event | without stacks | with --owners | bpftrace kstack(16) ns/event | empty program ns/event | klockstat / bpftrace | klockstat / empty | --owners / klockstat | stacks walked, per round | events lost (all rounds) |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+	var ratios, owners []float64
 	for _, w := range workloads {
 		r, err := measureReal(o, spec, w)
 		if err != nil {
@@ -210,9 +215,15 @@ func realTable(o options, spec *lockspec.Spec, workloads []realWorkload) error {
 		if m := median(r.toBpftrace); !math.IsNaN(m) && !math.IsInf(m, 0) {
 			ratios = append(ratios, m)
 		}
+		if m := median(r.ownersToDefault); !math.IsNaN(m) && !math.IsInf(m, 0) {
+			owners = append(owners, m)
+		}
 	}
 	if len(ratios) > 0 {
 		fmt.Printf("\nklockstat / bpftrace over %d workloads: median %.2fx, largest %.2fx.\n", len(ratios), median(ratios), slices.Max(ratios))
+	}
+	if len(owners) > 0 {
+		fmt.Printf("\nklockstat --owners / klockstat over %d workloads: median %.2fx, largest %.2fx.\n", len(owners), median(owners), slices.Max(owners))
 	}
 	return nil
 }

@@ -23,6 +23,9 @@ type Capture struct {
 	// Timeline is when the waits ended, or nil for a capture without one (klockstat before it, or a
 	// capture that ran without counting it).
 	Timeline *Timeline `json:"timeline,omitempty"`
+	// Owners has the waits charged to the lock owners found when they began, and those whose owner
+	// was unknown, by reason; sorted by SortOwners. Empty when owners were not captured.
+	Owners []Owner `json:"owners"`
 }
 
 // Meta describes how, where and with which settings a capture was taken, and how healthy it was.
@@ -230,6 +233,7 @@ func (c Capture) MarshalJSON() ([]byte, error) {
 	c.Records = nonNil(c.Records)
 	c.Histograms = nonNil(c.Histograms)
 	c.HoldHistograms = nonNil(c.HoldHistograms)
+	c.Owners = nonNil(c.Owners)
 	return json.Marshal(plain(c))
 }
 

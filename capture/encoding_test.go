@@ -69,6 +69,11 @@ func testCapture(t testing.TB) *Capture {
 			{Type: "spinlock", Count: []uint64{1, 0, 3}, TotalNS: []uint64{90, 0, 2210}},
 			{Type: "mutex", Count: []uint64{0, 1, 0}, TotalNS: []uint64{0, 40_000, 0}},
 		}},
+		Owners: []Owner{
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Comm: "kworker\x1b]0;pwn\x07", PID: 7, TID: 9, Count: 1, TotalNS: 40_000,
+				Stack: []string{"__schedule+0x2a1", "0xffffffff81000000"}, States: []OwnerState{{State: OwnerDiskSleep, Count: 1, TotalNS: 40_000}}},
+			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Reason: OwnerNoField, Count: 5, TotalNS: 1_003_170, Stack: []string{}, States: []OwnerState{}},
+		},
 	}
 	c.Sort()
 	return c
@@ -108,7 +113,7 @@ func TestEmptyListsEncodeAsArrays(t *testing.T) {
 		t.Errorf("nil lists encoded as null:\n%s", data)
 	}
 	for _, want := range []string{`"command_line": []`, `"workload": []`, `"types": []`, `"pids": []`, `"map_sizes": {}`,
-		`"lost": []`, `"programs": []`, `"warnings": []`, `"stack": []`, `"buckets": []`} {
+		`"lost": []`, `"programs": []`, `"warnings": []`, `"stack": []`, `"buckets": []`, `"owners": []`} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("encoding lacks %s:\n%s", want, data)
 		}
@@ -174,6 +179,11 @@ func TestReadErrors(t *testing.T) {
 		{name: "zero count", change: func(c *Capture) { c.Records[2].Count = 0 }, want: "record 2: count and hold_count are 0"},
 		{name: "holds only but a wait time", change: func(c *Capture) { c.Records[3].MaxNS = 5 }, want: "record 3: no waits, but total_ns 0, min_ns 0, max_ns 5"},
 		{name: "spin above total", change: func(c *Capture) { c.Records[2].SpinNS = 481 }, want: "record 2: spin_ns 481 > total_ns 480"},
+		{name: "owner without waits", change: func(c *Capture) { c.Owners[0].Count = 0 }, want: "owner 0: count is 0"},
+		{name: "owner neither known nor not", change: func(c *Capture) { c.Owners[1].Reason = "" }, want: "owner 1: neither an owner thread nor a reason"},
+		{name: "unknown owner with a thread", change: func(c *Capture) { c.Owners[1].TID = 3 }, want: "owner 1: owner thread 3 or states, but unknown: the lock records no owner"},
+		{name: "owner state unknown", change: func(c *Capture) { c.Owners[0].States[0].State = "zombie" }, want: `owner 0: unknown owner state "zombie"`},
+		{name: "owner states above the owner", change: func(c *Capture) { c.Owners[0].States[0].TotalNS++ }, want: "owner 0: states count 1 waits and 40001 ns, more than the owner's 1 and 40000"},
 		{name: "hold total below hold max", change: func(c *Capture) { c.Records[3].HoldTotalNS = 10 }, want: "record 3: hold_total_ns 10 < hold_max_ns 1500"},
 		{name: "hold time without holds", change: func(c *Capture) { c.Records[0].HoldMaxNS = 10 }, want: "record 0: no holds, but hold_total_ns 0, hold_min_ns 0, hold_max_ns 10"},
 		{name: "hold min above hold max", change: func(c *Capture) { c.Records[3].HoldMinNS = 1600 }, want: "record 3: hold_min_ns 1600 > hold_max_ns 1500"},

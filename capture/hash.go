@@ -31,6 +31,13 @@ func (c *Capture) HashAddresses(key []byte) {
 			r.Stack[j] = h.Frame(f)
 		}
 	}
+	for i := range c.Owners {
+		o := &c.Owners[i]
+		o.Lock = h.ID(o.Lock)
+		for j, f := range o.Stack {
+			o.Stack[j] = h.Frame(f)
+		}
+	}
 	c.Meta.AddressesHashed = true
 }
 

@@ -42,6 +42,11 @@ func (c *Capture) Validate() error {
 			return fmt.Errorf("record %d: lock type %q has no hold histogram", i, r.Type)
 		}
 	}
+	for i, o := range c.Owners {
+		if err := o.validate(); err != nil {
+			return fmt.Errorf("owner %d: %w", i, err)
+		}
+	}
 	return nil
 }
 

@@ -53,6 +53,7 @@ type Config struct {
 	MapSize    uint32         // entries of the aggregation, stack and per-thread maps
 	PIDs       []uint32       // capture only these processes (tgids); empty: all
 	Comm       string         // capture only processes whose main thread has this name
+	Owners     bool           // charge each wait to the lock's owner when it began (tracepoint backends)
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -273,13 +274,17 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		{s.FlagType, cfg.Spec.FlagTable()},
 		{s.TimelineTypes, uint32(len(cfg.Spec.Types))},
 		{s.TimelineControl, uint64(timelineFirstShift)},
+		{s.OwnersOn, cfg.Owners},
 	})
 	if err != nil {
 		return err
 	}
 
-	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate} {
+	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate, s.Owners} {
 		m.MaxEntries = cfg.MapSize
+	}
+	if !cfg.Owners {
+		s.Owners.MaxEntries = 1
 	}
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {

@@ -53,6 +53,8 @@ struct {
 const enum counter unused_counter __attribute__((unused));
 const enum lock_name unused_lock_name __attribute__((unused));
 const enum fn_info unused_fn_info __attribute__((unused));
+const enum owner_reason unused_owner_reason __attribute__((unused));
+const enum owner_state unused_owner_state __attribute__((unused));
 
 static __always_inline void count(__u32 which, __u64 n)
 {
@@ -65,6 +67,7 @@ static __always_inline void count(__u32 which, __u64 n)
 #include "nesting.bpf.h"
 #include "stackpath.bpf.h"
 #include "spin.bpf.h"
+#include "owner.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -276,6 +279,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 		}
 	}
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
+	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 	spin_first(s, flags);
@@ -446,6 +450,7 @@ found:
 	if (!w.skip) {
 		count(CNT_END, 1);
 		record(&w, now - w.ts, spin_total(&w, now));
+		owner_end(&w, now - w.ts);
 	}
 out:
 	leave(b);

@@ -35,7 +35,8 @@ const (
 	lockstatCounterCNT_LOST_HOLD_AGG_FULL lockstatCounter = 16
 	lockstatCounterCNT_RESCUED_BEGIN      lockstatCounter = 17
 	lockstatCounterCNT_RESCUED_END        lockstatCounter = 18
-	lockstatCounterCNT_MAX                lockstatCounter = 19
+	lockstatCounterCNT_LOST_OWNER_FULL    lockstatCounter = 19
+	lockstatCounterCNT_MAX                lockstatCounter = 20
 )
 
 type lockstatCpuBusy struct {
@@ -96,6 +97,47 @@ const (
 	lockstatLockNameLOCK_NAME_SIGHAND lockstatLockName = 2
 )
 
+type lockstatOwnerKey struct {
+	_      structs.HostLayout
+	Lock   uint64
+	Tid    uint32
+	Type   uint32
+	Reason uint32
+	Pad    uint32
+}
+
+type lockstatOwnerReason uint32
+
+const (
+	lockstatOwnerReasonOWNER_UNTRACKED lockstatOwnerReason = 0
+	lockstatOwnerReasonOWNER_KNOWN     lockstatOwnerReason = 1
+	lockstatOwnerReasonOWNER_NO_FIELD  lockstatOwnerReason = 2
+	lockstatOwnerReasonOWNER_READERS   lockstatOwnerReason = 3
+	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
+)
+
+type lockstatOwnerState uint32
+
+const (
+	lockstatOwnerStateOWNER_ON_CPU   lockstatOwnerState = 0
+	lockstatOwnerStateOWNER_RUNNABLE lockstatOwnerState = 1
+	lockstatOwnerStateOWNER_SLEEP_S  lockstatOwnerState = 2
+	lockstatOwnerStateOWNER_SLEEP_D  lockstatOwnerState = 3
+	lockstatOwnerStateOWNER_OTHER    lockstatOwnerState = 4
+	lockstatOwnerStateOWNER_STATES   lockstatOwnerState = 5
+)
+
+type lockstatOwnerStats struct {
+	_          structs.HostLayout
+	Count      uint64
+	TotalNs    uint64
+	StateCount [5]uint64
+	StateNs    [5]uint64
+	Pid        uint32
+	Comm       [16]int8
+	Pad        uint32
+}
+
 type lockstatPath struct {
 	_       structs.HostLayout
 	Stack   uint64
@@ -137,17 +179,20 @@ type lockstatWaitKey struct {
 }
 
 type lockstatWaitSlot struct {
-	_        structs.HostLayout
-	Lock     uint64
-	Ts       uint64
-	Stack    uint64
-	SpinNs   uint64
-	SpinFrom uint64
-	Tid      uint32
-	Pid      uint32
-	Type     uint16
-	Skip     uint16
-	Repeat   uint32
+	_           structs.HostLayout
+	Lock        uint64
+	Ts          uint64
+	Stack       uint64
+	SpinNs      uint64
+	SpinFrom    uint64
+	OwnerTid    uint32
+	OwnerReason uint16
+	OwnerState  uint16
+	Tid         uint32
+	Pid         uint32
+	Type        uint16
+	Skip        uint16
+	Repeat      uint32
 }
 
 type lockstatWaitStats struct {
@@ -177,6 +222,7 @@ const (
 	lockstatMapHoldAggregate             = "hold_aggregate"
 	lockstatMapHoldHistogram             = "hold_histogram"
 	lockstatMapHolds                     = "holds"
+	lockstatMapOwners                    = "owners"
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
 	lockstatMapScratch                   = "scratch"
@@ -214,6 +260,7 @@ const (
 	lockstatVarKstackShifterHi           = "kstack_shifter_hi"
 	lockstatVarKstackShifterLo           = "kstack_shifter_lo"
 	lockstatVarLeadFrames                = "lead_frames"
+	lockstatVarOwnersOn                  = "owners_on"
 	lockstatVarSelfTgid                  = "self_tgid"
 	lockstatVarStackDepth                = "stack_depth"
 	lockstatVarStackSkip                 = "stack_skip"
@@ -223,6 +270,8 @@ const (
 	lockstatVarUnusedCounter             = "unused_counter"
 	lockstatVarUnusedFnInfo              = "unused_fn_info"
 	lockstatVarUnusedLockName            = "unused_lock_name"
+	lockstatVarUnusedOwnerReason         = "unused_owner_reason"
+	lockstatVarUnusedOwnerState          = "unused_owner_state"
 )
 
 // loadLockstat returns the embedded CollectionSpec for lockstat.
@@ -302,6 +351,7 @@ type lockstatMapSpecs struct {
 	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
 	Holds         *ebpf.MapSpec `ebpf:"holds"`
+	Owners        *ebpf.MapSpec `ebpf:"owners"`
 	Paths         *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
@@ -316,26 +366,29 @@ type lockstatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
-	CommFilter      *ebpf.VariableSpec `ebpf:"comm_filter"`
-	CtxOnStack      *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
-	FilterComm      *ebpf.VariableSpec `ebpf:"filter_comm"`
-	FilterPids      *ebpf.VariableSpec `ebpf:"filter_pids"`
-	FlagType        *ebpf.VariableSpec `ebpf:"flag_type"`
-	FnCookie        *ebpf.VariableSpec `ebpf:"fn_cookie"`
-	KeySkipHi       *ebpf.VariableSpec `ebpf:"key_skip_hi"`
-	KeySkipLo       *ebpf.VariableSpec `ebpf:"key_skip_lo"`
-	KstackShifterHi *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
-	KstackShifterLo *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
-	LeadFrames      *ebpf.VariableSpec `ebpf:"lead_frames"`
-	SelfTgid        *ebpf.VariableSpec `ebpf:"self_tgid"`
-	StackDepth      *ebpf.VariableSpec `ebpf:"stack_depth"`
-	StackSkip       *ebpf.VariableSpec `ebpf:"stack_skip"`
-	TimelineControl *ebpf.VariableSpec `ebpf:"timeline_control"`
-	TimelineStart   *ebpf.VariableSpec `ebpf:"timeline_start"`
-	TimelineTypes   *ebpf.VariableSpec `ebpf:"timeline_types"`
-	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedFnInfo    *ebpf.VariableSpec `ebpf:"unused_fn_info"`
-	UnusedLockName  *ebpf.VariableSpec `ebpf:"unused_lock_name"`
+	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
+	CtxOnStack        *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
+	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterPids        *ebpf.VariableSpec `ebpf:"filter_pids"`
+	FlagType          *ebpf.VariableSpec `ebpf:"flag_type"`
+	FnCookie          *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	KeySkipHi         *ebpf.VariableSpec `ebpf:"key_skip_hi"`
+	KeySkipLo         *ebpf.VariableSpec `ebpf:"key_skip_lo"`
+	KstackShifterHi   *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo   *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
+	LeadFrames        *ebpf.VariableSpec `ebpf:"lead_frames"`
+	OwnersOn          *ebpf.VariableSpec `ebpf:"owners_on"`
+	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
+	StackSkip         *ebpf.VariableSpec `ebpf:"stack_skip"`
+	TimelineControl   *ebpf.VariableSpec `ebpf:"timeline_control"`
+	TimelineStart     *ebpf.VariableSpec `ebpf:"timeline_start"`
+	TimelineTypes     *ebpf.VariableSpec `ebpf:"timeline_types"`
+	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedFnInfo      *ebpf.VariableSpec `ebpf:"unused_fn_info"`
+	UnusedLockName    *ebpf.VariableSpec `ebpf:"unused_lock_name"`
+	UnusedOwnerReason *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
+	UnusedOwnerState  *ebpf.VariableSpec `ebpf:"unused_owner_state"`
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -369,6 +422,7 @@ type lockstatMaps struct {
 	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
 	Holds         *ebpf.Map `ebpf:"holds"`
+	Owners        *ebpf.Map `ebpf:"owners"`
 	Paths         *ebpf.Map `ebpf:"paths"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
@@ -392,6 +446,7 @@ func (m *lockstatMaps) Close() error {
 		m.HoldAggregate,
 		m.HoldHistogram,
 		m.Holds,
+		m.Owners,
 		m.Paths,
 		m.PidFilter,
 		m.Scratch,
@@ -407,26 +462,29 @@ func (m *lockstatMaps) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
-	CommFilter      *ebpf.Variable `ebpf:"comm_filter"`
-	CtxOnStack      *ebpf.Variable `ebpf:"ctx_on_stack"`
-	FilterComm      *ebpf.Variable `ebpf:"filter_comm"`
-	FilterPids      *ebpf.Variable `ebpf:"filter_pids"`
-	FlagType        *ebpf.Variable `ebpf:"flag_type"`
-	FnCookie        *ebpf.Variable `ebpf:"fn_cookie"`
-	KeySkipHi       *ebpf.Variable `ebpf:"key_skip_hi"`
-	KeySkipLo       *ebpf.Variable `ebpf:"key_skip_lo"`
-	KstackShifterHi *ebpf.Variable `ebpf:"kstack_shifter_hi"`
-	KstackShifterLo *ebpf.Variable `ebpf:"kstack_shifter_lo"`
-	LeadFrames      *ebpf.Variable `ebpf:"lead_frames"`
-	SelfTgid        *ebpf.Variable `ebpf:"self_tgid"`
-	StackDepth      *ebpf.Variable `ebpf:"stack_depth"`
-	StackSkip       *ebpf.Variable `ebpf:"stack_skip"`
-	TimelineControl *ebpf.Variable `ebpf:"timeline_control"`
-	TimelineStart   *ebpf.Variable `ebpf:"timeline_start"`
-	TimelineTypes   *ebpf.Variable `ebpf:"timeline_types"`
-	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedFnInfo    *ebpf.Variable `ebpf:"unused_fn_info"`
-	UnusedLockName  *ebpf.Variable `ebpf:"unused_lock_name"`
+	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
+	CtxOnStack        *ebpf.Variable `ebpf:"ctx_on_stack"`
+	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
+	FilterPids        *ebpf.Variable `ebpf:"filter_pids"`
+	FlagType          *ebpf.Variable `ebpf:"flag_type"`
+	FnCookie          *ebpf.Variable `ebpf:"fn_cookie"`
+	KeySkipHi         *ebpf.Variable `ebpf:"key_skip_hi"`
+	KeySkipLo         *ebpf.Variable `ebpf:"key_skip_lo"`
+	KstackShifterHi   *ebpf.Variable `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo   *ebpf.Variable `ebpf:"kstack_shifter_lo"`
+	LeadFrames        *ebpf.Variable `ebpf:"lead_frames"`
+	OwnersOn          *ebpf.Variable `ebpf:"owners_on"`
+	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
+	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
+	StackSkip         *ebpf.Variable `ebpf:"stack_skip"`
+	TimelineControl   *ebpf.Variable `ebpf:"timeline_control"`
+	TimelineStart     *ebpf.Variable `ebpf:"timeline_start"`
+	TimelineTypes     *ebpf.Variable `ebpf:"timeline_types"`
+	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedFnInfo      *ebpf.Variable `ebpf:"unused_fn_info"`
+	UnusedLockName    *ebpf.Variable `ebpf:"unused_lock_name"`
+	UnusedOwnerReason *ebpf.Variable `ebpf:"unused_owner_reason"`
+	UnusedOwnerState  *ebpf.Variable `ebpf:"unused_owner_state"`
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.

@@ -25,6 +25,7 @@ var lostReasons = []struct {
 	{lockstatCounterCNT_LOST_LEVELS, fmt.Sprintf("probes nested more than %d deep on one CPU", maxLevels)},
 	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-size)"},
 	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-size)"},
+	{lockstatCounterCNT_LOST_OWNER_FULL, "wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-size)"},
 }
 
 // Stop detaches the probes and reads everything they aggregated into a
@@ -98,6 +99,11 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if cp.Timeline, err = c.timeline.capture(c.cfg.Spec.Names(), duration); err != nil {
 		return nil, err
 	}
+	if c.cfg.Owners && c.att.acquire == nil {
+		if cp.Owners, err = b.readOwners(c.obj.maps.Owners); err != nil {
+			return nil, err
+		}
+	}
 	m := &cp.Meta
 	m.Start = c.start
 	m.DurationNS = duration.Nanoseconds()
@@ -110,6 +116,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		"aggregate":    c.obj.maps.Aggregate.MaxEntries(),
 		"stacks":       c.obj.maps.Stacks.MaxEntries(),
 		"thread_waits": c.obj.maps.ThreadWaits.MaxEntries(),
+		"owners":       c.obj.maps.Owners.MaxEntries(),
 	}
 	m.Programs = progs
 	m.Events = capture.Events{
@@ -441,4 +448,74 @@ func (b *builder) histograms(buckets [][]uint64, of stats) []capture.Histogram {
 		hists = append(hists, h)
 	}
 	return hists
+}
+
+// ownerReasons names the reasons the kernel side gives for an unknown owner.
+var ownerReasons = map[lockstatOwnerReason]string{
+	lockstatOwnerReasonOWNER_NO_FIELD: capture.OwnerNoField,
+	lockstatOwnerReasonOWNER_READERS:  capture.OwnerReaders,
+	lockstatOwnerReasonOWNER_NONE:     capture.OwnerNone,
+}
+
+// readOwners reads the owners map into owners, and charges the waits of
+// spinning locks, which record no owner, to that reason from the records.
+func (b *builder) readOwners(m *ebpf.Map) ([]capture.Owner, error) {
+	names := map[capture.Addr]string{}
+	for _, r := range b.records {
+		if r.Name != "" {
+			names[r.Lock] = r.Name
+		}
+	}
+	var (
+		k      lockstatOwnerKey
+		v      lockstatOwnerStats
+		owners []capture.Owner
+	)
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if v.Count == 0 {
+			continue // begun, not ended by the stop
+		}
+		o := capture.Owner{
+			Type: b.spec.Types[k.Type].Name, Lock: capture.Addr(k.Lock), Name: names[capture.Addr(k.Lock)],
+			Count: v.Count, TotalNS: v.TotalNs, Stack: []string{},
+		}
+		if lockstatOwnerReason(k.Reason) == lockstatOwnerReasonOWNER_KNOWN {
+			o.Comm, o.PID, o.TID = cString(v.Comm[:]), v.Pid, k.Tid
+			for i, state := range capture.OwnerStates {
+				if v.StateCount[i] > 0 {
+					o.States = append(o.States, capture.OwnerState{State: state, Count: v.StateCount[i], TotalNS: v.StateNs[i]})
+				}
+			}
+		} else {
+			o.Reason = ownerReasons[lockstatOwnerReason(k.Reason)]
+		}
+		owners = append(owners, o)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the owner map: %w", err)
+	}
+	spinningTypes := map[string]bool{}
+	for _, t := range b.spec.Types {
+		spinningTypes[t.Name] = t.Spinning()
+	}
+	spinning := map[string]capture.Owner{}
+	for _, r := range b.records {
+		if !spinningTypes[r.Type] || r.Count == 0 {
+			continue
+		}
+		key := r.Type + "\x00" + r.Lock.String()
+		o, ok := spinning[key]
+		if !ok {
+			o = capture.Owner{Type: r.Type, Lock: r.Lock, Name: r.Name, Reason: capture.OwnerNoField, Stack: []string{}}
+		}
+		o.Count += r.Count
+		o.TotalNS += r.TotalNS
+		spinning[key] = o
+	}
+	for _, o := range spinning {
+		owners = append(owners, o)
+	}
+	capture.SortOwners(owners)
+	return owners, nil
 }

@@ -63,7 +63,7 @@ func SummaryViews() []string {
 	for _, v := range summaryViews {
 		names = append(names, v.name)
 	}
-	return names
+	return append(names, OwnerView)
 }
 
 // variousIfMixed is value, g's field, or "various" when g merged records that differ in it.
@@ -88,6 +88,9 @@ func variousIfMixed(g capture.Group, field capture.Fields, value string) string 
 func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if o.By == OwnerView {
+		return writeOwnerSummary(w, c, o)
 	}
 	view, _ := summaryViewOf(o.By)
 	if o.Sort == "" {
@@ -119,19 +122,35 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 		fmt.Fprintf(&b, "filters keep %d of %d records: %s of the %s waited\n", len(shown.Records), len(c.Records),
 			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
 	}
-	b.WriteString("\n")
-	b.WriteString(healthLine(c.Meta))
-	b.WriteString("\n")
-	for _, warning := range c.Meta.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", sanitize(warning))
-	}
-	_, err := w.Write(b.Bytes())
+	_, err := w.Write(withHealth(&b, c.Meta))
 	return err
+}
+
+// writeOwnerSummary is WriteSummary by owner: the records' filters do not apply to owners.
+func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
+	if !o.Filter.Empty() {
+		return fmt.Errorf("--by %s takes no lock or callstack filter (-l, -S): they select records, not owners; drop them", OwnerView)
+	}
+	var b bytes.Buffer
+	writeOwnerTable(&b, c, o.Top)
+	_, err := w.Write(withHealth(&b, c.Meta))
+	return err
+}
+
+// withHealth ends a summary with the capture's health line and its warnings.
+func withHealth(b *bytes.Buffer, m capture.Meta) []byte {
+	b.WriteString("\n")
+	b.WriteString(healthLine(m))
+	b.WriteString("\n")
+	for _, warning := range m.Warnings {
+		fmt.Fprintf(b, "warning: %s\n", sanitize(warning))
+	}
+	return b.Bytes()
 }
 
 // Validate fails on a grouping, sort key or field WriteSummary does not know, naming the ones it does.
 func (o SummaryOptions) Validate() error {
-	if _, err := summaryViewOf(o.By); err != nil {
+	if _, err := summaryViewOf(o.By); err != nil && o.By != OwnerView {
 		return err
 	}
 	if o.Sort != "" && !slices.Contains(capture.GroupStats, o.Sort) {

@@ -39,7 +39,8 @@ func TestWriteSummaryViews(t *testing.T) {
 		"lock":   func(r capture.Record) string { return r.Type + "\x00" + r.Lock.String() },
 	}
 	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"type", "lock", "name"}}
-	for _, by := range SummaryViews() {
+	for _, v := range summaryViews { // the groupings of records; owners have their own test
+		by := v.name
 		type sums struct{ count, total, spin, max, min uint64 }
 		groups := map[string]*sums{}
 		for _, r := range c.Records {
@@ -221,5 +222,54 @@ func TestWriteSummarySpinOfAcquires(t *testing.T) {
 		if row[0] != "-" {
 			t.Errorf("an acquire row shows spinning %q, want -", row[0])
 		}
+	}
+}
+
+// TestWriteSummaryByOwner ranks the owners by the wait charged to them, with their states as shares
+// of it, and names unknown owners by reason; a hostile thread name cannot drive the terminal.
+func TestWriteSummaryByOwner(t *testing.T) {
+	c, _ := knownCapture(t)
+	c.Owners = []capture.Owner{
+		{Type: "rwsem:W", Lock: 0xffff8881237e5a10, Comm: "evil\x1b[2J", PID: 3150, TID: 3164, Count: 4, TotalNS: 8_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 3, TotalNS: 6_000_000}, {State: capture.OwnerOnCPU, Count: 1, TotalNS: 2_000_000}}},
+		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Name: "runqueues+0x1c0", Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
+	}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rows := tableCells(b.String())
+	want := [][]string{
+		{"waits", "total wait", "owner state", "type", "lock", "name", "owner"},
+		{"4", "8.00 ms", "disk_sleep 75%, on_cpu 25%", "rwsem:W", "0xffff8881237e5a10", "-", "evil?[2J 3150/3164"},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("owner table\n got %q\nwant %q\n%s", rows, want, b.String())
+	}
+	if !strings.Contains(b.String(), "... 1 more owner not shown") {
+		t.Errorf("the owner left out is not mentioned:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "unknown: "+capture.OwnerNoField) {
+		t.Errorf("no unknown owner with its reason:\n%s", b.String())
+	}
+	ext4, err := capture.NewFilter(nil, []string{"ext4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WriteSummary(&b, c, SummaryOptions{By: OwnerView, Filter: ext4})
+	if err == nil || !strings.Contains(err.Error(), "--by owner takes no lock or callstack filter") {
+		t.Errorf("a filter with --by owner: %v", err)
+	}
+	c.Owners = nil
+	b.Reset()
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "no lock owners in this capture: capture with --owners\n") {
+		t.Errorf("a capture without owners:\n%s", b.String())
 	}
 }

@@ -85,11 +85,52 @@ struct wait_slot {
 	__u64 stack;
 	__u64 spin_ns;   /* spin phases already closed */
 	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
+	__u32 owner_tid;    /* the lock's owner at begin (owner.bpf.h) */
+	__u16 owner_reason; /* enum owner_reason */
+	__u16 owner_state;  /* enum owner_state */
 	__u32 tid;
 	__u32 pid;
 	__u16 type;
 	__u16 skip;  /* begin was filtered out: pair it, record nothing */
 	__u32 repeat; /* function probes: entries of listed functions calling one another for this lock */
+};
+
+/* Whether a wait's owner is known, and why not. */
+enum owner_reason {
+	OWNER_UNTRACKED = 0, /* owners off, a spinning lock, or a filtered wait */
+	OWNER_KNOWN,         /* owner_tid held the lock */
+	OWNER_NO_FIELD,      /* the lock records no owner (semaphore, percpu rwsem, rwlock-rt) */
+	OWNER_READERS,       /* an rwsem held by readers */
+	OWNER_NONE,          /* the owner word was empty: released, or handed over, as we looked */
+};
+
+/* What a lock's owner was doing when a wait began. */
+enum owner_state {
+	OWNER_ON_CPU = 0, /* running on a CPU */
+	OWNER_RUNNABLE,   /* runnable, waiting for a CPU (preempted) */
+	OWNER_SLEEP_S,    /* asleep, interruptible (TASK_INTERRUPTIBLE) */
+	OWNER_SLEEP_D,    /* asleep, uninterruptible (TASK_UNINTERRUPTIBLE: I/O, another lock) */
+	OWNER_OTHER,      /* stopped, traced, exiting */
+	OWNER_STATES,
+};
+
+/* Waits charged to one owner of one lock, or to one reason it is unknown. */
+struct owner_key {
+	__u64 lock;
+	__u32 tid;    /* the owner thread, 0 when unknown */
+	__u32 type;   /* the waits' lock type */
+	__u32 reason; /* enum owner_reason */
+	__u32 _pad;
+};
+
+struct owner_stats {
+	__u64 count;
+	__u64 total_ns;
+	__u64 state_count[OWNER_STATES]; /* by enum owner_state, known owners only */
+	__u64 state_ns[OWNER_STATES];
+	__u32 pid; /* the owner's process */
+	char comm[16];
+	__u32 _pad;
 };
 
 /*
@@ -213,6 +254,7 @@ enum counter {
 	CNT_LOST_HOLD_AGG_FULL, /* hold not stored: hold aggregation map full */
 	CNT_RESCUED_BEGIN,      /* begins the kernel skipped for the main program, taken by its rescue copy */
 	CNT_RESCUED_END,        /* the same for ends */
+	CNT_LOST_OWNER_FULL,    /* wait not charged to its owner: owner map full */
 	CNT_MAX,
 };
 

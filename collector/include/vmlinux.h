@@ -80,8 +80,15 @@ struct pt_regs;
 #endif
 
 /* Enough of the task to name a lock the way perf does. */
+struct task_struct;
+
+typedef struct {
+	long counter;
+} atomic_long_t;
+
 struct rw_semaphore {
 	long count;
+	atomic_long_t owner;
 } __attribute__((preserve_access_index));
 
 struct spinlock {
@@ -102,8 +109,20 @@ struct sighand_struct {
 	spinlock_t siglock;
 } __attribute__((preserve_access_index));
 
+struct mutex {
+	atomic_long_t owner;
+} __attribute__((preserve_access_index));
+
+struct rt_mutex_base {
+	struct task_struct *owner;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid; /* the thread's id */
+	int tgid;
+	int on_cpu;
+	int on_rq;
+	unsigned int __state;
 	struct mm_struct *mm;
 	struct sighand_struct *sighand;
 	struct task_struct *group_leader;

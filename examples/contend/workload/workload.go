@@ -47,6 +47,9 @@ const (
 	// Threads contends mmap_lock from short-lived threads: every operation
 	// is a new thread that maps and unmaps memory, then exits.
 	Threads Lock = "threads"
+	// Hog contends the i_rwsem of one shared file held long by one thread,
+	// "<prefix>-hog", writing 16 MiB at a time while the others write a page.
+	Hog Lock = "hog"
 )
 
 // ErrUnknownLock is returned for a lock name outside Names.
@@ -66,11 +69,17 @@ var generators = map[Lock]func(Options) (generator, error){
 	Spin:    newSpin,
 	Fault:   newFault,
 	Threads: newThreads,
+	Hog:     newHog,
+}
+
+// A threadNamer names its workers itself, instead of "<prefix>-<i>".
+type threadNamer interface {
+	threadName(prefix string, worker int) string
 }
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog)}
 }
 
 // Options configures one Run.
@@ -167,7 +176,11 @@ func run(ctx context.Context, o Options, gen generator) (Result, error) {
 			// instead of returning to the runtime's pool under our name.
 			runtime.LockOSThread()
 			tids[i] = unix.Gettid()
-			errs[i] = setThreadName(fmt.Sprintf("%s-%d", o.NamePrefix, i))
+			name := fmt.Sprintf("%s-%d", o.NamePrefix, i)
+			if n, ok := gen.(threadNamer); ok {
+				name = n.threadName(o.NamePrefix, i)
+			}
+			errs[i] = setThreadName(name)
 			op := gen.op(i)
 			ready.Done()
 			<-start

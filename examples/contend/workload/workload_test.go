@@ -51,7 +51,11 @@ func TestRun(t *testing.T) {
 					startedTIDs = tids
 					// The workers are alive and named until Run returns.
 					for w, tid := range tids {
-						if got, want := comm(t, tid), truncateComm(fmt.Sprintf("%s-%d", wantPrefix, w)); got != want {
+						name := fmt.Sprintf("%s-%d", wantPrefix, w)
+						if Lock(lock) == Hog && w == 0 {
+							name = wantPrefix + "-" + HogThread // the hog is named apart
+						}
+						if got, want := comm(t, tid), truncateComm(name); got != want {
 							t.Errorf("worker %d: comm = %q, want %q", w, got, want)
 						}
 					}

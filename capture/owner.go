@@ -1,0 +1,100 @@
+package capture
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Owner is the waits charged to one owner of one lock: the thread that held the lock when each of
+// them began. With Reason set, it is instead the waits on the lock whose owner could not be known,
+// and why.
+type Owner struct {
+	Type    string       `json:"type"` // the waits' lock type
+	Lock    Addr         `json:"lock"`
+	Name    string       `json:"name"`             // the lock's name, as its records have it
+	Comm    string       `json:"comm"`             // the owner's thread name (untrusted); "" when unknown
+	PID     uint32       `json:"pid"`              // the owner's process; 0 when unknown
+	TID     uint32       `json:"tid"`              // the owner thread; 0 when unknown
+	Reason  string       `json:"reason,omitempty"` // why the owner is unknown; "" for a known owner
+	Stack   []string     `json:"stack"`            // the owner's kernel stack, innermost first; empty: not taken
+	Count   uint64       `json:"count"`            // waits charged
+	TotalNS uint64       `json:"total_ns"`
+	States  []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
+}
+
+// OwnerState is the waits that began while their lock's owner was in one state.
+type OwnerState struct {
+	State   string `json:"state"` // one of OwnerStates
+	Count   uint64 `json:"count"`
+	TotalNS uint64 `json:"total_ns"`
+}
+
+// The states of a lock's owner when a wait began.
+const (
+	OwnerOnCPU     = "on_cpu"     // running
+	OwnerRunnable  = "runnable"   // runnable but not running: preempted, waiting for a CPU
+	OwnerSleeping  = "sleeping"   // asleep, interruptible (TASK_INTERRUPTIBLE)
+	OwnerDiskSleep = "disk_sleep" // asleep, uninterruptible (TASK_UNINTERRUPTIBLE, "D": I/O, another lock)
+	OwnerOther     = "other"      // stopped, traced or exiting
+)
+
+// OwnerStates are the owner states, in the order the kernel side numbers them.
+var OwnerStates = []string{OwnerOnCPU, OwnerRunnable, OwnerSleeping, OwnerDiskSleep, OwnerOther}
+
+// The reasons a wait's owner is unknown.
+const (
+	OwnerNoField = "the lock records no owner"  // spinlocks, rwlocks, semaphores, percpu rwsems
+	OwnerReaders = "held by readers"            // an rwsem held for reading names no reader for sure
+	OwnerNone    = "no owner as the wait began" // released, or being handed over, as the probe looked
+)
+
+// SortOwners orders owners by the wait charged to them, largest first (ties: waits, then type,
+// lock and thread), and each owner's states likewise.
+func SortOwners(owners []Owner) {
+	for i := range owners {
+		slices.SortStableFunc(owners[i].States, func(a, b OwnerState) int {
+			return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count))
+		})
+	}
+	slices.SortStableFunc(owners, func(a, b Owner) int {
+		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count),
+			cmp.Compare(a.Type, b.Type), cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Reason, b.Reason))
+	})
+}
+
+// MarshalJSON implements json.Marshaler.
+func (o Owner) MarshalJSON() ([]byte, error) {
+	type plain Owner
+	o.Stack = nonNil(o.Stack)
+	o.States = nonNil(o.States)
+	return json.Marshal(plain(o))
+}
+
+func (o Owner) validate() error {
+	if err := CheckTypeName(o.Type); err != nil {
+		return err
+	}
+	switch {
+	case o.Count == 0:
+		return errors.New("count is 0")
+	case o.Reason == "" && o.TID == 0:
+		return errors.New("neither an owner thread nor a reason")
+	case o.Reason != "" && (o.TID != 0 || len(o.States) > 0):
+		return fmt.Errorf("owner thread %d or states, but unknown: %s", o.TID, o.Reason)
+	}
+	var count, total uint64
+	for _, s := range o.States {
+		if !slices.Contains(OwnerStates, s.State) {
+			return fmt.Errorf("unknown owner state %q", s.State)
+		}
+		count += s.Count
+		total += s.TotalNS
+	}
+	if count > o.Count || total > o.TotalNS {
+		return fmt.Errorf("states count %d waits and %d ns, more than the owner's %d and %d", count, total, o.Count, o.TotalNS)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Owners: who held the lock a thread waits for. At the first announcement
+ * of a sleeping lock's wait, the owner recorded in the lock (a mutex's or an
+ * rwsem's owner word, an rtmutex's owner) is read with its state, and the
+ * wait, when it ends, is charged to that owner. Included by lockstat.bpf.c,
+ * after the LCB_F_* flags and count().
+ */
+#ifndef __KLOCKSTAT_OWNER_BPF_H__
+#define __KLOCKSTAT_OWNER_BPF_H__
+
+#define LCB_F_READ (1U << 1)
+#define LCB_F_WRITE (1U << 2)
+#define LCB_F_RT (1U << 3)
+
+/* Flag bits in the low bits of the owner words: MUTEX_FLAGS (3 bits),
+ * RWSEM_OWNER_FLAGS_MASK (2), RT_MUTEX_HAS_WAITERS (1). */
+#define MUTEX_OWNER_FLAGS 0x7UL
+#define RWSEM_READER_OWNED 0x1UL
+#define RWSEM_OWNER_FLAGS 0x3UL
+#define RT_MUTEX_OWNER_FLAGS 0x1UL
+
+/* include/linux/sched.h */
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+
+/* Set by the loader before load: read owners at all. */
+const volatile bool owners_on = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct owner_key);
+	__type(value, struct owner_stats);
+	__uint(max_entries, 4096); /* resized by the loader */
+} owners SEC(".maps");
+
+/* owner_word returns the owner word of a lock announced with flags, with
+ * its flag bits, and sets *reason when the lock has none. */
+static __always_inline __u64 owner_word(__u64 lock, __u32 flags, __u32 *reason)
+{
+	if (flags & LCB_F_MUTEX) {
+		struct mutex *m = (void *)lock;
+
+		return BPF_CORE_READ(m, owner.counter) & ~MUTEX_OWNER_FLAGS;
+	}
+	if (flags == LCB_F_READ || flags == LCB_F_WRITE) {
+		struct rw_semaphore *sem = (void *)lock;
+		__u64 w = BPF_CORE_READ(sem, owner.counter);
+
+		if (w & RWSEM_READER_OWNED) {
+			/* Readers do not stay in the word: it names the
+			 * last one, which may be long gone. */
+			*reason = OWNER_READERS;
+			return 0;
+		}
+		return w & ~RWSEM_OWNER_FLAGS;
+	}
+	if (flags == LCB_F_RT) {
+		struct rt_mutex_base *rt = (void *)lock;
+
+		return (__u64)BPF_CORE_READ(rt, owner) & ~RT_MUTEX_OWNER_FLAGS;
+	}
+	*reason = OWNER_NO_FIELD;
+	return 0;
+}
+
+/* owner_state is what a task was doing: see enum owner_state. */
+static __always_inline __u16 owner_state(struct task_struct *t)
+{
+	unsigned int state;
+
+	if (BPF_CORE_READ(t, on_cpu))
+		return OWNER_ON_CPU;
+	if (BPF_CORE_READ(t, on_rq))
+		return OWNER_RUNNABLE;
+	state = BPF_CORE_READ(t, __state);
+	if (state & TASK_UNINTERRUPTIBLE)
+		return OWNER_SLEEP_D;
+	if (state & TASK_INTERRUPTIBLE)
+		return OWNER_SLEEP_S;
+	return OWNER_OTHER;
+}
+
+/*
+ * owner_begin notes in a wait's slot who owns the lock it waits for and in
+ * what state, and makes the owner's entry, so that the wait's end only adds
+ * to it. Waits of spinning locks and filtered waits note nothing.
+ */
+static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 flags, bool spinning)
+{
+	struct owner_key key = { .lock = lock, .type = s->type };
+	struct task_struct *t;
+	__u64 word;
+	int err;
+
+	s->owner_reason = OWNER_UNTRACKED;
+	if (!owners_on || spinning || s->skip)
+		return;
+	key.reason = OWNER_KNOWN;
+	word = owner_word(lock, flags, &key.reason);
+	if (!word && key.reason == OWNER_KNOWN)
+		key.reason = OWNER_NONE; /* released, or handed over, as we looked */
+	s->owner_tid = 0;
+	s->owner_state = 0;
+	if (key.reason == OWNER_KNOWN) {
+		t = (void *)word;
+		key.tid = BPF_CORE_READ(t, pid);
+		s->owner_tid = key.tid;
+		s->owner_state = owner_state(t);
+		if (!bpf_map_lookup_elem(&owners, &key)) {
+			struct owner_stats init = { .pid = BPF_CORE_READ(t, tgid) };
+
+			BPF_CORE_READ_STR_INTO(&init.comm, t, comm);
+			err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
+			if (err && err != -EEXIST) {
+				count(CNT_LOST_OWNER_FULL, 1);
+				return;
+			}
+		}
+	} else if (!bpf_map_lookup_elem(&owners, &key)) {
+		struct owner_stats init = {};
+
+		err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			count(CNT_LOST_OWNER_FULL, 1);
+			return;
+		}
+	}
+	s->owner_reason = key.reason;
+}
+
+/* owner_end charges an ended wait of delta ns to the owner its begin noted.
+ * Waiters on other CPUs charge the same owner at once. */
+static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
+{
+	struct owner_key key = {
+		.lock = w->lock,
+		.tid = w->owner_tid,
+		.type = w->type,
+		.reason = w->owner_reason,
+	};
+	struct owner_stats *v;
+	__u32 st = w->owner_state;
+
+	if (w->owner_reason == OWNER_UNTRACKED)
+		return;
+	v = bpf_map_lookup_elem(&owners, &key);
+	if (!v)
+		return;
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->total_ns, delta);
+	if (st < OWNER_STATES) {
+		__sync_fetch_and_add(&v->state_count[st], 1);
+		__sync_fetch_and_add(&v->state_ns[st], delta);
+	}
+}
+
+#endif /* __KLOCKSTAT_OWNER_BPF_H__ */

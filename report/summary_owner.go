@@ -1,0 +1,63 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// OwnerView is the summary grouping (SummaryOptions.By) of the waits by the lock owner they were
+// charged to: capture.Owners, not the records, so perf's sort keys and fields do not apply.
+const OwnerView = "owner"
+
+// writeOwnerTable writes the owners, the wait charged to them largest first, with the owner's
+// states when the waits began as shares of that wait.
+func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
+	if len(c.Owners) == 0 {
+		b.WriteString("no lock owners in this capture: capture with --owners\n")
+		return
+	}
+	owners := c.Owners
+	if top > 0 && len(owners) > top {
+		owners = owners[:top]
+	}
+	rows := [][]string{{"waits", "total wait", "owner state", "type", "lock", "name", "owner"}}
+	for _, o := range owners {
+		lock := o.Lock.String()
+		if c.Meta.AddressesHashed {
+			lock = o.Lock.HashedString()
+		}
+		name := cmp.Or(sanitize(o.Name), "-")
+		rows = append(rows, []string{strconv.FormatUint(o.Count, 10), FormatDuration(float64(o.TotalNS)), ownerStates(o),
+			sanitize(o.Type), lock, name, sanitize(ownerText(o))})
+	}
+	writeColumns(b, rows)
+	if omitted := len(c.Owners) - len(owners); omitted > 0 {
+		fmt.Fprintf(b, "... %d more %s not shown\n", omitted, plural(omitted, "owner", "owners"))
+	}
+}
+
+// ownerText names an owner: thread name, pid/tid, or why it is unknown.
+func ownerText(o capture.Owner) string {
+	if o.Reason != "" {
+		return "unknown: " + o.Reason
+	}
+	return fmt.Sprintf("%s %d/%d", o.Comm, o.PID, o.TID)
+}
+
+// ownerStates shows an owner's states as shares of the wait charged to it, largest first: "on_cpu
+// 62%, runnable 38%"; "-" for an unknown owner.
+func ownerStates(o capture.Owner) string {
+	if len(o.States) == 0 || o.TotalNS == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, s := range o.States {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", s.State, 100*float64(s.TotalNS)/float64(o.TotalNS)))
+	}
+	return strings.Join(parts, ", ")
+}
