@@ -119,9 +119,12 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 			groupView("locks", "By lock", "all threads and callers merged per lock", capture.FieldLock, byLock, c.Records, tab, ms, holds),
 		},
 	}
+	if len(c.Owners) > 0 {
+		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, tab))
+	}
 
 	embedded := *c
-	embedded.Meta, embedded.Records = m, nil
+	embedded.Meta, embedded.Records, embedded.Owners = m, nil, hashedOwners(c.Owners, tab)
 	data := pageData{tab: tab, capture: &embedded, records: records, flame: newFlameGraphs(trees, tab), views: p.Tables.Views}
 	p.Flame = len(trees) > 0
 	var err error

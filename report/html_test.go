@@ -736,3 +736,53 @@ func TestHTMLBidiControls(t *testing.T) {
 		t.Error("the report's capture lost the thread name")
 	}
 }
+
+// TestHTMLBlockedBy shows the owners in a view of their own, ranked by the wait charged to them and
+// split by their state, with lock ids those of the other views; a hostile owner name is only text,
+// and the embedded capture keeps the owners, hashed, for a report read back.
+func TestHTMLBlockedBy(t *testing.T) {
+	c, _ := knownCapture(t)
+	inode := capture.Addr(0xffff8881237e5a10)
+	c.Owners = []capture.Owner{
+		{Type: "rwsem:W", Lock: inode, Comm: scriptBreak, PID: 3150, TID: 3164, Count: 4, TotalNS: 8_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 3, TotalNS: 6_000_000}, {State: capture.OwnerOnCPU, Count: 1, TotalNS: 2_000_000}}},
+		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Name: "runqueues+0x1c0", Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
+	}
+	page := renderHTML(t, c, HTMLOptions{Top: 5}, testKey)
+	d := dataOf(t, page)
+	v := d.view(t, "owners")
+	if v.Title != "Blocked by" || v.Rows != 2 {
+		t.Fatalf("owner view %q with %d rows", v.Title, v.Rows)
+	}
+	for key, want := range map[string]string{
+		"owner": scriptBreak + " 3150/3164", "tid": "3164", "count": "4", "total": "8000000",
+		"disk_sleep": "6000000", "on_cpu": "2000000", "runnable": "0",
+	} {
+		if got := d.cell(t, v, key, 0); got != want {
+			t.Errorf("owner row 0, %s: %q, want %q", key, got, want)
+		}
+	}
+	if got := d.cell(t, v, "owner", 1); got != "unknown: "+capture.OwnerNoField {
+		t.Errorf("unknown owner shown as %q", got)
+	}
+	threads := d.view(t, "threads")
+	var waiterLock string
+	for row := range threads.Rows {
+		if d.cell(t, threads, "tid", row) == "3164" {
+			waiterLock = d.cell(t, threads, "lock", row)
+		}
+	}
+	if got := d.cell(t, v, "lock", 0); got != waiterLock || strings.Contains(got, "ffff8881237e5a10") {
+		t.Errorf("owner's lock shown as %q, its waiters' as %q: want the same hashed id", got, waiterLock)
+	}
+	if bytes.Contains(page, []byte(scriptBreak)) {
+		t.Error("the hostile owner name is in the page as markup")
+	}
+	back, err := ReadInput(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Owners) != 2 || back.Owners[0].Comm != scriptBreak || back.Owners[0].Lock == inode {
+		t.Errorf("owners read back from the report: %+v", back.Owners)
+	}
+}
