@@ -151,7 +151,7 @@ func TestSummaryOptionsValidate(t *testing.T) {
 		o    SummaryOptions
 		want string
 	}{
-		{SummaryOptions{By: "owner"}, `unknown grouping "owner": want one of caller, thread, lock`},
+		{SummaryOptions{By: "owners"}, `unknown grouping "owners": want one of caller, thread, lock, owner`},
 		{SummaryOptions{Sort: "wait"}, `unknown sort key "wait"`},
 		{SummaryOptions{Fields: []capture.GroupStat{"contended", "total"}}, `unknown field "total"`},
 	} {
