@@ -17,7 +17,7 @@ func TestViewFlagsFailBeforeCapture(t *testing.T) {
 	}{
 		{[]string{"-k", "wait"}, `--sort: unknown sort key "wait"`},
 		{[]string{"-F", "contended,total"}, `--fields: unknown field "total"`},
-		{[]string{"--by", "owner"}, `--by: unknown grouping "owner"`},
+		{[]string{"--by", "owners"}, `--by: unknown grouping "owners"`},
 		{[]string{"-l", "0xffffg"}, `--lock-filter: address "0xffffg"`},
 		{[]string{"-S", "ext4,"}, "--callstack-filter: empty stack substring"},
 	} {
