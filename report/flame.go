@@ -5,8 +5,10 @@ import "github.com/klockstat/klockstat/capture"
 // The flame graphs of a report are laid out by capture.FlameGraphs; the page data carries their nodes
 // column by column, names as string indexes, for page.js to draw on a canvas.
 
-// flameNodes is the most nodes one flame graph keeps: more than a canvas can show side by side at any
-// zoom a reader reaches by clicking, and few enough that the page draws a graph in milliseconds.
+// flameNodes is the most nodes one flame graph keeps: far more than a canvas shows side by side at full
+// width, and few enough that the page data stays small and the page draws a graph in milliseconds. A
+// zoom into a small part of a large capture shows only what was kept of it; the page says how much
+// was left out.
 const flameNodes = 20_000
 
 // flameGraph is one flame graph of the page data.
