@@ -2,6 +2,7 @@ package capture
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -34,6 +35,9 @@ type FlameNode struct {
 // types first appear in records. Records without waits (holds only) are left out. A graph keeps at
 // most maxNodes nodes, the widest: a node is never wider than its parent, so what is kept stays one
 // tree, and what is dropped is too narrow to draw.
+//
+// The records' paths are sorted, so that a path shares its nodes with the one before it up to where
+// they differ: each trie is built in one pass, in depth-first order, without looking a node up.
 func FlameGraphs(records []Record, maxNodes int) []FlameTree {
 	names := map[string]int32{}
 	var nameOf []string
@@ -48,55 +52,83 @@ func FlameGraphs(records []Record, maxNodes int) []FlameTree {
 	}
 	var types []string
 	typeIx := map[string]int{}
-	for _, r := range records {
-		if _, ok := typeIx[r.Type]; !ok && r.Count > 0 {
-			typeIx[r.Type] = len(types)
-			types = append(types, r.Type)
-		}
-	}
-
-	// The graph of all types, then one trie holding the per-type graphs under a root each.
-	// Room for a few nodes per record: the map would otherwise grow many times over at 100,000.
-	all := newFlameTrie(1, 4*len(records))
-	perType := newFlameTrie(len(types), 4*len(records))
-	path := make([]int32, 0, 32)
-	for _, r := range records {
+	var waited []int32
+	frames := 0
+	for i, r := range records {
 		if r.Count == 0 {
 			continue
 		}
-		path = append(path[:0], intern(r.Comm))
-		for _, f := range slices.Backward(r.Stack) {
-			path = append(path, intern(FrameFunction(f)))
+		if _, ok := typeIx[r.Type]; !ok {
+			typeIx[r.Type] = len(types)
+			types = append(types, r.Type)
 		}
-		all.add(0, path, r.TotalNS, r.Count)
-		perType.add(int32(typeIx[r.Type]), path, r.TotalNS, r.Count)
+		waited = append(waited, int32(i))
+		frames += 1 + len(r.Stack)
 	}
-	if len(types) == 0 {
+	if len(waited) == 0 {
 		return nil
 	}
-	trees := []FlameTree{all.tree(0, "", nameOf, maxNodes)}
-	all = nil // its nodes are the larger half of what is held here
-	for i, typ := range types {
-		trees = append(trees, perType.tree(int32(i), typ, nameOf, maxNodes))
+	// Each record's path of interned names: the thread, then the frames from the outermost.
+	paths := make([][]int32, len(records))
+	backing := make([]int32, 0, frames)
+	for _, i := range waited {
+		r := &records[i]
+		start := len(backing)
+		backing = append(backing, intern(r.Comm))
+		for _, f := range slices.Backward(r.Stack) {
+			backing = append(backing, intern(FrameFunction(f)))
+		}
+		paths[i] = backing[start:len(backing):len(backing)]
+	}
+	slices.SortFunc(waited, func(a, b int32) int { return slices.Compare(paths[a], paths[b]) })
+
+	trees := []FlameTree{newFlameTrie(waited, paths, records).tree("", nameOf, maxNodes)}
+	// Split by type, each part still in the order of its paths.
+	byType := make([][]int32, len(types))
+	for _, i := range waited {
+		k := typeIx[records[i].Type]
+		byType[k] = append(byType[k], i)
+	}
+	for k, typ := range types {
+		trees = append(trees, newFlameTrie(byType[k], paths, records).tree(typ, nameOf, maxNodes))
 	}
 	return trees
 }
 
-// flameTrie holds one or more trees of interned names, their roots first.
+// flameTrie is one tree of interned names, its nodes in depth-first order, the root first.
 type flameTrie struct {
 	name   []int32
 	parent []int32
 	total  []uint64
 	count  []uint64
-	child  map[uint64]int32 // parent<<32 | name -> node
-	first  []int32          // the children of node i are kids[first[i]:first[i+1]] (children)
-	kids   []int32
 }
 
-func newFlameTrie(roots, sizeHint int) *flameTrie {
-	t := &flameTrie{child: make(map[uint64]int32, sizeHint)}
-	for range roots {
-		t.node(-1, -1)
+// newFlameTrie builds the trie of the records order lists, in the order of their paths.
+func newFlameTrie(order []int32, paths [][]int32, records []Record) *flameTrie {
+	// A trie has at most a node per name of its paths, and its root.
+	size := 1
+	for _, i := range order {
+		size += len(paths[i])
+	}
+	t := &flameTrie{name: make([]int32, 0, size), parent: make([]int32, 0, size), total: make([]uint64, 0, size), count: make([]uint64, 0, size)}
+	t.node(-1, -1)
+	at := []int32{0} // the nodes of the path before, the root first
+	var prev []int32
+	for _, i := range order {
+		p := paths[i]
+		shared := 0
+		for shared < min(len(p), len(prev)) && p[shared] == prev[shared] {
+			shared++
+		}
+		at = at[:1+shared]
+		for _, name := range p[shared:] {
+			at = append(at, t.node(at[len(at)-1], name))
+		}
+		for _, n := range at {
+			t.total[n], _ = addSaturating(t.total[n], records[i].TotalNS)
+			t.count[n], _ = addSaturating(t.count[n], records[i].Count)
+		}
+		prev = p
 	}
 	return t
 }
@@ -110,96 +142,79 @@ func (t *flameTrie) node(parent, name int32) int32 {
 	return i
 }
 
-// add charges ns and n waits to the path of names under root.
-func (t *flameTrie) add(root int32, path []int32, ns, n uint64) {
-	at := root
-	t.charge(at, ns, n)
-	for _, name := range path {
-		key := uint64(at)<<32 | uint64(uint32(name))
-		next, ok := t.child[key]
-		if !ok {
-			next = t.node(at, name)
-			t.child[key] = next
-		}
-		at = next
-		t.charge(at, ns, n)
-	}
-}
-
-// charge adds ns and n waits to node, saturating as group sums do.
-func (t *flameTrie) charge(node int32, ns, n uint64) {
-	t.total[node], _ = addSaturating(t.total[node], ns)
-	t.count[node], _ = addSaturating(t.count[node], n)
-}
-
-// children indexes the children of every node, from the parent links, once for all the trees of t.
-func (t *flameTrie) children() {
-	if t.first != nil {
-		return
-	}
-	t.first = make([]int32, len(t.name)+1)
+// tree lays the trie out, keeping its maxNodes widest nodes.
+func (t *flameTrie) tree(typ string, nameOf []string, maxNodes int) FlameTree {
+	n := len(t.name)
+	// The children of each node, from the parent links.
+	first := make([]int32, n+1)
 	for _, p := range t.parent {
 		if p >= 0 {
-			t.first[p+1]++
+			first[p+1]++
 		}
 	}
-	for i := range len(t.name) {
-		t.first[i+1] += t.first[i]
+	for i := range n {
+		first[i+1] += first[i]
 	}
-	t.kids = make([]int32, len(t.name))
-	fill := slices.Clone(t.first[:len(t.name)])
+	kids := make([]int32, n)
+	fill := slices.Clone(first[:n])
 	for i, p := range t.parent {
 		if p >= 0 {
-			t.kids[fill[p]] = int32(i)
+			kids[fill[p]] = int32(i)
 			fill[p]++
 		}
 	}
-}
 
-// tree lays out the tree under root, keeping its maxNodes widest nodes.
-func (t *flameTrie) tree(root int32, typ string, nameOf []string, maxNodes int) FlameTree {
-	t.children()
-	first, kids := t.first, t.kids
-
-	// Only nodes wider than the limit's cut stay; a tie at the cut drops all its nodes, so the limit
-	// holds.
-	var sizes []uint64
-	var walk func(int32)
-	walk = func(n int32) {
-		sizes = append(sizes, t.total[n])
-		for _, k := range kids[first[n]:first[n+1]] {
-			walk(k)
-		}
-	}
-	walk(root)
+	keepAll := n <= maxNodes
 	var cut uint64
-	keepAll := len(sizes) <= maxNodes
 	if !keepAll {
-		slices.SortFunc(sizes, func(a, b uint64) int { return cmp.Compare(b, a) })
-		cut = sizes[maxNodes]
+		cut = nthWidest(t.total, maxNodes)
 	}
 	out := FlameTree{Type: typ}
-	var place func(n int32, depth int, start uint64)
-	place = func(n int32, depth int, start uint64) {
+	var place func(node int32, depth int, start uint64)
+	place = func(node int32, depth int, start uint64) {
 		name := ""
 		if depth > 0 {
-			name = nameOf[t.name[n]]
+			name = nameOf[t.name[node]]
 		}
-		out.Nodes = append(out.Nodes, FlameNode{Name: name, Depth: depth, StartNS: start, TotalNS: t.total[n], Count: t.count[n]})
-		children := slices.Clone(kids[first[n]:first[n+1]])
+		out.Nodes = append(out.Nodes, FlameNode{Name: name, Depth: depth, StartNS: start, TotalNS: t.total[node], Count: t.count[node]})
+		children := slices.Clone(kids[first[node]:first[node+1]])
 		slices.SortFunc(children, func(a, b int32) int {
 			return cmp.Or(cmp.Compare(t.total[b], t.total[a]), strings.Compare(nameOf[t.name[a]], nameOf[t.name[b]]))
 		})
 		for _, k := range children {
+			// Only nodes wider than the cut stay; a tie at the cut drops all its nodes, so the
+			// limit holds.
 			if keepAll || t.total[k] > cut {
 				place(k, depth+1, start)
 				start += t.total[k]
 			}
 		}
 	}
-	place(root, 0, 0)
-	out.Dropped = len(sizes) - len(out.Nodes)
+	place(0, 0, 0)
+	out.Dropped = n - len(out.Nodes)
 	return out
+}
+
+// nthWidest is the (k+1)-th largest of sizes (k < len(sizes)): the nodes wider than it are the k
+// widest at most. Only the sizes of its power of two are sorted.
+func nthWidest(sizes []uint64, k int) uint64 {
+	var perPower [65]int
+	for _, s := range sizes {
+		perPower[bits.Len64(s)]++
+	}
+	power, above := 64, 0
+	for above+perPower[power] <= k {
+		above += perPower[power]
+		power--
+	}
+	var band []uint64
+	for _, s := range sizes {
+		if bits.Len64(s) == power {
+			band = append(band, s)
+		}
+	}
+	slices.SortFunc(band, func(a, b uint64) int { return cmp.Compare(b, a) })
+	return band[k-above]
 }
 
 // FrameFunction is the function of a stack frame or caller: "vm_mmap_pgoff+0xe0" -> "vm_mmap_pgoff".
