@@ -328,12 +328,20 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		{s.CtxOnStack, layout.ContextOnStack},
 		{s.LeadFrames, layout.Lead},
 		{s.FnCookie, functions && fb.cookies()},
+		{s.FnStackAtEntry, functions && fb.stackAtEntry(k)},
 	}
 	if layout.ContextOnStack && c.cfg.StackDepth > 0 {
 		lo, hi := k.kstackShifterBounds()
 		skipLo, skipHi := k.keySkipBounds()
 		vars = append(vars, variable{s.KstackShifterLo, lo}, variable{s.KstackShifterHi, hi},
 			variable{s.KeySkipLo, skipLo}, variable{s.KeySkipHi, skipHi})
+	}
+	if !functions {
+		shared, err := sharedFlagVariables(k, s, c.cfg.Spec)
+		if err != nil {
+			return err
+		}
+		vars = append(vars, shared...)
 	}
 	if err := setVariables(vars); err != nil {
 		return err

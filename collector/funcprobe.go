@@ -65,7 +65,7 @@ func (b functionBackend) cookies() bool {
 // lock type as a constant and none is loaded with the maps.
 func (b functionBackend) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
 	if b.cookies() {
-		return []*ebpf.ProgramSpec{p.KprobeAcquire, p.KretprobeAcquire, p.KprobeRelease}
+		return []*ebpf.ProgramSpec{b.template(p, roleEnter), b.template(p, roleReturn), b.template(p, roleRelease)}
 	}
 	return nil
 }
@@ -77,14 +77,33 @@ func (b functionBackend) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
 // address already taken off the stack. So the first frame above the
 // context is the first or the second. Recognising a path needs bpf_loop
 // (Linux 5.17), which every kernel with the contention tracepoints has, but
-// not every kernel these backends are for: without it, every stack is
-// walked.
+// not every kernel these backends are for: without it, the return programs
+// are the copies that walk every stack (a program that calls bpf_loop does
+// not even load there).
 func (b functionBackend) StackLayout() StackLayout {
 	skip := uint32(1)
 	if b.hook == hookKprobe {
 		skip = 0
 	}
 	return StackLayout{Skip: skip, ContextOnStack: haveLoop(), Lead: 2}
+}
+
+// stackAtEntry reports whether the programs take the stack at the acquire's
+// entry rather than at its return: for kretprobes on kernels whose
+// unwinder stops at the kretprobe trampoline, before Linux 5.15, which
+// taught it kretprobe_find_ret_addr (later rethook_find_ret_addr). That
+// costs a walk per acquire, contended or not. Without symbols the kernel
+// is taken for a recent one.
+func (b functionBackend) stackAtEntry(k *kernel) bool {
+	if b.hook != hookKprobe {
+		return false
+	}
+	ksyms, err := k.symbols()
+	if err != nil {
+		return false
+	}
+	names := ksyms.TextNames()
+	return !names["kretprobe_find_ret_addr"] && !names["rethook_find_ret_addr"]
 }
 
 // haveLoop reports whether BPF programs can call bpf_loop. It came to every
@@ -94,13 +113,26 @@ var haveLoop = sync.OnceValue(func() bool {
 	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnLoop) == nil
 })
 
-// template is the program of a role, which the function probes either
-// load once and attach with a cookie per function, or copy per function.
-func (b functionBackend) template(p *lockstatProgramSpecs, role funcRole) *ebpf.ProgramSpec {
+// roleProgram is the program of a role, which the function probes either
+// load once and attach with a cookie per function, or copy per function;
+// probe names and the capture's program statistics name it.
+func (b functionBackend) roleProgram(p *lockstatProgramSpecs, role funcRole) *ebpf.ProgramSpec {
 	if b.hook == hookFentry {
 		return [...]*ebpf.ProgramSpec{p.FentryAcquire, p.FexitAcquire, p.FentryRelease}[role]
 	}
 	return [...]*ebpf.ProgramSpec{p.KprobeAcquire, p.KretprobeAcquire, p.KprobeRelease}[role]
+}
+
+// template is the BPF program to load for a role: the return programs
+// without bpf_loop where the kernel lacks it.
+func (b functionBackend) template(p *lockstatProgramSpecs, role funcRole) *ebpf.ProgramSpec {
+	if role == roleReturn && !haveLoop() {
+		if b.hook == hookFentry {
+			return p.FexitAcquireWalk
+		}
+		return p.KretprobeAcquireWalk
+	}
+	return b.roleProgram(p, role)
 }
 
 // spinningReason says why the acquire functions of spinning locks are not
@@ -379,7 +411,7 @@ func (b functionBackend) attachRole(obj *object, role funcRole, t target) (attac
 func (b functionBackend) program(obj *object, role funcRole, t target) (probe, error) {
 	tmpl := b.template(obj.progs, role)
 	if b.cookies() {
-		return probe{name: tmpl.Name, prog: obj.program(tmpl)}, nil
+		return probe{name: b.roleProgram(obj.progs, role).Name, prog: obj.program(tmpl)}, nil
 	}
 	ps := tmpl.Copy()
 	if b.hook == hookFentry {
@@ -415,7 +447,7 @@ func (b functionBackend) program(obj *object, role funcRole, t target) (probe, e
 		}
 		return probe{}, fmt.Errorf("loading %s for %s: %w", tmpl.Name, t.fn, err)
 	}
-	return probe{name: tmpl.Name + ":" + t.fn, prog: prog, begins: role == roleEnter, owned: true}, nil
+	return probe{name: b.roleProgram(obj.progs, role).Name + ":" + t.fn, prog: prog, begins: role == roleEnter, owned: true}, nil
 }
 
 func (b functionBackend) attachProgram(prog *ebpf.Program, role funcRole, t target) (link.Link, error) {

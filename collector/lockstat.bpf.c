@@ -67,7 +67,12 @@ static __always_inline void count(__u32 which, __u64 n)
 #include "nesting.bpf.h"
 #include "stackpath.bpf.h"
 #include "spin.bpf.h"
+<<<<<<< HEAD
 #include "owner.bpf.h"
+=======
+#include "shared_flags.bpf.h"
+#include "rwbase.bpf.h"
+>>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -270,7 +275,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 		if (!s)
 			goto out;
 		if (s->lock) {
-			if (s->lock == lock) {
+			if (s->lock == lock || rwbase_part(s->lock, lock)) {
 				spin_again(s, flags);
 				goto out;
 			}
@@ -278,6 +283,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 			count(CNT_UNMATCHED_BEGIN, 1);
 		}
 	}
+	type = shared_flags_type(ctx, flags, type);
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
 	/* Last: the wait must not include our own work. */
@@ -301,7 +307,7 @@ static __always_inline __u32 name_lock(__u64 lock)
 			addr = (__u64)mm + bpf_core_field_offset(struct mm_struct, mmap_lock);
 		else
 			addr = (__u64)mm + bpf_core_field_offset(struct mm_struct___pre58, mmap_sem);
-		if (addr == lock)
+		if (addr == lock || (rwbase_inner() && addr + rwbase_inner() == lock))
 			return LOCK_NAME_MMAP;
 	}
 	sighand = BPF_CORE_READ(task, sighand);
@@ -430,6 +436,8 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 		s->lock = 0;
 		goto found;
 	}
+	if (s && rwbase_part(s->lock, lock))
+		goto out; /* the outer wait goes on */
 	/* An inner end that never came leaves its begin above ours. */
 	for (int i = MAX_NEST - 2; i >= 0; i--) {
 		if (i + 1 >= d)

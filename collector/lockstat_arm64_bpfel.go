@@ -64,6 +64,8 @@ type lockstatFnControl struct {
 	ThresholdNs uint64
 	CalibTid    uint32
 	CalibN      uint32
+	Stopped     uint32
+	Pad         uint32
 }
 
 type lockstatFnInfo uint32
@@ -238,9 +240,11 @@ const (
 	lockstatProgFentryAcquire            = "fentry_acquire"
 	lockstatProgFentryRelease            = "fentry_release"
 	lockstatProgFexitAcquire             = "fexit_acquire"
+	lockstatProgFexitAcquireWalk         = "fexit_acquire_walk"
 	lockstatProgKprobeAcquire            = "kprobe_acquire"
 	lockstatProgKprobeRelease            = "kprobe_release"
 	lockstatProgKretprobeAcquire         = "kretprobe_acquire"
+	lockstatProgKretprobeAcquireWalk     = "kretprobe_acquire_walk"
 	lockstatProgRawContentionBegin       = "raw_contention_begin"
 	lockstatProgRawContentionBeginRescue = "raw_contention_begin_rescue"
 	lockstatProgRawContentionEnd         = "raw_contention_end"
@@ -253,8 +257,10 @@ const (
 	lockstatVarCtxOnStack                = "ctx_on_stack"
 	lockstatVarFilterComm                = "filter_comm"
 	lockstatVarFilterPids                = "filter_pids"
+	lockstatVarFlagShared                = "flag_shared"
 	lockstatVarFlagType                  = "flag_type"
 	lockstatVarFnCookie                  = "fn_cookie"
+	lockstatVarFnStackAtEntry            = "fn_stack_at_entry"
 	lockstatVarKeySkipHi                 = "key_skip_hi"
 	lockstatVarKeySkipLo                 = "key_skip_lo"
 	lockstatVarKstackShifterHi           = "kstack_shifter_hi"
@@ -262,6 +268,11 @@ const (
 	lockstatVarLeadFrames                = "lead_frames"
 	lockstatVarOwnersOn                  = "owners_on"
 	lockstatVarSelfTgid                  = "self_tgid"
+	lockstatVarSharedFnFlags             = "shared_fn_flags"
+	lockstatVarSharedFnHi                = "shared_fn_hi"
+	lockstatVarSharedFnInternal          = "shared_fn_internal"
+	lockstatVarSharedFnLo                = "shared_fn_lo"
+	lockstatVarSharedFnType              = "shared_fn_type"
 	lockstatVarStackDepth                = "stack_depth"
 	lockstatVarStackSkip                 = "stack_skip"
 	lockstatVarTimelineControl           = "timeline_control"
@@ -323,9 +334,11 @@ type lockstatProgramSpecs struct {
 	FentryAcquire            *ebpf.ProgramSpec `ebpf:"fentry_acquire"`
 	FentryRelease            *ebpf.ProgramSpec `ebpf:"fentry_release"`
 	FexitAcquire             *ebpf.ProgramSpec `ebpf:"fexit_acquire"`
+	FexitAcquireWalk         *ebpf.ProgramSpec `ebpf:"fexit_acquire_walk"`
 	KprobeAcquire            *ebpf.ProgramSpec `ebpf:"kprobe_acquire"`
 	KprobeRelease            *ebpf.ProgramSpec `ebpf:"kprobe_release"`
 	KretprobeAcquire         *ebpf.ProgramSpec `ebpf:"kretprobe_acquire"`
+	KretprobeAcquireWalk     *ebpf.ProgramSpec `ebpf:"kretprobe_acquire_walk"`
 	RawContentionBegin       *ebpf.ProgramSpec `ebpf:"raw_contention_begin"`
 	RawContentionBeginRescue *ebpf.ProgramSpec `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
@@ -366,6 +379,7 @@ type lockstatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
+<<<<<<< HEAD
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
 	CtxOnStack        *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
@@ -389,6 +403,35 @@ type lockstatVariableSpecs struct {
 	UnusedLockName    *ebpf.VariableSpec `ebpf:"unused_lock_name"`
 	UnusedOwnerReason *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
 	UnusedOwnerState  *ebpf.VariableSpec `ebpf:"unused_owner_state"`
+=======
+	CommFilter       *ebpf.VariableSpec `ebpf:"comm_filter"`
+	CtxOnStack       *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
+	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterPids       *ebpf.VariableSpec `ebpf:"filter_pids"`
+	FlagShared       *ebpf.VariableSpec `ebpf:"flag_shared"`
+	FlagType         *ebpf.VariableSpec `ebpf:"flag_type"`
+	FnCookie         *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	FnStackAtEntry   *ebpf.VariableSpec `ebpf:"fn_stack_at_entry"`
+	KeySkipHi        *ebpf.VariableSpec `ebpf:"key_skip_hi"`
+	KeySkipLo        *ebpf.VariableSpec `ebpf:"key_skip_lo"`
+	KstackShifterHi  *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo  *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
+	LeadFrames       *ebpf.VariableSpec `ebpf:"lead_frames"`
+	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SharedFnFlags    *ebpf.VariableSpec `ebpf:"shared_fn_flags"`
+	SharedFnHi       *ebpf.VariableSpec `ebpf:"shared_fn_hi"`
+	SharedFnInternal *ebpf.VariableSpec `ebpf:"shared_fn_internal"`
+	SharedFnLo       *ebpf.VariableSpec `ebpf:"shared_fn_lo"`
+	SharedFnType     *ebpf.VariableSpec `ebpf:"shared_fn_type"`
+	StackDepth       *ebpf.VariableSpec `ebpf:"stack_depth"`
+	StackSkip        *ebpf.VariableSpec `ebpf:"stack_skip"`
+	TimelineControl  *ebpf.VariableSpec `ebpf:"timeline_control"`
+	TimelineStart    *ebpf.VariableSpec `ebpf:"timeline_start"`
+	TimelineTypes    *ebpf.VariableSpec `ebpf:"timeline_types"`
+	UnusedCounter    *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedFnInfo     *ebpf.VariableSpec `ebpf:"unused_fn_info"`
+	UnusedLockName   *ebpf.VariableSpec `ebpf:"unused_lock_name"`
+>>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -462,6 +505,7 @@ func (m *lockstatMaps) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
+<<<<<<< HEAD
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
 	CtxOnStack        *ebpf.Variable `ebpf:"ctx_on_stack"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
@@ -485,6 +529,35 @@ type lockstatVariables struct {
 	UnusedLockName    *ebpf.Variable `ebpf:"unused_lock_name"`
 	UnusedOwnerReason *ebpf.Variable `ebpf:"unused_owner_reason"`
 	UnusedOwnerState  *ebpf.Variable `ebpf:"unused_owner_state"`
+=======
+	CommFilter       *ebpf.Variable `ebpf:"comm_filter"`
+	CtxOnStack       *ebpf.Variable `ebpf:"ctx_on_stack"`
+	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
+	FilterPids       *ebpf.Variable `ebpf:"filter_pids"`
+	FlagShared       *ebpf.Variable `ebpf:"flag_shared"`
+	FlagType         *ebpf.Variable `ebpf:"flag_type"`
+	FnCookie         *ebpf.Variable `ebpf:"fn_cookie"`
+	FnStackAtEntry   *ebpf.Variable `ebpf:"fn_stack_at_entry"`
+	KeySkipHi        *ebpf.Variable `ebpf:"key_skip_hi"`
+	KeySkipLo        *ebpf.Variable `ebpf:"key_skip_lo"`
+	KstackShifterHi  *ebpf.Variable `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo  *ebpf.Variable `ebpf:"kstack_shifter_lo"`
+	LeadFrames       *ebpf.Variable `ebpf:"lead_frames"`
+	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
+	SharedFnFlags    *ebpf.Variable `ebpf:"shared_fn_flags"`
+	SharedFnHi       *ebpf.Variable `ebpf:"shared_fn_hi"`
+	SharedFnInternal *ebpf.Variable `ebpf:"shared_fn_internal"`
+	SharedFnLo       *ebpf.Variable `ebpf:"shared_fn_lo"`
+	SharedFnType     *ebpf.Variable `ebpf:"shared_fn_type"`
+	StackDepth       *ebpf.Variable `ebpf:"stack_depth"`
+	StackSkip        *ebpf.Variable `ebpf:"stack_skip"`
+	TimelineControl  *ebpf.Variable `ebpf:"timeline_control"`
+	TimelineStart    *ebpf.Variable `ebpf:"timeline_start"`
+	TimelineTypes    *ebpf.Variable `ebpf:"timeline_types"`
+	UnusedCounter    *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedFnInfo     *ebpf.Variable `ebpf:"unused_fn_info"`
+	UnusedLockName   *ebpf.Variable `ebpf:"unused_lock_name"`
+>>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.
@@ -498,9 +571,11 @@ type lockstatPrograms struct {
 	FentryAcquire            *ebpf.Program `ebpf:"fentry_acquire"`
 	FentryRelease            *ebpf.Program `ebpf:"fentry_release"`
 	FexitAcquire             *ebpf.Program `ebpf:"fexit_acquire"`
+	FexitAcquireWalk         *ebpf.Program `ebpf:"fexit_acquire_walk"`
 	KprobeAcquire            *ebpf.Program `ebpf:"kprobe_acquire"`
 	KprobeRelease            *ebpf.Program `ebpf:"kprobe_release"`
 	KretprobeAcquire         *ebpf.Program `ebpf:"kretprobe_acquire"`
+	KretprobeAcquireWalk     *ebpf.Program `ebpf:"kretprobe_acquire_walk"`
 	RawContentionBegin       *ebpf.Program `ebpf:"raw_contention_begin"`
 	RawContentionBeginRescue *ebpf.Program `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
@@ -520,9 +595,11 @@ func (p *lockstatPrograms) Close() error {
 		p.FentryAcquire,
 		p.FentryRelease,
 		p.FexitAcquire,
+		p.FexitAcquireWalk,
 		p.KprobeAcquire,
 		p.KprobeRelease,
 		p.KretprobeAcquire,
+		p.KretprobeAcquireWalk,
 		p.RawContentionBegin,
 		p.RawContentionBeginRescue,
 		p.RawContentionEnd,

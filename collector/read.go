@@ -33,10 +33,17 @@ var lostReasons = []struct {
 // in progress. Host, command-line and tool fields of the metadata are left
 // to the caller.
 func (c *Collector) Stop() (*capture.Capture, error) {
-	// No wait begins after stopNS; those in progress then may still end
-	// and be recorded, until the end programs are detached too.
+	// The function probes stop first, all at once (stopFunctionProbes).
+	// Otherwise no wait begins after stopNS; those in progress then may
+	// still end and be recorded, until the end programs are detached too.
+	stopNS, err := c.stopFunctionProbes()
+	if err != nil {
+		return nil, err
+	}
 	c.att.detachBegins()
-	stopNS, err := monotonicNow()
+	if c.att.acquire == nil {
+		stopNS, err = monotonicNow()
+	}
 	duration := time.Since(c.start)
 	closeLinks(c.att.links)
 	c.att.links = nil
@@ -164,11 +171,38 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if m.KallsymsRestricted {
 		m.Warnings = append(m.Warnings, "kernel symbols are hidden (kernel.kptr_restrict, or not root): stacks and lock names are raw addresses")
 	}
+	// Off the hot path, once: names the programs could not give.
+	if warnings, err := nameLocks(cp.Records, &kernel{}); err != nil {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("locks of other processes, runqueues and slab objects are not named: %v", err))
+	} else {
+		m.Warnings = append(m.Warnings, warnings...)
+	}
 	if n := counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)", n))
 	}
 	cp.Sort()
 	return cp, nil
+}
+
+// stopFunctionProbes ends the capture of the function probes before they
+// are detached, which takes seconds on some kernels (Linux 5.10 waits for an
+// RCU-tasks grace period per program): from then on their programs leave
+// every open wait open, to be charged up to the returned time. Other
+// backends detach at once: it returns 0 for them.
+func (c *Collector) stopFunctionProbes() (uint64, error) {
+	if c.att.acquire == nil {
+		return 0, nil
+	}
+	ctl := c.obj.maps.Control
+	var v lockstatFnControl
+	if err := ctl.Lookup(uint32(0), &v); err != nil {
+		return 0, fmt.Errorf("reading the probes' control: %w", err)
+	}
+	v.Stopped = 1
+	if err := ctl.Update(uint32(0), v, ebpf.UpdateAny); err != nil {
+		return 0, fmt.Errorf("stopping the probes: %w", err)
+	}
+	return monotonicNow()
 }
 
 func monotonicNow() (uint64, error) {

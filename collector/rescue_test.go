@@ -18,6 +18,7 @@ import (
 // intact.
 func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	testenv.RequireRoot(t)
+	requireClaimed(t, "rawtp")
 	spec, err := loadLockstat()
 	if err != nil {
 		t.Fatal(err)

@@ -303,6 +303,25 @@ func (k *Table) FuncBounds(name string) (lo, hi uint64, ok bool) {
 			break
 		}
 	}
+	return k.boundsFrom(lo)
+}
+
+// FuncBoundsNear is FuncBounds for a name that several vmlinux functions may
+// have (static functions of a file that other files include): the one
+// closest to the address near, which names another function of the same
+// object file.
+func (k *Table) FuncBoundsNear(name string, near uint64) (lo, hi uint64, ok bool) {
+	dist := func(a uint64) uint64 { return max(a, near) - min(a, near) }
+	for _, s := range k.syms {
+		if s.Name == name && s.Module == "" && s.Addr != 0 && isTextType(s.Type) && (lo == 0 || dist(s.Addr) < dist(lo)) {
+			lo = s.Addr
+		}
+	}
+	return k.boundsFrom(lo)
+}
+
+// boundsFrom returns the code of the function at lo: up to the next one.
+func (k *Table) boundsFrom(lo uint64) (uint64, uint64, bool) {
 	if lo == 0 {
 		return 0, 0, false
 	}

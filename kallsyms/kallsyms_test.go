@@ -540,3 +540,29 @@ func TestKallsymsFuncBounds(t *testing.T) {
 		t.Errorf("restricted table: FuncBounds(local_fn) = %#x, %#x, true; want not found", lo, hi)
 	}
 }
+
+// TestKallsymsFuncBoundsNear picks, of two static functions of one name
+// (a file that two others include), the copy beside the function given.
+func TestKallsymsFuncBoundsNear(t *testing.T) {
+	k := mustParse(t, `ffffffff81000100 T down_write
+ffffffff81000200 t rwbase_write_lock
+ffffffff81000300 T up_write
+ffffffff81900100 T rt_write_lock
+ffffffff81900200 t rwbase_write_lock
+ffffffff81900300 T rt_write_unlock
+ffffffff81a00000 T _etext
+`)
+	for _, tc := range []struct {
+		near, lo, hi uint64
+	}{
+		{0xffffffff81000100, 0xffffffff81000200, 0xffffffff81000300},
+		{0xffffffff81900100, 0xffffffff81900200, 0xffffffff81900300},
+	} {
+		if lo, hi, ok := k.FuncBoundsNear("rwbase_write_lock", tc.near); !ok || lo != tc.lo || hi != tc.hi {
+			t.Errorf("FuncBoundsNear(rwbase_write_lock, %#x) = %#x, %#x, %v; want %#x, %#x", tc.near, lo, hi, ok, tc.lo, tc.hi)
+		}
+	}
+	if _, _, ok := k.FuncBoundsNear("no_such_fn", 0xffffffff81000100); ok {
+		t.Error("FuncBoundsNear found a function that is not there")
+	}
+}

@@ -86,11 +86,15 @@ type Spec struct {
 	Source string // file name used in messages ("locks.json" for the embedded one)
 	Types  []Type
 
+	// catalogue is every type of the file, selected or not: a wait of
+	// flags that a selected type shares with one not selected is still
+	// told apart, and left out.
+	catalogue []Type
 	lockFuncs map[string]struct{} // acquire, release and internal names without compiler suffixes
 }
 
-func newSpec(source string, types []Type) *Spec {
-	s := &Spec{Source: source, Types: types, lockFuncs: make(map[string]struct{})}
+func newSpec(source string, catalogue, types []Type) *Spec {
+	s := &Spec{Source: source, Types: types, catalogue: catalogue, lockFuncs: make(map[string]struct{})}
 	for _, t := range types {
 		for _, list := range [][]string{t.Acquire, t.Release, t.Internal} {
 			for _, fn := range list {
@@ -115,7 +119,7 @@ func (s *Spec) Names() []string {
 // empty list or an empty name is an error, not a way to say "all".
 func (s *Spec) Select(names []string) (*Spec, error) {
 	if names == nil {
-		return newSpec(s.Source, s.Types), nil
+		return newSpec(s.Source, s.catalogue, s.Types), nil
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("empty --types list (name lock types, e.g. -t mutex,rwsem:W, or leave out -t for all: %s)", strings.Join(s.Names(), ", "))
@@ -142,22 +146,74 @@ func (s *Spec) Select(names []string) (*Spec, error) {
 			return nil, fmt.Errorf("unknown lock type %q in --types (known: %s)", name, strings.Join(s.Names(), ", "))
 		}
 	}
-	return newSpec(s.Source, types), nil
+	return newSpec(s.Source, s.catalogue, types), nil
 }
 
 // FlagTable returns, for each flags value 0..MaxFlags-1, the index into s.Types
-// of the type that claims it, or -1. BPF uses it to classify events in the kernel.
+// of the type that claims it, or -1 (no type, or one not selected). Of types
+// that share a flags value the first in the catalogue has it, unless
+// Discriminators find another's acquire function on the stack. BPF uses it
+// to classify events in the kernel.
 func (s *Spec) FlagTable() [MaxFlags]int32 {
 	var table [MaxFlags]int32
 	for i := range table {
 		table[i] = -1
 	}
-	for i, t := range s.Types {
-		for _, f := range t.Flags {
+	for i := len(s.catalogue) - 1; i >= 0; i-- {
+		for _, f := range s.catalogue[i].Flags {
 			if f < MaxFlags { // always true for a parsed spec
-				table[f] = int32(i)
+				table[f] = s.index(s.catalogue[i].Name)
 			}
 		}
 	}
 	return table
+}
+
+// index returns the index into s.Types of the named type, or -1.
+func (s *Spec) index(name string) int32 {
+	for i, t := range s.Types {
+		if t.Name == name {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// Discriminator tells apart the types that share a flags value: a wait
+// announced with Flags whose stack has Function among its first frames is
+// of type Type. Acquire functions decide first, the innermost found; where
+// none is on the stack (an acquire function that tail-calls its slow path
+// leaves no frame), internal functions do, the outermost found.
+type Discriminator struct {
+	Flags    Flag
+	Function string
+	Type     int32  // index into s.Types, -1 for a type not selected
+	TypeName string // the type's name, selected or not
+	Internal bool   // one of the type's internal functions
+}
+
+// Discriminators returns the acquire, then the internal functions of every
+// type that shares a flags value with another, in catalogue order.
+func (s *Spec) Discriminators() []Discriminator {
+	claims := map[Flag]int{}
+	for _, t := range s.catalogue {
+		for _, f := range t.Flags {
+			claims[f]++
+		}
+	}
+	var out []Discriminator
+	for _, t := range s.catalogue {
+		for _, f := range t.Flags {
+			if claims[f] < 2 {
+				continue
+			}
+			for _, fn := range t.Acquire {
+				out = append(out, Discriminator{Flags: f, Function: fn, Type: s.index(t.Name), TypeName: t.Name})
+			}
+			for _, fn := range t.Internal {
+				out = append(out, Discriminator{Flags: f, Function: fn, Type: s.index(t.Name), TypeName: t.Name, Internal: true})
+			}
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package lockspec
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -41,15 +42,27 @@ func catalogue(t *testing.T) *Spec {
 func TestCatalogue(t *testing.T) {
 	s := catalogue(t)
 
-	wantNames := []string{"semaphore", "spinlock", "rwlock:R", "rwlock:W", "rwsem:R", "rwsem:W", "rtmutex",
+	wantNames := []string{"semaphore", "spinlock", "rwlock:R", "rwlock:W", "rtmutex", "rwsem:R", "rwsem:W",
 		"rwlock-rt:R", "rwlock-rt:W", "pcpu-sem:R", "pcpu-sem:W", "mutex"}
 	if got := s.Names(); !slices.Equal(got, wantNames) {
 		t.Errorf("Names() = %v, want %v", got, wantNames)
 	}
 
+	// perf names a wait by its flags alone; klockstat agrees except where
+	// PREEMPT_RT's rw_semaphore announces the flags of its rwlock_t, or the
+	// waits for the inner rtmutex of either those of an rtmutex, and the
+	// acquire function on the stack decides.
+	shared := map[Flag][]string{
+		FlagRT:             {"rtmutex", "rwsem:R", "rwsem:W", "rwlock-rt:R", "rwlock-rt:W"},
+		FlagRT | FlagRead:  {"rwsem:R", "rwlock-rt:R"},
+		FlagRT | FlagWrite: {"rwsem:W", "rwlock-rt:W"},
+	}
 	table := s.FlagTable()
 	for flags := range Flag(MaxFlags) {
 		want, claimed := perfLockTypes[flags]
+		if types, ok := shared[flags]; ok {
+			want = types[0] // the first in the catalogue, when no acquire function is found
+		}
 		switch i := table[flags]; {
 		case !claimed && i != -1:
 			t.Errorf("flags %s: type %q, want none", flags, s.Types[i].Name)
@@ -58,6 +71,19 @@ func TestCatalogue(t *testing.T) {
 		case claimed && s.Types[i].Name != want:
 			t.Errorf("flags %s: type %q, want %q", flags, s.Types[i].Name, want)
 		}
+	}
+	perFlags := map[Flag][]string{}
+	for _, d := range s.Discriminators() {
+		typ := s.Types[d.Type].Name
+		if list := s.Types[d.Type].Acquire; d.Internal && !slices.Contains(s.Types[d.Type].Internal, d.Function) || !d.Internal && !slices.Contains(list, d.Function) {
+			t.Errorf("discriminator %+v: %s is not an acquire or internal function of %s as it says", d, d.Function, typ)
+		}
+		if !slices.Contains(perFlags[d.Flags], typ) {
+			perFlags[d.Flags] = append(perFlags[d.Flags], typ)
+		}
+	}
+	if !maps.EqualFunc(perFlags, shared, slices.Equal) {
+		t.Errorf("types told apart by their acquire functions: %v, want %v", perFlags, shared)
 	}
 
 	for _, typ := range s.Types {
@@ -136,6 +162,25 @@ func TestSelect(t *testing.T) {
 		if table[flags] != want {
 			t.Errorf("selected FlagTable[%s] = %d, want %d", flags, table[flags], want)
 		}
+	}
+	// A type that shares flags with one not selected: the waits the stack
+	// gives to the other are left out, and so are those of unknown kind,
+	// which the first type in the catalogue would have.
+	rt, err := s.Select([]string{"rwlock-rt:R"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := rt.FlagTable()[FlagRT|FlagRead]; i != -1 {
+		t.Errorf("rwlock-rt:R alone: FlagTable[RT|READ] = %d, want -1 (rwsem:R comes first)", i)
+	}
+	byFunction := map[string]int32{}
+	for _, d := range rt.Discriminators() {
+		if d.Flags == FlagRT|FlagRead && !d.Internal {
+			byFunction[d.Function] = d.Type
+		}
+	}
+	if byFunction["rt_read_lock"] != 0 || byFunction["down_read"] != -1 {
+		t.Errorf("rwlock-rt:R alone: discriminators %v, want rt_read_lock -> 0, down_read -> -1", byFunction)
 	}
 	if !sel.IsLockFunction("mutex_lock") || sel.IsLockFunction("down_read") {
 		t.Error("selected spec does not index exactly the functions of its types")

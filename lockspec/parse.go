@@ -57,7 +57,7 @@ func Parse(source string, data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSpec(source, types), nil
+	return newSpec(source, types, types), nil
 }
 
 type checker struct {
@@ -97,53 +97,79 @@ func (c *checker) spec(root *jsonNode) ([]Type, error) {
 		return nil, err
 	}
 	types := make([]Type, len(list))
-	nameOff := make(map[string]int)    // type name -> offset of its first definition
-	claimed := make(map[Flag]claimant) // flags value -> first type claiming it
+	nameOff := make(map[string]int)      // type name -> offset of its first definition
+	claimed := make(map[Flag][]claimant) // flags value -> the types claiming it
 	for i, n := range list {
 		path := fmt.Sprintf("types[%d]", i)
-		if types[i], err = c.lockType(n, path, nameOff, claimed); err != nil {
+		var offs []int
+		if types[i], offs, err = c.lockType(n, path, nameOff); err != nil {
 			return nil, err
+		}
+		for j, f := range types[i].Flags {
+			for _, other := range claimed[f] {
+				if fn, shared := sharedFunction(types[other.index].Acquire, types[i].Acquire); shared {
+					return nil, c.errorAt(offs[j], fmt.Sprintf("%s.flags[%d]", path, j),
+						"flags %s also claimed by type %q at %s, and both list acquire function %q (types that share flags are told apart by their acquire functions on the stack: list each under one type)",
+						f, types[other.index].Name, c.at(other.off), fn)
+				}
+			}
+			claimed[f] = append(claimed[f], claimant{i, offs[j]})
 		}
 	}
 	return types, nil
 }
 
+// claimant is a type claiming a flags value, and where.
 type claimant struct {
-	name string
-	off  int
+	index int
+	off   int
 }
 
-func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int, claimed map[Flag]claimant) (Type, error) {
+// sharedFunction returns a function both lists name, compiler suffixes aside.
+func sharedFunction(a, b []string) (string, bool) {
+	for _, fa := range a {
+		for _, fb := range b {
+			if stripCompilerSuffix(fa) == stripCompilerSuffix(fb) {
+				return fb, true
+			}
+		}
+	}
+	return "", false
+}
+
+// lockType parses one type, and returns the offsets of its flag combinations.
+func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int) (Type, []int, error) {
 	var t Type
 	fields, err := c.object(n, path, typeKeys, typeRequired)
 	if err != nil {
-		return t, err
+		return t, nil, err
 	}
 
 	name := fields["name"]
 	if t.Name, err = c.str(name, path+".name"); err != nil {
-		return t, err
+		return t, nil, err
 	}
 	if err := capture.CheckTypeName(t.Name); err != nil {
-		return t, c.errorAt(name.off, path+".name", "%v", err)
+		return t, nil, c.errorAt(name.off, path+".name", "%v", err)
 	}
 	if first, dup := nameOff[t.Name]; dup {
-		return t, c.errorAt(name.off, path+".name", "duplicate type %q (first defined at %s)", t.Name, c.at(first))
+		return t, nil, c.errorAt(name.off, path+".name", "duplicate type %q (first defined at %s)", t.Name, c.at(first))
 	}
 	nameOff[t.Name] = name.off
 
 	if d, ok := fields["description"]; ok {
 		if t.Description, err = c.str(d, path+".description"); err != nil {
-			return t, err
+			return t, nil, err
 		}
 	}
 
-	if t.Flags, err = c.flags(fields["flags"], path+".flags", t.Name, claimed); err != nil {
-		return t, err
+	var offs []int
+	if t.Flags, offs, err = c.flags(fields["flags"], path+".flags"); err != nil {
+		return t, nil, err
 	}
 
 	if t.Acquire, err = c.functions(fields["acquire"], path+".acquire", "name at least one kernel function"); err != nil {
-		return t, err
+		return t, nil, err
 	}
 	for _, key := range []string{"release", "internal"} {
 		v, ok := fields[key]
@@ -152,7 +178,7 @@ func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int, cla
 		}
 		funcs, err := c.functions(v, path+"."+key, "name at least one kernel function, or remove the key")
 		if err != nil {
-			return t, err
+			return t, nil, err
 		}
 		if key == "release" {
 			t.Release = funcs
@@ -163,52 +189,54 @@ func (c *checker) lockType(n *jsonNode, path string, nameOff map[string]int, cla
 
 	if h, ok := fields["hold"]; ok {
 		if h.kind != jsonBool {
-			return t, c.wrongKind(h, path+".hold", jsonBool)
+			return t, nil, c.wrongKind(h, path+".hold", jsonBool)
 		}
 		t.Hold = h.text == "true"
 		switch {
 		case t.Hold && len(t.Release) == 0:
-			return t, c.errorAt(h.off, path+".hold", "hold time needs the release functions: list them in \"release\", or remove the key")
+			return t, nil, c.errorAt(h.off, path+".hold", "hold time needs the release functions: list them in \"release\", or remove the key")
 		case t.Hold && t.Spinning():
-			return t, c.errorAt(h.off, path+".hold", "hold time is measured for sleeping locks only: probing every release of a spinning lock would cost more than the holds it measures")
+			return t, nil, c.errorAt(h.off, path+".hold", "hold time is measured for sleeping locks only: probing every release of a spinning lock would cost more than the holds it measures")
 		}
 	}
-	return t, nil
+	return t, offs, nil
 }
 
-func (c *checker) flags(n *jsonNode, path, typeName string, claimed map[Flag]claimant) ([]Flag, error) {
+// flags parses a type's flag combinations, and returns where each is.
+func (c *checker) flags(n *jsonNode, path string) ([]Flag, []int, error) {
 	combos, err := c.list(n, path, `list at least one flag combination, e.g. [["SPIN"]]; [] means flags 0`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	flags := make([]Flag, len(combos))
+	offs := make([]int, len(combos))
 	for i, combo := range combos {
 		comboPath := fmt.Sprintf("%s[%d]", path, i)
 		if combo.kind != jsonList {
-			return nil, c.wrongKind(combo, comboPath, jsonList)
+			return nil, nil, c.wrongKind(combo, comboPath, jsonList)
 		}
 		for j, e := range combo.elems {
 			elemPath := fmt.Sprintf("%s[%d]", comboPath, j)
 			name, err := c.str(e, elemPath)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			f, ok := flagByName(name)
 			if !ok {
-				return nil, c.errorAt(e.off, elemPath, "unknown flag %q (want one of %s)", name, flagNameList())
+				return nil, nil, c.errorAt(e.off, elemPath, "unknown flag %q (want one of %s)", name, flagNameList())
 			}
 			if flags[i]&f != 0 {
-				return nil, c.errorAt(e.off, elemPath, "flag %q repeated in one combination (list it once)", name)
+				return nil, nil, c.errorAt(e.off, elemPath, "flag %q repeated in one combination (list it once)", name)
 			}
 			flags[i] |= f
 		}
-		if first, dup := claimed[flags[i]]; dup {
-			return nil, c.errorAt(combo.off, comboPath, "flags %s already claimed by type %q at %s (a flags value maps to one type)",
-				flags[i], first.name, c.at(first.off))
+		if j := slices.Index(flags[:i], flags[i]); j >= 0 {
+			return nil, nil, c.errorAt(combo.off, comboPath, "flags %s already listed at %s (list each combination once)",
+				flags[i], c.at(offs[j]))
 		}
-		claimed[flags[i]] = claimant{typeName, combo.off}
+		offs[i] = combo.off
 	}
-	return flags, nil
+	return flags, offs, nil
 }
 
 func (c *checker) functions(n *jsonNode, path, emptyHint string) ([]string, error) {

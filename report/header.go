@@ -107,7 +107,7 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 	}
 	hs = append(hs, highlight{
 		Label: "Contended locks", Value: strconv.Itoa(len(locks)),
-		Detail: fmt.Sprintf("%d threads, %d records", len(threads), len(c.Records)),
+		Detail: fmt.Sprintf("%d threads, %d records; %.1f%% of the %s time on locks with a name", len(threads), len(c.Records), 100*c.NamedShare(), ms.Time),
 	})
 	health := highlight{Label: "Capture health", Value: "complete", Detail: "probe cost " + probeCost(m)}
 	if lost := m.LostTotal(); lost > 0 {

@@ -11,6 +11,10 @@
 /* Function probes read their FN_* value from the BPF cookie (else from a
  * patched constant, see fn_info). */
 const volatile bool fn_cookie = false;
+/* Function probes take the stack at the acquire's entry: a kretprobe's stack
+ * cannot be walked (the unwinder stops at the kretprobe trampoline before
+ * Linux 5.15). Costs a walk per acquire, contended or not. */
+const volatile bool fn_stack_at_entry = false;
 
 /* Function probes: the threshold and the calibration state. An array, not
  * a global, so that user space can write it on kernels without mmapable
@@ -74,7 +78,7 @@ static __always_inline __u32 fn_info(void *ctx)
 	return v;
 }
 
-static __always_inline int fn_enter(__u64 lock, __u32 info)
+static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, pid = id >> 32, zero = 0;
@@ -82,11 +86,13 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	struct wait_slot *s;
 	struct cpu_busy *b = cpu_busy();
 	bool skip;
+	int level;
 
-	if (enter(b, ROLE_FUNCTION) < 0)
+	level = enter(b, ROLE_FUNCTION);
+	if (level < 0)
 		return 0;
 	ctl = bpf_map_lookup_elem(&control, &zero);
-	if (!ctl)
+	if (!ctl || ctl->stopped)
 		goto out;
 	if (ctl->calib_tid) {
 		/* Calibrating: only the calibrating thread is timed. */
@@ -120,7 +126,7 @@ static __always_inline int fn_enter(__u64 lock, __u32 info)
 	s->pid = pid;
 	s->type = info & FN_TYPE_MASK;
 	s->skip = 0;
-	s->stack = 0;
+	s->stack = fn_stack_at_entry && !ctl->calib_tid ? walked_stack(ctx, level) : 0;
 	s->repeat = 0;
 	count(CNT_BEGIN, 1);
 	/* Last: the acquire time must not include our own work. */
@@ -130,7 +136,9 @@ out:
 	return 0;
 }
 
-static __always_inline int fn_exit(void *ctx, __u32 info)
+/* fn_exit times an acquire at its return. Without path_cache it walks every
+ * stack it takes: its programs then call no bpf_loop (Linux 5.17+). */
+static __always_inline int fn_exit(void *ctx, __u32 info, bool path_cache)
 {
 	/* First: the acquire time must not include our own work. */
 	__u64 now = bpf_ktime_get_ns();
@@ -146,6 +154,12 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	level = enter(b, ROLE_FUNCTION);
 	if (level < 0)
 		return 0;
+	/* After the end of the capture, a wait still open stays open: user
+	 * space charges it up to the end. Detaching takes seconds on some
+	 * kernels, long enough for such waits to end meanwhile. */
+	ctl = bpf_map_lookup_elem(&control, &zero);
+	if (!ctl || ctl->stopped)
+		goto out;
 	s = bpf_map_lookup_elem(&thread_waits, &tid);
 	if (!s || !s->lock)
 		goto unmatched;
@@ -155,8 +169,7 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	}
 	w = *s;
 	s->lock = 0;
-	ctl = bpf_map_lookup_elem(&control, &zero);
-	if (w.skip || !ctl)
+	if (w.skip)
 		goto out;
 	delta = now - w.ts;
 
@@ -178,7 +191,8 @@ static __always_inline int fn_exit(void *ctx, __u32 info)
 	count(contended ? CNT_END : CNT_FAST, 1);
 	if (!contended && !(info & FN_HOLD))
 		goto out;
-	w.stack = get_stack(ctx, w.type, level);
+	if (!fn_stack_at_entry)
+		w.stack = path_cache ? get_stack(ctx, w.type, level) : walked_stack(ctx, level);
 	/* An acquire's time is not split: the probes see no spin. */
 	if (contended)
 		record(&w, delta, 0);
@@ -233,13 +247,19 @@ out:
 SEC("fentry/klockstat_acquire")
 int fentry_acquire(__u64 *ctx)
 {
-	return fn_enter(ctx[0], fn_info(ctx));
+	return fn_enter(ctx, ctx[0], fn_info(ctx));
 }
 
 SEC("fexit/klockstat_acquire")
 int fexit_acquire(__u64 *ctx)
 {
-	return fn_exit(ctx, fn_info(ctx));
+	return fn_exit(ctx, fn_info(ctx), true);
+}
+
+SEC("fexit/klockstat_acquire")
+int fexit_acquire_walk(__u64 *ctx)
+{
+	return fn_exit(ctx, fn_info(ctx), false);
 }
 
 SEC("fentry/klockstat_release")
@@ -251,13 +271,19 @@ int fentry_release(__u64 *ctx)
 SEC("kprobe/klockstat_acquire")
 int kprobe_acquire(struct pt_regs *ctx)
 {
-	return fn_enter(PT_REGS_ARG1(ctx), fn_info(ctx));
+	return fn_enter(ctx, PT_REGS_ARG1(ctx), fn_info(ctx));
 }
 
 SEC("kretprobe/klockstat_acquire")
 int kretprobe_acquire(struct pt_regs *ctx)
 {
-	return fn_exit(ctx, fn_info(ctx));
+	return fn_exit(ctx, fn_info(ctx), true);
+}
+
+SEC("kretprobe/klockstat_acquire")
+int kretprobe_acquire_walk(struct pt_regs *ctx)
+{
+	return fn_exit(ctx, fn_info(ctx), false);
 }
 
 SEC("kprobe/klockstat_release")

@@ -42,6 +42,9 @@
 #define MAX_KSTACK_SHIFTERS 8
 /* Tracepoint machinery functions a loader can name; see key_skip_lo. */
 #define MAX_KEY_SKIP 4
+/* Acquire and internal functions that tell apart lock types sharing
+ * contention_begin flags (see shared_flags.bpf.h). */
+#define MAX_SHARED_FUNCS 64
 /* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
 #define KSTACK_SIZE 16384
 
@@ -214,6 +217,8 @@ struct fn_control {
 	__u64 threshold_ns; /* an acquire longer than this counts as contended */
 	__u32 calib_tid;    /* non-zero: calibrating, only this thread's acquires count, as samples */
 	__u32 calib_n;      /* samples taken */
+	__u32 stopped;      /* non-zero: the capture has ended, the programs change nothing */
+	__u32 _pad;
 };
 
 /* Uncontended acquire times taken while calibrating. */

@@ -273,6 +273,54 @@ static __always_inline int first_free_way(struct path_key *pk)
 	return -1;
 }
 
+/* walk_size is how many bytes of frames a walk takes. */
+static __always_inline __u32 walk_size(const struct stack_scratch *sc)
+{
+	__u32 size = stack_depth * sizeof(__u64);
+
+	return size > sizeof(sc->ips) ? sizeof(sc->ips) : size;
+}
+
+/*
+ * walk_stack walks the current kernel stack into sc->ips and stores it; it
+ * returns bpf_get_stack's result (bytes, or <= 0 when nothing was stored) and
+ * the stacks map key in *h. It calls no bpf_loop, so programs that use only
+ * it load on kernels before 5.17 (the function probes on Linux 5.10).
+ */
+static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u64 *h)
+{
+	long n;
+	int err;
+
+	n = bpf_get_stack(ctx, sc->ips, size, stack_skip & BPF_F_SKIP_FIELD_MASK);
+	if (n <= 0) {
+		count(CNT_STACK_FAILED, 1);
+		return -1;
+	}
+	*h = hash_frames(sc->ips);
+	err = bpf_map_update_elem(&stacks, h, sc->ips, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count(CNT_STACK_FAILED, 1);
+		return -1;
+	}
+	count(CNT_STACK_WALKED, 1);
+	return n;
+}
+
+/* walked_stack is get_stack without the path cache. */
+static __always_inline __u64 walked_stack(void *ctx, __u32 level)
+{
+	struct stack_scratch *sc;
+	__u64 h = 0;
+
+	if (!stack_depth)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &level);
+	if (!sc || walk_stack(ctx, sc, walk_size(sc), &h) <= 0)
+		return 0;
+	return h;
+}
+
 /*
  * get_stack returns the stacks map key of the current kernel stack, 0 for
  * none. Walking a kernel stack costs microseconds, most of it fixed, so a
@@ -287,8 +335,8 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 	struct path *known, *fresh;
 	__u32 nwords = 0, top = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
 	struct stack_scratch *sc;
-	__u64 base = 0, h;
-	int free_way = -1, err;
+	__u64 base = 0, h = 0;
+	int free_way = -1;
 	bool searched = false;
 	long n;
 
@@ -330,21 +378,10 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 		}
 	}
 
-	size = stack_depth * sizeof(__u64);
-	if (size > sizeof(sc->ips))
-		size = sizeof(sc->ips);
-	n = bpf_get_stack(ctx, sc->ips, size, stack_skip & BPF_F_SKIP_FIELD_MASK);
-	if (n <= 0) {
-		count(CNT_STACK_FAILED, 1);
+	size = walk_size(sc);
+	n = walk_stack(ctx, sc, size, &h);
+	if (n <= 0)
 		return 0;
-	}
-	h = hash_frames(sc->ips);
-	err = bpf_map_update_elem(&stacks, &h, sc->ips, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count(CNT_STACK_FAILED, 1);
-		return 0;
-	}
-	count(CNT_STACK_WALKED, 1);
 	if (nwords && hint && !bpf_map_lookup_elem(&unlearnable, &h)) {
 		__u8 one = 1;
 

@@ -2,10 +2,11 @@
 # Usage: tests/vm/run.sh [SERIES...]
 #
 # Runs klockstat's collector tests on Debian's own kernels, one QEMU VM per
-# kernel series (6.1 and 6.12 by default; name some to run only those, e.g.
-# `tests/vm/run.sh 6.12`). Exits non-zero if any kernel fails.
+# kernel series (5.10, 6.1, 6.1-rt and 6.12 by default; name some to run only
+# those, e.g. `tests/vm/run.sh 6.12`). Exits non-zero if any kernel fails.
 #
-# Each VM boots the newest cloud-amd64 kernel of its series that apt offers,
+# Each VM boots the newest kernel of its series that apt offers (cloud-amd64,
+# rt-amd64 for 6.1-rt: PREEMPT_RT),
 # under software emulation (TCG: no KVM needed), with a small initramfs of
 # static binaries: busybox, the collector test binary and the contend
 # workload. tests/vm/init runs the tests and prints the verdict on the serial
@@ -30,6 +31,11 @@
 #                         cost per event means little under single: a vCPU
 #                         switched out inside a BPF program charges it the
 #                         other vCPU's time.
+#   KLOCKSTAT_VM_PARALLEL guests run at once (default: the host's CPUs). Each
+#                         runs on one host thread under TCG single; lines of
+#                         their output interleave, each named by its kernel.
+#   KLOCKSTAT_VM_RUN      run only the tests this regular expression names
+#                         (go test -run; no spaces), e.g. TestBackends/kprobe
 #   GO                    go command (default: go)
 set -euo pipefail
 
@@ -38,12 +44,22 @@ root=$(cd "$here/../.." && pwd)
 cache=$here/.cache
 timeout_s=${KLOCKSTAT_VM_TIMEOUT:-900}
 tcg=${KLOCKSTAT_VM_TCG:-single}
+parallel=${KLOCKSTAT_VM_PARALLEL:-$(nproc)}
+run_tests=${KLOCKSTAT_VM_RUN:-}
 go=${GO:-go}
 
 # Package name patterns of the kernels, by series.
 declare -A kernel_pattern=(
+	[5.10]='^linux-image-5\.10\.0-[0-9]+-cloud-amd64-unsigned$'
 	[6.1]='^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$'
+	[6.1-rt]='^linux-image-6\.1\.0-[0-9]+-rt-amd64-unsigned$'
 	[6.12]='^linux-image-6\.12\.[0-9]+\+[a-z0-9]+-cloud-amd64-unsigned$'
+)
+# Series from another Debian release than the host's come from a private
+# apt configuration (its own source list and package lists under the cache),
+# so the host's apt never sees that release.
+declare -A kernel_suite=(
+	[5.10]=bullseye
 )
 
 log() { printf 'vm: %s\n' "$*" >&2; }
@@ -60,10 +76,31 @@ install_deps() {
 		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" >/dev/null; }
 }
 
+# apt_for SERIES sets the array apt_opts to the options that make apt-get
+# and apt-cache look in the series' own release: none for the host's, a
+# private source list and package lists (refreshed once per run) for a
+# release named in kernel_suite.
+declare -A suite_ready=()
+declare -a apt_opts=()
+apt_for() {
+	apt_opts=()
+	local suite=${kernel_suite[$1]:-}
+	[[ -n $suite ]] || return 0
+	local dir=$cache/apt-$suite
+	apt_opts=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache")
+	[[ -z ${suite_ready[$suite]:-} ]] || return 0
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+	echo "deb http://deb.debian.org/debian $suite main" >"$dir/sources.list"
+	log "$1: refreshing the package lists of Debian $suite"
+	apt-get "${apt_opts[@]}" update -q >/dev/null
+	suite_ready[$suite]=1
+}
+
 # newest_kernel SERIES prints the newest kernel package of the series apt
 # can install, or nothing.
 newest_kernel() {
-	apt-cache search --names-only "${kernel_pattern[$1]}" | awk '{print $1}' | sort -V | tail -n 1
+	apt-cache "${apt_opts[@]}" search --names-only "${kernel_pattern[$1]}" | awk '{print $1}' | sort -V | tail -n 1
 }
 
 # resolve_kernel SERIES prints the newest kernel package of the series,
@@ -72,16 +109,16 @@ newest_kernel() {
 resolve_kernel() {
 	local pkg
 	pkg=$(newest_kernel "$1")
-	if [[ -z $pkg ]]; then
+	if [[ -z $pkg && -z ${kernel_suite[$1]:-} ]]; then
 		log "$1: no kernel in the package lists, running apt-get update"
 		apt-get update -q >/dev/null
 		pkg=$(newest_kernel "$1")
-	fi
-	if [[ -z $pkg ]] && ! apt-cache policy | grep -q bookworm-backports; then
-		log "$1: adding bookworm-backports to the apt sources"
-		echo 'deb http://deb.debian.org/debian bookworm-backports main' >/etc/apt/sources.list.d/klockstat-vm-backports.list
-		apt-get update -q >/dev/null
-		pkg=$(newest_kernel "$1")
+		if [[ -z $pkg ]] && ! apt-cache policy | grep -q bookworm-backports; then
+			log "$1: adding bookworm-backports to the apt sources"
+			echo 'deb http://deb.debian.org/debian bookworm-backports main' >/etc/apt/sources.list.d/klockstat-vm-backports.list
+			apt-get update -q >/dev/null
+			pkg=$(newest_kernel "$1")
+		fi
 	fi
 	[[ -n $pkg ]] || die "$1: no kernel package matching ${kernel_pattern[$1]} in the apt sources"
 	echo "$pkg"
@@ -93,7 +130,7 @@ fetch_kernel() {
 	local pkg=$1 version=$2 dir=$3 tmp
 	tmp=$(mktemp -d "$cache/download.XXXXXX")
 	chown _apt "$tmp" 2>/dev/null || true # apt-get download drops root
-	(cd "$tmp" && apt-get download -q "$pkg=$version" >/dev/null)
+	(cd "$tmp" && apt-get "${apt_opts[@]}" download -q "$pkg=$version" >/dev/null)
 	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' './boot/config-*'
 	mkdir -p "$dir"
 	mv "$tmp"/boot/vmlinuz-* "$dir/vmlinuz"
@@ -131,7 +168,7 @@ run_kernel() {
 		-accel "tcg,thread=$tcg" -cpu max -smp 2 -m 2048 \
 		-nodefaults -display none -serial stdio -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s" \
+		-append "console=ttyS0 panic=-1 quiet KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s${run_tests:+ KLOCKSTAT_TEST_RUN=$run_tests}" \
 		</dev/null | awk -v serial="$serial" -v prefix="[$name] " '
 			function flush_repeats() {
 				if (repeats) print prefix "    (last line repeated " repeats " more times)"
@@ -160,7 +197,7 @@ run_kernel() {
 main() {
 	local series=("$@")
 	if ((${#series[@]} == 0)); then
-		series=(6.1 6.12)
+		series=(5.10 6.1 6.1-rt 6.12)
 	fi
 	for s in "${series[@]}"; do
 		[[ -n ${kernel_pattern[$s]:-} ]] || die "unknown kernel series $s (want one of: ${!kernel_pattern[*]})"
@@ -169,6 +206,7 @@ main() {
 		die "KLOCKSTAT_VM_TIMEOUT=$timeout_s: want whole seconds, at least 60"
 	fi
 	[[ $tcg == single || $tcg == multi ]] || die "KLOCKSTAT_VM_TCG=$tcg: want single or multi"
+	[[ $parallel =~ ^[1-9][0-9]*$ ]] || die "KLOCKSTAT_VM_PARALLEL=$parallel: want a whole number of guests, at least 1"
 	((EUID == 0)) || die "needs root (apt-get, mknod)"
 
 	install_deps
@@ -177,8 +215,9 @@ main() {
 	local -a names pkgs versions
 	for s in "${series[@]}"; do
 		local pkg version dir
+		apt_for "$s"
 		pkg=$(resolve_kernel "$s")
-		version=$(apt-cache policy "$pkg" | awk '/Candidate:/ {print $2}')
+		version=$(apt-cache "${apt_opts[@]}" policy "$pkg" | awk '/Candidate:/ {print $2}')
 		dir=$cache/kernels/${pkg}_$version
 		if [[ -f $dir/vmlinuz ]]; then
 			log "$s: $pkg $version (cached)"
@@ -194,25 +233,37 @@ main() {
 	log "building the initramfs"
 	build_initramfs "$cache/initramfs.cpio"
 
-	local -a results times
-	local failed=0
+	# Each guest runs its tests on one host thread (TCG single), so as many
+	# guests as there are host CPUs run at once; each writes its verdict and
+	# time to the cache, and its output lines carry its name.
+	local matrix_start=$SECONDS
 	for i in "${!names[@]}"; do
+		while (($(jobs -rp | wc -l) >= parallel)); do
+			wait -n || true
+		done
 		log "${names[i]}: booting (${versions[i]}, TCG $tcg)"
-		local start=$SECONDS
-		if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio"; then
-			results+=(PASS)
-		else
-			results+=(FAIL)
-			failed=1
-		fi
-		times+=("$((SECONDS - start))s")
+		rm -f "$cache/${names[i]}.result"
+		(
+			start=$SECONDS
+			result=FAIL
+			if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio"; then
+				result=PASS
+			fi
+			echo "$result $((SECONDS - start))s" >"$cache/${names[i]}.result"
+		) &
 	done
+	wait
 
+	local failed=0
 	printf '\n%-28s %-20s %-6s %-6s %s\n' kernel package-version result time failed
 	for i in "${!names[@]}"; do
-		printf '%-28s %-20s %-6s %-6s %s\n' "${names[i]}" "${versions[i]}" "${results[i]}" "${times[i]}" \
+		local result=FAIL time=?
+		[[ -f $cache/${names[i]}.result ]] && read -r result time <"$cache/${names[i]}.result"
+		[[ $result == PASS ]] || failed=1
+		printf '%-28s %-20s %-6s %-6s %s\n' "${names[i]}" "${versions[i]}" "$result" "$time" \
 			"$(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$cache/${names[i]}.log" | paste -sd ' ')"
 	done
+	printf 'matrix wall time: %ds, %d guests at a time\n' "$((SECONDS - matrix_start))" "$parallel"
 	printf 'serial logs: %s/<kernel>.log\n' "$cache"
 	return "$failed"
 }

@@ -1,0 +1,139 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// nameLocks names the records' locks that the programs left unnamed, from
+// the kernel's objects as they are at the end of the capture (names.bpf.c):
+// another process's mmap_lock or siglock, a CPU's runqueue lock, a lock
+// inside a slab object. It returns warnings for what this kernel cannot
+// name; an error means the names could not be looked up at all.
+func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
+	var addrs []uint64
+	seen := map[uint64]bool{}
+	for _, r := range records {
+		if r.Name == "" && !seen[uint64(r.Lock)] {
+			seen[uint64(r.Lock)] = true
+			addrs = append(addrs, uint64(r.Lock))
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	spec, err := loadNames()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	types, err := k.types()
+	if err != nil {
+		return nil, err
+	}
+	var warnings []string
+	if ok, err := hasBTF[*btf.Struct](k, "cfs_rq"); err == nil && ok {
+		var rq *btf.Struct
+		if err := types.TypeByName("cfs_rq", &rq); err == nil && !hasMember(rq, "rq") {
+			warnings = append(warnings, "runqueue locks are not named: the kernel was built without CONFIG_FAIR_GROUP_SCHED")
+		}
+	}
+	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
+		warnings = append(warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
+	}
+	spec.Maps[namesMapLabels].MaxEntries = uint32(len(addrs))
+
+	var objs namesObjects
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: types}}); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading the lock-naming programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("loading the lock-naming programs: %w", err)
+	}
+	defer objs.Close()
+	for _, a := range addrs {
+		if err := objs.Labels.Put(a, namesLockLabel{}); err != nil {
+			return nil, fmt.Errorf("storing lock %#x to name: %w", a, err)
+		}
+	}
+	// Tasks first: a process's lock is named after it before the slab
+	// lookup would name it after the cache holding its mm or sighand.
+	if err := runIter(link.IterOptions{Program: objs.NameTaskLocks}); err != nil {
+		return nil, fmt.Errorf("naming the locks of processes: %w", err)
+	}
+	if err := runIter(link.IterOptions{Program: objs.NameOtherLocks, Map: objs.Labels}); err != nil {
+		return nil, fmt.Errorf("naming runqueue and slab locks: %w", err)
+	}
+
+	names := map[uint64]string{}
+	var (
+		addr  uint64
+		label namesLockLabel
+	)
+	it := objs.Labels.Iterate()
+	for it.Next(&addr, &label) {
+		if name := label.name(); name != "" {
+			names[addr] = name
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the lock names: %w", err)
+	}
+	for i := range records {
+		if records[i].Name == "" {
+			records[i].Name = names[uint64(records[i].Lock)]
+		}
+	}
+	return warnings, nil
+}
+
+// name is how a label reads in the capture: rq_lock, a slab cache with
+// perf's "&" (a field of an object of that cache), or the lock of a
+// process named by its command.
+func (l namesLockLabel) name() string {
+	text := cString(l.Text[:])
+	switch l.Kind {
+	case namesLabelKindLABEL_RQ:
+		return "rq_lock"
+	case namesLabelKindLABEL_SLAB:
+		return "&" + text
+	case namesLabelKindLABEL_MMAP:
+		return fmt.Sprintf("mmap_lock (%s)", text)
+	case namesLabelKindLABEL_SIGHAND:
+		return fmt.Sprintf("siglock (%s)", text)
+	}
+	return ""
+}
+
+// hasMember reports whether a struct has a member of that name.
+func hasMember(s *btf.Struct, name string) bool {
+	for _, m := range s.Members {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// runIter runs a BPF iterator to its end.
+func runIter(opts link.IterOptions) error {
+	l, err := link.AttachIter(opts)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	r, err := l.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(io.Discard, r)
+	return err
+}
