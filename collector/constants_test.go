@@ -9,14 +9,7 @@ import (
 // TestConstantsMatchTheBPFObject checks the limits of lockstat.h that Go
 // repeats against the BPF object they were compiled into, without root.
 func TestConstantsMatchTheBPFObject(t *testing.T) {
-	spec, err := loadLockstat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := specsOf(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := typedSpecs(t)
 	for _, c := range []struct {
 		name      string
 		got, want uint32

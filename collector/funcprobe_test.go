@@ -12,14 +12,7 @@ import (
 // and reference no callback (a kernel without bpf_loop does not count a
 // callback as a subprogram and refuses the program).
 func TestWalkProgramsCallNoLoop(t *testing.T) {
-	spec, err := loadLockstat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := specsOf(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := typedSpecs(t)
 	for _, ps := range []*ebpf.ProgramSpec{s.FexitAcquireWalk, s.KretprobeAcquireWalk} {
 		n := 0
 		for _, ins := range ps.Instructions {
@@ -31,4 +24,18 @@ func TestWalkProgramsCallNoLoop(t *testing.T) {
 			t.Errorf("%s: %d bpf_loop calls or callback references, want none", ps.Name, n)
 		}
 	}
+}
+
+// typedSpecs returns the embedded BPF object's specs, as bpf2go typed them.
+func typedSpecs(t *testing.T) *lockstatSpecs {
+	t.Helper()
+	spec, err := loadLockstat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := specsOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -25,13 +25,7 @@ func TestPreemptRTTypes(t *testing.T) {
 		t.Skip("not a PREEMPT_RT kernel: no rt_spin_lock in /proc/kallsyms")
 	}
 	w := startWorkload(t, "-lock", "mmap,spin,fown", "-threads", "4")
-	cfg := defaultConfig(t)
-	cfg.PIDs = []uint32{w.pid}
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := w.capture(t, "auto")
 	w.run(t)
 	w.stopWhen(t, c, 1000)
 	cp, err := c.Stop()
