@@ -128,7 +128,9 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 	s->skip = 0;
 	s->stack = fn_stack_at_entry && !ctl->calib_tid ? walked_stack(ctx, level) : 0;
 	s->repeat = 0;
-	count(CNT_BEGIN, 1);
+	/* Calibration samples are not events of the capture. */
+	if (!ctl->calib_tid)
+		count(CNT_BEGIN, 1);
 	/* Last: the acquire time must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 out:
