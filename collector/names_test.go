@@ -24,8 +24,12 @@ import (
 func TestLockNames(t *testing.T) {
 	testenv.RequireRoot(t)
 	dir := t.TempDir()
-	w := startWorkload(t, "-lock", "inode,mmap,spin", "-threads", "4", "-dir", dir)
-	reader := exec.Command("/bin/sh", "-c", fmt.Sprintf("while :; do cat /proc/%d/maps >/dev/null; done", w.pid))
+	// contend must outlive the capture, however slowly the capture starts
+	// and stops: its mmap_lock is named from its task, which must still
+	// exist at the end. The test ends it.
+	contend := startContend(t, "-lock", "inode,mmap,spin", "-threads", "4", "-dir", dir, "-duration", "10m")
+	pid := uint32(contend.Process.Pid)
+	reader := exec.Command("/bin/sh", "-c", fmt.Sprintf("while :; do cat /proc/%d/maps >/dev/null; done", pid))
 	cfg := defaultConfig(t)
 	c, err := Start(cfg)
 	if err != nil {
@@ -36,9 +40,6 @@ func TestLockNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { reader.Process.Kill(); reader.Wait() }()
-	w.run(t)
-	// contend must outlive the capture (it runs for a minute): its
-	// mmap_lock is named from its task, which must still exist at the end.
 	for start := time.Now(); time.Since(start) < 2*time.Second || c.Events() < 3000 && time.Since(start) < 30*time.Second; {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -65,7 +66,7 @@ func TestLockNames(t *testing.T) {
 			t.Errorf("the capture says the kernel lacks bpf_get_kmem_cache, which it has: %q", cp.Meta.Warnings)
 		}
 		checkNamed(t, cp, "rwsem:W writes of contend's file", func(r capture.Record) bool {
-			return r.PID == w.pid && r.Type == "rwsem:W" && hasFrame(r.Stack, "vfs_write", "ksys_pwrite64")
+			return r.PID == pid && r.Type == "rwsem:W" && hasFrame(r.Stack, "vfs_write", "ksys_pwrite64")
 		}, func(name string) bool { return strings.HasPrefix(name, "&") && strings.Contains(name, "inode") })
 	})
 	t.Run("runqueue", func(t *testing.T) {
@@ -87,7 +88,7 @@ func TestLockNames(t *testing.T) {
 	})
 	t.Run("another process's mmap_lock", func(t *testing.T) {
 		checkNamed(t, cp, "rwsem:R waits of the maps readers", func(r capture.Record) bool {
-			return r.PID != w.pid && r.Type == "rwsem:R" && r.Comm == "cat" && hasFrame(r.Stack, "seq_read_iter")
+			return r.PID != pid && r.Type == "rwsem:R" && r.Comm == "cat" && hasFrame(r.Stack, "seq_read_iter")
 		}, func(name string) bool { return name == "mmap_lock (contend)" })
 	})
 }

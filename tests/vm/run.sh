@@ -31,9 +31,11 @@
 #                         cost per event means little under single: a vCPU
 #                         switched out inside a BPF program charges it the
 #                         other vCPU's time.
-#   KLOCKSTAT_VM_PARALLEL guests run at once (default: the host's CPUs). Each
-#                         runs on one host thread under TCG single; lines of
-#                         their output interleave, each named by its kernel.
+#   KLOCKSTAT_VM_PARALLEL guests run at once (default 1). Each runs on one host
+#                         thread under TCG single; lines of their output
+#                         interleave, each named by its kernel. Two on a
+#                         2-CPU host that also runs other work made the
+#                         tests that time a workload's minute miss it.
 #   KLOCKSTAT_VM_RUN      run only the tests this regular expression names
 #                         (go test -run; no spaces), e.g. TestBackends/kprobe
 #   GO                    go command (default: go)
@@ -44,7 +46,7 @@ root=$(cd "$here/../.." && pwd)
 cache=$here/.cache
 timeout_s=${KLOCKSTAT_VM_TIMEOUT:-900}
 tcg=${KLOCKSTAT_VM_TCG:-single}
-parallel=${KLOCKSTAT_VM_PARALLEL:-$(nproc)}
+parallel=${KLOCKSTAT_VM_PARALLEL:-1}
 run_tests=${KLOCKSTAT_VM_RUN:-}
 go=${GO:-go}
 
