@@ -1,8 +1,4 @@
 package collector
 
-<<<<<<< HEAD
 //go:generate go tool bpf2go -tags linux -target amd64,arm64 -type wait_key -type wait_stats -type wait_slot -type cpu_waits -type cpu_busy -type path_key -type path -type fn_control -type stack_scratch -type timeline_cell -type owner_key -type owner_stats lockstat lockstat.bpf.c -- -I./include -Wall -Werror -O2 -g
-=======
-//go:generate go tool bpf2go -tags linux -target amd64,arm64 -type wait_key -type wait_stats -type wait_slot -type cpu_waits -type cpu_busy -type path_key -type path -type fn_control -type stack_scratch -type timeline_cell lockstat lockstat.bpf.c -- -I./include -Wall -Werror -O2 -g
 //go:generate go tool bpf2go -tags linux -target amd64,arm64 -type lock_label -type label_kind names names.bpf.c -- -I./include -Wall -Werror -O2 -g
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)

@@ -67,12 +67,9 @@ static __always_inline void count(__u32 which, __u64 n)
 #include "nesting.bpf.h"
 #include "stackpath.bpf.h"
 #include "spin.bpf.h"
-<<<<<<< HEAD
 #include "owner.bpf.h"
-=======
 #include "shared_flags.bpf.h"
 #include "rwbase.bpf.h"
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

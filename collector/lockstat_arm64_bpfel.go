@@ -379,13 +379,14 @@ type lockstatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
-<<<<<<< HEAD
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
 	CtxOnStack        *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterPids        *ebpf.VariableSpec `ebpf:"filter_pids"`
+	FlagShared        *ebpf.VariableSpec `ebpf:"flag_shared"`
 	FlagType          *ebpf.VariableSpec `ebpf:"flag_type"`
 	FnCookie          *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	FnStackAtEntry    *ebpf.VariableSpec `ebpf:"fn_stack_at_entry"`
 	KeySkipHi         *ebpf.VariableSpec `ebpf:"key_skip_hi"`
 	KeySkipLo         *ebpf.VariableSpec `ebpf:"key_skip_lo"`
 	KstackShifterHi   *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
@@ -393,6 +394,11 @@ type lockstatVariableSpecs struct {
 	LeadFrames        *ebpf.VariableSpec `ebpf:"lead_frames"`
 	OwnersOn          *ebpf.VariableSpec `ebpf:"owners_on"`
 	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SharedFnFlags     *ebpf.VariableSpec `ebpf:"shared_fn_flags"`
+	SharedFnHi        *ebpf.VariableSpec `ebpf:"shared_fn_hi"`
+	SharedFnInternal  *ebpf.VariableSpec `ebpf:"shared_fn_internal"`
+	SharedFnLo        *ebpf.VariableSpec `ebpf:"shared_fn_lo"`
+	SharedFnType      *ebpf.VariableSpec `ebpf:"shared_fn_type"`
 	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
 	StackSkip         *ebpf.VariableSpec `ebpf:"stack_skip"`
 	TimelineControl   *ebpf.VariableSpec `ebpf:"timeline_control"`
@@ -403,35 +409,6 @@ type lockstatVariableSpecs struct {
 	UnusedLockName    *ebpf.VariableSpec `ebpf:"unused_lock_name"`
 	UnusedOwnerReason *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
 	UnusedOwnerState  *ebpf.VariableSpec `ebpf:"unused_owner_state"`
-=======
-	CommFilter       *ebpf.VariableSpec `ebpf:"comm_filter"`
-	CtxOnStack       *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
-	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
-	FilterPids       *ebpf.VariableSpec `ebpf:"filter_pids"`
-	FlagShared       *ebpf.VariableSpec `ebpf:"flag_shared"`
-	FlagType         *ebpf.VariableSpec `ebpf:"flag_type"`
-	FnCookie         *ebpf.VariableSpec `ebpf:"fn_cookie"`
-	FnStackAtEntry   *ebpf.VariableSpec `ebpf:"fn_stack_at_entry"`
-	KeySkipHi        *ebpf.VariableSpec `ebpf:"key_skip_hi"`
-	KeySkipLo        *ebpf.VariableSpec `ebpf:"key_skip_lo"`
-	KstackShifterHi  *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
-	KstackShifterLo  *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
-	LeadFrames       *ebpf.VariableSpec `ebpf:"lead_frames"`
-	SelfTgid         *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SharedFnFlags    *ebpf.VariableSpec `ebpf:"shared_fn_flags"`
-	SharedFnHi       *ebpf.VariableSpec `ebpf:"shared_fn_hi"`
-	SharedFnInternal *ebpf.VariableSpec `ebpf:"shared_fn_internal"`
-	SharedFnLo       *ebpf.VariableSpec `ebpf:"shared_fn_lo"`
-	SharedFnType     *ebpf.VariableSpec `ebpf:"shared_fn_type"`
-	StackDepth       *ebpf.VariableSpec `ebpf:"stack_depth"`
-	StackSkip        *ebpf.VariableSpec `ebpf:"stack_skip"`
-	TimelineControl  *ebpf.VariableSpec `ebpf:"timeline_control"`
-	TimelineStart    *ebpf.VariableSpec `ebpf:"timeline_start"`
-	TimelineTypes    *ebpf.VariableSpec `ebpf:"timeline_types"`
-	UnusedCounter    *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedFnInfo     *ebpf.VariableSpec `ebpf:"unused_fn_info"`
-	UnusedLockName   *ebpf.VariableSpec `ebpf:"unused_lock_name"`
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -505,13 +482,14 @@ func (m *lockstatMaps) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
-<<<<<<< HEAD
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
 	CtxOnStack        *ebpf.Variable `ebpf:"ctx_on_stack"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	FilterPids        *ebpf.Variable `ebpf:"filter_pids"`
+	FlagShared        *ebpf.Variable `ebpf:"flag_shared"`
 	FlagType          *ebpf.Variable `ebpf:"flag_type"`
 	FnCookie          *ebpf.Variable `ebpf:"fn_cookie"`
+	FnStackAtEntry    *ebpf.Variable `ebpf:"fn_stack_at_entry"`
 	KeySkipHi         *ebpf.Variable `ebpf:"key_skip_hi"`
 	KeySkipLo         *ebpf.Variable `ebpf:"key_skip_lo"`
 	KstackShifterHi   *ebpf.Variable `ebpf:"kstack_shifter_hi"`
@@ -519,6 +497,11 @@ type lockstatVariables struct {
 	LeadFrames        *ebpf.Variable `ebpf:"lead_frames"`
 	OwnersOn          *ebpf.Variable `ebpf:"owners_on"`
 	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
+	SharedFnFlags     *ebpf.Variable `ebpf:"shared_fn_flags"`
+	SharedFnHi        *ebpf.Variable `ebpf:"shared_fn_hi"`
+	SharedFnInternal  *ebpf.Variable `ebpf:"shared_fn_internal"`
+	SharedFnLo        *ebpf.Variable `ebpf:"shared_fn_lo"`
+	SharedFnType      *ebpf.Variable `ebpf:"shared_fn_type"`
 	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
 	StackSkip         *ebpf.Variable `ebpf:"stack_skip"`
 	TimelineControl   *ebpf.Variable `ebpf:"timeline_control"`
@@ -529,35 +512,6 @@ type lockstatVariables struct {
 	UnusedLockName    *ebpf.Variable `ebpf:"unused_lock_name"`
 	UnusedOwnerReason *ebpf.Variable `ebpf:"unused_owner_reason"`
 	UnusedOwnerState  *ebpf.Variable `ebpf:"unused_owner_state"`
-=======
-	CommFilter       *ebpf.Variable `ebpf:"comm_filter"`
-	CtxOnStack       *ebpf.Variable `ebpf:"ctx_on_stack"`
-	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
-	FilterPids       *ebpf.Variable `ebpf:"filter_pids"`
-	FlagShared       *ebpf.Variable `ebpf:"flag_shared"`
-	FlagType         *ebpf.Variable `ebpf:"flag_type"`
-	FnCookie         *ebpf.Variable `ebpf:"fn_cookie"`
-	FnStackAtEntry   *ebpf.Variable `ebpf:"fn_stack_at_entry"`
-	KeySkipHi        *ebpf.Variable `ebpf:"key_skip_hi"`
-	KeySkipLo        *ebpf.Variable `ebpf:"key_skip_lo"`
-	KstackShifterHi  *ebpf.Variable `ebpf:"kstack_shifter_hi"`
-	KstackShifterLo  *ebpf.Variable `ebpf:"kstack_shifter_lo"`
-	LeadFrames       *ebpf.Variable `ebpf:"lead_frames"`
-	SelfTgid         *ebpf.Variable `ebpf:"self_tgid"`
-	SharedFnFlags    *ebpf.Variable `ebpf:"shared_fn_flags"`
-	SharedFnHi       *ebpf.Variable `ebpf:"shared_fn_hi"`
-	SharedFnInternal *ebpf.Variable `ebpf:"shared_fn_internal"`
-	SharedFnLo       *ebpf.Variable `ebpf:"shared_fn_lo"`
-	SharedFnType     *ebpf.Variable `ebpf:"shared_fn_type"`
-	StackDepth       *ebpf.Variable `ebpf:"stack_depth"`
-	StackSkip        *ebpf.Variable `ebpf:"stack_skip"`
-	TimelineControl  *ebpf.Variable `ebpf:"timeline_control"`
-	TimelineStart    *ebpf.Variable `ebpf:"timeline_start"`
-	TimelineTypes    *ebpf.Variable `ebpf:"timeline_types"`
-	UnusedCounter    *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedFnInfo     *ebpf.Variable `ebpf:"unused_fn_info"`
-	UnusedLockName   *ebpf.Variable `ebpf:"unused_lock_name"`
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.

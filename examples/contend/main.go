@@ -1,10 +1,6 @@
 // Command contend creates real Linux kernel lock contention for klockstat's tests, demos and benchmarks.
 //
-<<<<<<< HEAD
-//	contend [-lock mmap,inode,pipe,spin,fault,threads,hog] [-threads N] [-duration D] [-ops N] [-name PREFIX] [-dir DIR] [-json]
-=======
-//	contend [-lock mmap,inode,pipe,spin,fault,threads,fown] [-threads N] [-duration D] [-ops N] [-name PREFIX] [-dir DIR] [-json]
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
+//	contend [-lock mmap,inode,pipe,spin,fault,threads,hog,fown] [-threads N] [-duration D] [-ops N] [-name PREFIX] [-dir DIR] [-json]
 //
 // Each named lock gets its own workers, all running at once. Once every
 // worker has started, contend prints "ready pid=<pid>" to stderr; at the end

@@ -47,15 +47,12 @@ const (
 	// Threads contends mmap_lock from short-lived threads: every operation
 	// is a new thread that maps and unmaps memory, then exits.
 	Threads Lock = "threads"
-<<<<<<< HEAD
 	// Hog contends the i_rwsem of one shared file held long by one thread,
 	// "<prefix>-hog", writing 16 MiB at a time while the others write a page.
 	Hog Lock = "hog"
-=======
 	// Fown contends the f_owner rwlock_t of one shared file: half the
 	// threads set its owner, half read it.
 	Fown Lock = "fown"
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 )
 
 // ErrUnknownLock is returned for a lock name outside Names.
@@ -75,25 +72,18 @@ var generators = map[Lock]func(Options) (generator, error){
 	Spin:    newSpin,
 	Fault:   newFault,
 	Threads: newThreads,
-<<<<<<< HEAD
 	Hog:     newHog,
+	Fown:    newFown,
 }
 
 // A threadNamer names its workers itself, instead of "<prefix>-<i>".
 type threadNamer interface {
 	threadName(prefix string, worker int) string
-=======
-	Fown:    newFown,
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
 }
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-<<<<<<< HEAD
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog)}
-=======
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Fown)}
->>>>>>> 347c947 (kernel matrix: Debian 11's 5.10 and 6.1 PREEMPT_RT green; lock names at the end of a capture)
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Fown)}
 }
 
 // Options configures one Run.
