@@ -20,10 +20,10 @@ const timelineBuckets = 256
 // fills more than 7/16 of them (112) once it is 7.3 ms long.
 const timelineFirstShift = 16
 
-// timeline reads the BPF timeline map and doubles its width as the window grows. The programs write
-// one generation of the map at the width that timeline_control says; to double it, the control word
-// switches them to the other generation at twice the width, and the generation left, which no program
-// writes any more, is read into history, zeroed, and folded with it pair by pair.
+// timeline reads the BPF timeline map and widens its buckets as the window grows. The programs write
+// one generation of the map at the width that timeline_control says; to widen it, the control word
+// switches them to the other generation at the new width, and the generation left, which no program
+// writes any more, is read into history, zeroed, and folded with it into the wider buckets.
 type timeline struct {
 	m       *ebpf.Map
 	control *ebpf.Variable
@@ -32,10 +32,10 @@ type timeline struct {
 	gen     uint32
 	history [][]lockstatTimelineCell // per type, what the generations left held, at the current width
 
-	mu   sync.Mutex // held by a fold
+	mu   sync.Mutex // held while widening
 	stop chan struct{}
 	done chan struct{}
-	err  error // of the last fold
+	err  error // of a widening that failed
 }
 
 func newTimeline(m *ebpf.Map, control *ebpf.Variable, types int) *timeline {
@@ -46,7 +46,9 @@ func newTimeline(m *ebpf.Map, control *ebpf.Variable, types int) *timeline {
 	return t
 }
 
-// grow doubles the width whenever seven eighths of the buckets are used, from start, until stopped.
+// grow widens the buckets whenever seven eighths of them are used, from start, until stopped. Where
+// the widening falls behind the window (a slow machine, a loaded one), it widens them by as many
+// doublings as put the window's end at most 200 buckets in.
 func (t *timeline) grow(start time.Time) {
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -59,7 +61,14 @@ func (t *timeline) grow(start time.Time) {
 				timer.Stop()
 				return
 			case <-timer.C:
-				if err := t.fold(); err != nil {
+				elapsed := uint64(time.Since(start))
+				shift := t.shift + 1
+				// On time, one doubling leaves the window 112 buckets; late, the window still
+				// fills more than 100.
+				for uint64(200)<<shift < elapsed {
+					shift++
+				}
+				if err := t.widen(shift); err != nil {
 					t.err = err
 					return
 				}
@@ -68,7 +77,7 @@ func (t *timeline) grow(start time.Time) {
 	}()
 }
 
-// stopGrowing ends grow and returns the error of a fold that failed.
+// stopGrowing ends grow and returns the error of a widening that failed.
 func (t *timeline) stopGrowing() error {
 	if t.stop != nil {
 		close(t.stop)
@@ -78,11 +87,12 @@ func (t *timeline) stopGrowing() error {
 	return t.err
 }
 
-func (t *timeline) fold() error {
+// widen makes the buckets 1<<shift ns wide.
+func (t *timeline) widen(shift uint) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	left := t.gen
-	if err := t.control.Set(uint64(left^1)<<8 | uint64(t.shift+1)); err != nil {
+	if err := t.control.Set(uint64(left^1)<<8 | uint64(shift)); err != nil {
 		return fmt.Errorf("doubling the timeline's buckets: %w", err)
 	}
 	// A program that read the old control word before the switch is done with it within microseconds.
@@ -102,23 +112,31 @@ func (t *timeline) fold() error {
 	if _, err := t.m.BatchUpdate(keys, make([]lockstatTimelineCell, len(keys)*cpus), nil); err != nil {
 		return fmt.Errorf("clearing the timeline: %w", err)
 	}
+	per := 1 << (shift - t.shift) // old buckets per new one
 	for typ, h := range t.history {
 		for b := range h {
 			h[b].Count += cells[typ][b].Count
 			h[b].TotalNs += cells[typ][b].TotalNs
 		}
-		for b := range timelineBuckets / 2 {
-			h[b] = lockstatTimelineCell{Count: h[2*b].Count + h[2*b+1].Count, TotalNs: h[2*b].TotalNs + h[2*b+1].TotalNs}
+		// New bucket b sums old buckets from b*per, which no new bucket before it wrote.
+		kept := max(timelineBuckets/per, 1)
+		for b := range kept {
+			var sum lockstatTimelineCell
+			for _, c := range h[b*per : min((b+1)*per, timelineBuckets)] {
+				sum.Count += c.Count
+				sum.TotalNs += c.TotalNs
+			}
+			h[b] = sum
 		}
-		clear(h[timelineBuckets/2:])
+		clear(h[kept:])
 	}
-	t.shift++
+	t.shift = shift
 	t.gen = left ^ 1
 	return nil
 }
 
 // read sums the cells of a generation over the CPUs, per type. One batch reads the whole map: a
-// fold must be quick, and a lookup per cell takes thousands of system calls.
+// widening must be quick, and a lookup per cell takes thousands of system calls.
 func (t *timeline) read(gen uint32) ([][]lockstatTimelineCell, error) {
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
