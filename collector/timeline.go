@@ -109,7 +109,14 @@ func (t *timeline) widen(shift uint) error {
 	for i := range keys {
 		keys[i] = uint32(int(left)*t.types*timelineBuckets + i)
 	}
-	if _, err := t.m.BatchUpdate(keys, make([]lockstatTimelineCell, len(keys)*cpus), nil); err != nil {
+	zero := make([]lockstatTimelineCell, len(keys)*cpus)
+	if _, err := t.m.BatchUpdate(keys, zero, nil); errors.Is(err, ebpf.ErrNotSupported) {
+		for _, k := range keys {
+			if err := t.m.Update(k, zero[:cpus], ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("clearing the timeline: %w", err)
+			}
+		}
+	} else if err != nil {
 		return fmt.Errorf("clearing the timeline: %w", err)
 	}
 	per := 1 << (shift - t.shift) // old buckets per new one
@@ -135,6 +142,18 @@ func (t *timeline) widen(shift uint) error {
 	return nil
 }
 
+// lookupEach reads every cell with a lookup of its own, where the kernel
+// has no batch lookup.
+func (t *timeline) lookupEach(keys []uint32, values []lockstatTimelineCell, cpus int) error {
+	for i := range keys {
+		keys[i] = uint32(i)
+		if err := t.m.Lookup(keys[i], values[i*cpus:(i+1)*cpus]); err != nil {
+			return fmt.Errorf("reading the timeline: %w", err)
+		}
+	}
+	return nil
+}
+
 // read sums the cells of a generation over the CPUs, per type. One batch reads the whole map: a
 // widening must be quick, and a lookup per cell takes thousands of system calls.
 func (t *timeline) read(gen uint32) ([][]lockstatTimelineCell, error) {
@@ -151,6 +170,15 @@ func (t *timeline) read(gen uint32) ([][]lockstatTimelineCell, error) {
 		k, err := t.m.BatchLookup(&cursor, keys[got:], values[got*cpus:], nil)
 		got += k
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if errors.Is(err, ebpf.ErrNotSupported) && got == 0 {
+			// Kernels before 5.13 have no batch operations on
+			// per-CPU arrays: a lookup per cell.
+			if err := t.lookupEach(keys, values, cpus); err != nil {
+				return nil, err
+			}
+			got = n
 			break
 		}
 		if err != nil {
