@@ -805,13 +805,10 @@ func TestOwnersOfHeldInode(t *testing.T) {
 	if hog.Name != "" || hog.Reason != "" {
 		t.Errorf("the hog's entry has name %q, reason %q", hog.Name, hog.Reason)
 	}
-	var spinUnknown bool
-	for _, o := range cp.Owners {
-		if o.Type == "spinlock" && o.Reason == capture.OwnerNoField {
-			spinUnknown = true
-		}
-	}
-	if !spinUnknown {
-		t.Error("no spinlock waits charged to an unknown owner, for want of an owner field")
+	// Spinlock waits come from the rest of the machine, which may have none.
+	spinWaits := slices.ContainsFunc(cp.Records, func(r capture.Record) bool { return r.Type == "spinlock" && r.Count > 0 })
+	spinUnknown := slices.ContainsFunc(cp.Owners, func(o capture.Owner) bool { return o.Type == "spinlock" && o.Reason == capture.OwnerNoField })
+	if spinWaits != spinUnknown {
+		t.Errorf("spinlock waits recorded: %v, charged to an unknown owner for want of an owner field: %v", spinWaits, spinUnknown)
 	}
 }
