@@ -56,12 +56,15 @@ const enum fn_info unused_fn_info __attribute__((unused));
 const enum owner_reason unused_owner_reason __attribute__((unused));
 const enum owner_state unused_owner_state __attribute__((unused));
 
+/* Per-CPU cells are still shared with the runs nested on their CPU (an
+ * interrupt's contention, a rescue copy): a plain read-modify-write there
+ * loses the nested run's increment, so every per-CPU sum adds atomically. */
 static __always_inline void count(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
-		*c += n;
+		__sync_fetch_and_add(c, n);
 }
 
 #include "nesting.bpf.h"
@@ -128,8 +131,8 @@ static __always_inline void timeline_add(__u32 type, __u64 end, __u64 delta)
 	idx = (((ctl >> 8) & 1) * timeline_types + type) * TIMELINE_BUCKETS + b;
 	c = bpf_map_lookup_elem(&timeline, &idx);
 	if (c) {
-		c->count++;
-		c->total_ns += delta;
+		__sync_fetch_and_add(&c->count, 1);
+		__sync_fetch_and_add(&c->total_ns, delta);
 	}
 }
 
@@ -381,7 +384,7 @@ static __always_inline bool record_in(void *agg, void *hist, __u32 lost,
 	idx = w->type * HIST_BUCKETS + hist_bucket(delta);
 	h = bpf_map_lookup_elem(hist, &idx);
 	if (h)
-		*h += 1;
+		__sync_fetch_and_add(h, 1);
 	return true;
 }
 
