@@ -205,6 +205,30 @@ func faults() []fault {
 			stderr: []string{"klockstat: empty --pid list"},
 		},
 		{
+			name:   "an empty --cgroup list is an error, not everything",
+			args:   fixed("-G", "", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: empty --cgroup list"},
+		},
+		{
+			name:   "a --cgroup that does not exist is refused before any capture",
+			args:   fixed("--cgroup", "/klockstat-no-such-cgroup", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: --cgroup: no cgroup /klockstat-no-such-cgroup: ", "does not exist (give the path /proc/PID/cgroup shows after 0::"},
+		},
+		{
+			name:   "a --cgroup that is a file of a cgroup, not one, is refused",
+			args:   fixed("--cgroup", "/cgroup.procs", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: --cgroup: cgroup /cgroup.procs: ", "cgroup.procs is not a directory"},
+		},
+		{
+			name:   "a --cgroup outside the cgroup2 hierarchy is refused",
+			args:   fixed("--cgroup", "/tmp", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: --cgroup: no cgroup /tmp: "},
+		},
+		{
 			name:   "an empty --types list is an error, not everything",
 			args:   fixed("-t", "", "-o", ""),
 			status: 2,

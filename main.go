@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/cgroups"
 	"github.com/klockstat/klockstat/collector"
 	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/lockspec"
@@ -139,6 +140,7 @@ Flags:
 		locksPath string
 		types     []string
 		pids      []string
+		cgroupArg []string
 		mapSize   uint32
 	)
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "capture window; with COMMAND, a limit on top of the command's run")
@@ -153,6 +155,7 @@ Flags:
 	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
 	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
 	fs.StringVar(&o.cfg.Comm, "comm", "", "capture only processes whose main thread is named `NAME`")
+	fs.StringSliceVarP(&cgroupArg, "cgroup", "G", nil, "capture only tasks in these cgroups or their descendants (`PATH` as /proc/PID/cgroup shows it after 0::, or its directory; repeatable or comma list)")
 	fs.IntVar(&o.cfg.StackDepth, "stack-depth", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
 	fs.Uint32Var(&mapSize, "map-size", 65536, "entries of the BPF aggregation, stack and per-thread maps")
 	fs.BoolVar(&o.cfg.Owners, "owners", false, "charge each wait to the lock's owner when it began, with the owner's state (tracepoint backends; see README)")
@@ -206,6 +209,12 @@ Flags:
 		o.cfg.PIDs = append(o.cfg.PIDs, uint32(pid))
 	}
 
+	if fs.Changed("cgroup") {
+		if o.cfg.Cgroups, err = cgroupDirs(cgroupArg); err != nil {
+			return nil, err
+		}
+	}
+
 	source, data := "locks.json", embeddedLocks
 	if locksPath != "" {
 		if data, err = readLocks(locksPath); err != nil {
@@ -228,6 +237,26 @@ Flags:
 		return nil, err
 	}
 	return o, nil
+}
+
+// cgroupDirs resolves the --cgroup values to the directories of their cgroups.
+func cgroupDirs(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, usagef("empty --cgroup list (give cgroup paths, e.g. -G /system.slice/cron.service, or leave out -G for all)")
+	}
+	h, err := cgroups.Find()
+	if err != nil {
+		return nil, usagef("--cgroup: %v", err)
+	}
+	var dirs []string
+	for _, name := range names {
+		dir, err := h.Dir(name)
+		if err != nil {
+			return nil, usagef("--cgroup: %v", err)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs, nil
 }
 
 func runCapture(o *captureOptions, stdout, stderr io.Writer) (int, error) {

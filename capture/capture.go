@@ -51,6 +51,7 @@ type Meta struct {
 	Types              []string          `json:"types"`     // lock types captured
 	PIDs               []uint32          `json:"pids"`      // --pid filter (empty: all)
 	Comm               string            `json:"comm"`      // --comm filter
+	Cgroups            []string          `json:"cgroups"`   // --cgroup filter, cgroup paths (empty: all)
 	MapSizes           map[string]uint32 `json:"map_sizes"` // BPF map name -> max entries
 	Events             Events            `json:"events"`
 	Stacks             StackStats        `json:"stacks"`              // how the kernel stacks were taken
@@ -206,6 +207,12 @@ type Record struct {
 	HoldTotalNS uint64 `json:"hold_total_ns,omitempty"`
 	HoldMinNS   uint64 `json:"hold_min_ns,omitempty"`
 	HoldMaxNS   uint64 `json:"hold_max_ns,omitempty"`
+	// CgroupID is the waiter's cgroup v2 id (the inode number of its directory) when the wait began;
+	// Cgroup its path in the hierarchy ("/system.slice/cron.service", untrusted: containers name
+	// them), or "" where it is unknown: a cgroup created and removed during the capture, or a
+	// machine without a cgroup2 mount. 0 and "" in captures of klockstat before cgroups.
+	CgroupID uint64 `json:"cgroup_id"`
+	Cgroup   string `json:"cgroup"`
 }
 
 // HoldMeanNS is the average hold; 0 when no hold was timed.
@@ -244,6 +251,7 @@ func (m Meta) MarshalJSON() ([]byte, error) {
 	m.Workload = nonNil(m.Workload)
 	m.Types = nonNil(m.Types)
 	m.PIDs = nonNil(m.PIDs)
+	m.Cgroups = nonNil(m.Cgroups)
 	if m.MapSizes == nil {
 		m.MapSizes = map[string]uint32{}
 	}

@@ -33,6 +33,9 @@ const (
 	// MaxTypes is how many lock types one capture can tell apart (MAX_TYPES
 	// in lockstat.h).
 	MaxTypes = 32
+	// MaxCgroups is how many cgroups --cgroup can name at once
+	// (MAX_CGROUP_FILTERS in lockstat.h).
+	MaxCgroups = 64
 	// maxKstackShifters is MAX_KSTACK_SHIFTERS in lockstat.h.
 	maxKstackShifters = 8
 	// maxKeySkip is MAX_KEY_SKIP in lockstat.h.
@@ -53,7 +56,10 @@ type Config struct {
 	MapSize    uint32         // entries of the aggregation, stack and per-thread maps
 	PIDs       []uint32       // capture only these processes (tgids); empty: all
 	Comm       string         // capture only processes whose main thread has this name
-	Owners     bool           // charge each wait to the lock's owner when it began (tracepoint backends)
+	// Cgroups are cgroup2 directories (cgroups.Hierarchy.Dir): capture only tasks in one of them
+	// or in their descendants; empty: all.
+	Cgroups []string
+	Owners  bool // charge each wait to the lock's owner when it began (tracepoint backends)
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -74,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--map-size %d too small (want at least 64)", c.MapSize)
 	case len(c.Comm) > 15:
 		return fmt.Errorf("--comm %q longer than the kernel's 15-byte task names", c.Comm)
+	case len(c.Cgroups) > MaxCgroups:
+		return fmt.Errorf("%d --cgroup values, at most %d can filter one capture", len(c.Cgroups), MaxCgroups)
 	}
 	if c.Probe != "auto" {
 		if _, err := backendByName(c.Probe); err != nil {
@@ -91,6 +99,7 @@ type Collector struct {
 	att      *attachment
 	stats    io.Closer // keeps kernel.bpf_stats_enabled on while open
 	timeline *timeline
+	cgroups  *cgroupPaths
 	start    time.Time
 	warnings []string
 }
@@ -115,7 +124,8 @@ func Start(cfg Config) (*Collector, error) {
 		return nil, err
 	}
 
-	c := &Collector{cfg: cfg}
+	// Listed before the capture starts: a cgroup removed during it keeps its path.
+	c := &Collector{cfg: cfg, cgroups: newCgroupPaths()}
 	// Run-time statistics cost a little per program run; the kernel keeps
 	// them on only while this descriptor is open, so a crash cannot leave
 	// the sysctl set behind.
@@ -271,6 +281,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		{s.FilterPids, len(cfg.PIDs) > 0},
 		{s.FilterComm, cfg.Comm != ""},
 		{s.CommFilter, comm},
+		{s.CgroupFilters, uint32(len(cfg.Cgroups))},
 		{s.FlagType, cfg.Spec.FlagTable()},
 		{s.TimelineTypes, uint32(len(cfg.Spec.Types))},
 		{s.TimelineControl, uint64(timelineFirstShift)},
@@ -292,6 +303,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	s.Timeline.MaxEntries = uint32(2 * len(cfg.Spec.Types) * timelineBuckets)
 	s.PidFilter.MaxEntries = uint32(max(len(cfg.PIDs), 1))
+	s.CgroupFilter.MaxEntries = uint32(max(len(cfg.Cgroups), 1))
 	for _, pid := range cfg.PIDs {
 		s.PidFilter.Contents = append(s.PidFilter.Contents, ebpf.MapKV{Key: pid, Value: uint8(1)})
 	}
@@ -359,6 +371,10 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		return err
 	}
 	obj.kernel, obj.locks = k, c.cfg.Spec
+	if err := fillCgroupFilter(obj.maps.CgroupFilter, c.cfg.Cgroups); err != nil {
+		obj.close()
+		return err
+	}
 	att, err := b.Attach(obj)
 	if err != nil {
 		obj.close()

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,7 +42,14 @@ func loadSpec(t *testing.T, types ...string) *lockspec.Spec {
 // ignores the process it runs in.
 func startContend(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	return startContendWith(t, nil, args...)
+}
+
+// startContendWith starts the workload with the given process attributes.
+func startContendWith(t *testing.T, attr *syscall.SysProcAttr, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(testenv.Build(t, "./examples/contend"), args...)
+	cmd.SysProcAttr = attr
 	cmd.Stdout = new(bytes.Buffer)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -22,6 +22,7 @@ func TestConstantsMatchTheBPFObject(t *testing.T) {
 		{"MAX_KEY_SKIP (key_skip_lo bytes)", s.KeySkipLo.Size(), 8 * maxKeySkip},
 		{"MAX_KEY_SKIP (key_skip_hi bytes)", s.KeySkipHi.Size(), 8 * maxKeySkip},
 		{"MAX_FLAGS (flag_type bytes)", s.FlagType.Size(), 4 * lockspec.MaxFlags},
+		{"MAX_CGROUP_FILTERS (cgroup_filter entries)", s.CgroupFilter.MaxEntries, MaxCgroups},
 		{"CNT_MAX (counters entries)", s.Counters.MaxEntries, uint32(lockstatCounterCNT_MAX)},
 	} {
 		if c.got != c.want {

@@ -39,6 +39,8 @@ const volatile __u32 self_tgid = 0;
 const volatile bool filter_pids = false;
 const volatile bool filter_comm = false;
 const volatile char comm_filter[16] = {};
+/* Entries of cgroup_filter in use: 0, no filter. */
+const volatile __u32 cgroup_filters = 0;
 /* flags value -> index of the lock type that claims it, or -1 (not captured) */
 const volatile __s32 flag_type[MAX_FLAGS] = {};
 
@@ -151,6 +153,26 @@ struct {
 	__uint(max_entries, 1); /* resized to the number of --pid values */
 } pid_filter SEC(".maps");
 
+/* The cgroups of --cgroup: a task in one of them or their descendants is
+ * captured. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, MAX_CGROUP_FILTERS); /* resized to the number of --cgroup values */
+} cgroup_filter SEC(".maps");
+
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < MAX_CGROUP_FILTERS; i++) {
+		if (i >= cgroup_filters)
+			break;
+		if (bpf_current_task_under_cgroup(&cgroup_filter, i) == 1)
+			return true;
+	}
+	return false;
+}
+
 static __always_inline bool comm_equal(const char *a, const volatile char *b)
 {
 	for (int i = 0; i < 16; i++) {
@@ -162,7 +184,8 @@ static __always_inline bool comm_equal(const char *a, const volatile char *b)
 	return true;
 }
 
-/* Filters apply to the process: its tgid, and its main thread's name. */
+/* Filters apply to the process: its tgid, and its main thread's name; and
+ * to the thread's cgroup. */
 static __always_inline bool wanted(__u32 pid)
 {
 	if (pid == self_tgid)
@@ -177,6 +200,8 @@ static __always_inline bool wanted(__u32 pid)
 		if (!comm_equal(comm, comm_filter))
 			return false;
 	}
+	if (cgroup_filters && !in_cgroups())
+		return false;
 	return true;
 }
 
@@ -188,6 +213,7 @@ static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock, __u
 	s->pid = pid;
 	s->type = skip ? 0 : type;
 	s->skip = skip;
+	s->cgroup = skip ? 0 : bpf_get_current_cgroup_id();
 	s->stack = skip ? 0 : get_stack(ctx, flags, level);
 	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
 }
@@ -344,6 +370,7 @@ static __always_inline bool record_in(void *agg, void *hist, __u32 lost,
 	struct wait_key key = {
 		.lock = w->lock,
 		.stack = w->stack,
+		.cgroup = w->cgroup,
 		.pid = w->pid,
 		.tid = w->tid,
 		.type = w->type,

@@ -171,13 +171,14 @@ type lockstatTimelineCell struct {
 }
 
 type lockstatWaitKey struct {
-	_     structs.HostLayout
-	Lock  uint64
-	Stack uint64
-	Pid   uint32
-	Tid   uint32
-	Type  uint32
-	Pad   uint32
+	_      structs.HostLayout
+	Lock   uint64
+	Stack  uint64
+	Cgroup uint64
+	Pid    uint32
+	Tid    uint32
+	Type   uint32
+	Pad    uint32
 }
 
 type lockstatWaitSlot struct {
@@ -187,6 +188,7 @@ type lockstatWaitSlot struct {
 	Stack       uint64
 	SpinNs      uint64
 	SpinFrom    uint64
+	Cgroup      uint64
 	OwnerTid    uint32
 	OwnerReason uint16
 	OwnerState  uint16
@@ -216,6 +218,7 @@ const (
 	lockstatMapAggregate                 = "aggregate"
 	lockstatMapBusy                      = "busy"
 	lockstatMapCalibSamples              = "calib_samples"
+	lockstatMapCgroupFilter              = "cgroup_filter"
 	lockstatMapControl                   = "control"
 	lockstatMapCounters                  = "counters"
 	lockstatMapFirstFrame                = "first_frame"
@@ -253,6 +256,7 @@ const (
 	lockstatProgTpContentionBegin        = "tp_contention_begin"
 	lockstatProgTpContentionEnd          = "tp_contention_end"
 	lockstatProgTpThreadFree             = "tp_thread_free"
+	lockstatVarCgroupFilters             = "cgroup_filters"
 	lockstatVarCommFilter                = "comm_filter"
 	lockstatVarCtxOnStack                = "ctx_on_stack"
 	lockstatVarFilterComm                = "filter_comm"
@@ -356,6 +360,7 @@ type lockstatMapSpecs struct {
 	Aggregate     *ebpf.MapSpec `ebpf:"aggregate"`
 	Busy          *ebpf.MapSpec `ebpf:"busy"`
 	CalibSamples  *ebpf.MapSpec `ebpf:"calib_samples"`
+	CgroupFilter  *ebpf.MapSpec `ebpf:"cgroup_filter"`
 	Control       *ebpf.MapSpec `ebpf:"control"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	FirstFrame    *ebpf.MapSpec `ebpf:"first_frame"`
@@ -379,6 +384,7 @@ type lockstatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
+	CgroupFilters     *ebpf.VariableSpec `ebpf:"cgroup_filters"`
 	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
 	CtxOnStack        *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
@@ -434,6 +440,7 @@ type lockstatMaps struct {
 	Aggregate     *ebpf.Map `ebpf:"aggregate"`
 	Busy          *ebpf.Map `ebpf:"busy"`
 	CalibSamples  *ebpf.Map `ebpf:"calib_samples"`
+	CgroupFilter  *ebpf.Map `ebpf:"cgroup_filter"`
 	Control       *ebpf.Map `ebpf:"control"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	FirstFrame    *ebpf.Map `ebpf:"first_frame"`
@@ -458,6 +465,7 @@ func (m *lockstatMaps) Close() error {
 		m.Aggregate,
 		m.Busy,
 		m.CalibSamples,
+		m.CgroupFilter,
 		m.Control,
 		m.Counters,
 		m.FirstFrame,
@@ -482,6 +490,7 @@ func (m *lockstatMaps) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
+	CgroupFilters     *ebpf.Variable `ebpf:"cgroup_filters"`
 	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
 	CtxOnStack        *ebpf.Variable `ebpf:"ctx_on_stack"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`

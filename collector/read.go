@@ -119,6 +119,9 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	m.Types = c.cfg.Spec.Names()
 	m.PIDs = c.cfg.PIDs
 	m.Comm = c.cfg.Comm
+	for _, dir := range c.cfg.Cgroups {
+		m.Cgroups = append(m.Cgroups, c.cgroups.hierarchy.PathOf(dir))
+	}
 	m.MapSizes = map[string]uint32{
 		"aggregate":    c.obj.maps.Aggregate.MaxEntries(),
 		"stacks":       c.obj.maps.Stacks.MaxEntries(),
@@ -177,6 +180,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	} else {
 		m.Warnings = append(m.Warnings, warnings...)
 	}
+	m.Warnings = append(m.Warnings, c.cgroups.name(cp.Records)...)
 	if n := counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)", n))
 	}
@@ -297,10 +301,11 @@ func (b *builder) readAggregate(m *ebpf.Map, add func(*capture.Record, *lockstat
 
 func (b *builder) newRecord(k lockstatWaitKey) (capture.Record, error) {
 	r := capture.Record{
-		Type: b.spec.Types[k.Type].Name,
-		Lock: capture.Addr(k.Lock),
-		PID:  k.Pid,
-		TID:  k.Tid,
+		Type:     b.spec.Types[k.Type].Name,
+		Lock:     capture.Addr(k.Lock),
+		PID:      k.Pid,
+		TID:      k.Tid,
+		CgroupID: k.Cgroup,
 	}
 	if name, ok := b.ksyms.Data(k.Lock); ok {
 		r.Name = name
@@ -398,7 +403,7 @@ func (b *builder) readOpenWaits(threads, spins *ebpf.Map, stopNS, threshold uint
 		if wait <= threshold {
 			continue
 		}
-		k := lockstatWaitKey{Lock: s.Lock, Stack: s.Stack, Pid: s.Pid, Tid: s.Tid, Type: uint32(s.Type)}
+		k := lockstatWaitKey{Lock: s.Lock, Stack: s.Stack, Cgroup: s.Cgroup, Pid: s.Pid, Tid: s.Tid, Type: uint32(s.Type)}
 		i, ok := b.byKey[k]
 		if !ok {
 			r, err := b.newRecord(k)

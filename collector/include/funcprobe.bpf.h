@@ -126,6 +126,7 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 	s->pid = pid;
 	s->type = info & FN_TYPE_MASK;
 	s->skip = 0;
+	s->cgroup = bpf_get_current_cgroup_id();
 	s->stack = fn_stack_at_entry && !ctl->calib_tid ? walked_stack(ctx, level) : 0;
 	s->repeat = 0;
 	/* Calibration samples are not events of the capture. */
@@ -236,6 +237,7 @@ static __always_inline int fn_release(__u64 lock)
 	w.pid = h->pid;
 	w.tid = tid;
 	w.type = h->type;
+	w.cgroup = bpf_get_current_cgroup_id();
 	count(CNT_HOLD, 1);
 	record_in(&hold_aggregate, &hold_histogram, CNT_LOST_HOLD_AGG_FULL, &w, now - h->ts, 0);
 	bpf_map_delete_elem(&holds, &hk);

@@ -45,6 +45,8 @@
 /* Acquire and internal functions that tell apart lock types sharing
  * contention_begin flags (see shared_flags.bpf.h). */
 #define MAX_SHARED_FUNCS 64
+/* --cgroup values one capture takes. */
+#define MAX_CGROUP_FILTERS 64
 /* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
 #define KSTACK_SIZE 16384
 
@@ -52,6 +54,7 @@
 struct wait_key {
 	__u64 lock;
 	__u64 stack; /* key into the stacks map, 0: no stack (stacks off, or it could not be stored) */
+	__u64 cgroup; /* the waiter's cgroup v2 id (its directory's inode number) when the wait began */
 	__u32 pid;   /* tgid */
 	__u32 tid;
 	__u32 type;  /* index into the lock spec's types */
@@ -88,6 +91,7 @@ struct wait_slot {
 	__u64 stack;
 	__u64 spin_ns;   /* spin phases already closed */
 	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
+	__u64 cgroup;    /* the waiter's cgroup v2 id, 0 for a wait not captured */
 	__u32 owner_tid;    /* the lock's owner at begin (owner.bpf.h) */
 	__u16 owner_reason; /* enum owner_reason */
 	__u16 owner_state;  /* enum owner_state */

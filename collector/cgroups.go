@@ -1,0 +1,101 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/cgroups"
+)
+
+// fillCgroupFilter puts the directories of --cgroup into the programs' cgroup array, before they are
+// attached: the kernel holds the cgroups from then on, so the descriptors close at once.
+func fillCgroupFilter(m *ebpf.Map, dirs []string) error {
+	for i, dir := range dirs {
+		f, err := os.Open(dir)
+		if err != nil {
+			return fmt.Errorf("--cgroup %s: %w", dir, err)
+		}
+		err = m.Update(uint32(i), uint32(f.Fd()), ebpf.UpdateAny)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--cgroup %s: filling the cgroup filter: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// cgroupPaths names the cgroups of the records: the hierarchy is listed when the capture starts and
+// again when it ends, so a cgroup removed in between keeps its path.
+type cgroupPaths struct {
+	hierarchy cgroups.Hierarchy
+	start     map[uint64]string
+	err       error // why cgroups have no paths
+}
+
+func newCgroupPaths() *cgroupPaths {
+	p := &cgroupPaths{}
+	if p.hierarchy, p.err = cgroups.Find(); p.err == nil {
+		p.start, p.err = p.hierarchy.Paths()
+	}
+	return p
+}
+
+// name sets the Cgroup of every record from its CgroupID, and returns warnings of the cgroups that
+// ended before the capture did.
+func (p *cgroupPaths) name(records []capture.Record) []string {
+	if p.err != nil {
+		if errors.Is(p.err, cgroups.ErrNoHierarchy) && !hasCgroups(records) {
+			return nil
+		}
+		return []string{fmt.Sprintf("cgroups are shown by id, without a path: %v", p.err)}
+	}
+	end, err := p.hierarchy.Paths()
+	if err != nil {
+		return []string{fmt.Sprintf("cgroups are shown by id, without a path: %v", err)}
+	}
+	removed, unknown := map[string]bool{}, map[uint64]bool{}
+	for i := range records {
+		r := &records[i]
+		if r.CgroupID == 0 {
+			continue
+		}
+		if path, ok := end[r.CgroupID]; ok {
+			r.Cgroup = path
+		} else if path, ok := p.start[r.CgroupID]; ok {
+			r.Cgroup = path
+			removed[path] = true
+		} else {
+			unknown[r.CgroupID] = true
+		}
+	}
+	var warnings []string
+	if len(removed) > 0 {
+		paths := make([]string, 0, len(removed))
+		for path := range removed {
+			paths = append(paths, path)
+		}
+		sort.Strings(paths)
+		warnings = append(warnings, fmt.Sprintf("cgroups removed during the capture, named as they were at its start: %s", strings.Join(paths, ", ")))
+	}
+	if len(unknown) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d cgroups were created and removed during the capture: their waits show the cgroup id only", len(unknown)))
+	}
+	return warnings
+}
+
+// hasCgroups reports whether a record is of a cgroup other than the root, which every task is in
+// where no cgroup2 hierarchy is mounted.
+func hasCgroups(records []capture.Record) bool {
+	for _, r := range records {
+		if r.CgroupID > 1 {
+			return true
+		}
+	}
+	return false
+}
