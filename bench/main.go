@@ -10,9 +10,10 @@
 //	go run ./bench [-workloads mmap,pipe,inode,spin] [-real all] [-duration 3s] [-rounds 5]
 //
 // -real adds programs nobody here wrote (stress-ng, perf bench, hackbench,
-// fio; apt-get install stress-ng rt-tests fio): klockstat, bpftrace and the
-// empty program attached together, on the same events, their costs per
-// event and klockstat's ratio to each.
+// fio, a parallel build of Go's standard library; apt-get install stress-ng
+// rt-tests fio): klockstat, bpftrace and the empty program attached
+// together, on the same events, their costs per event and klockstat's
+// ratio to each.
 package main
 
 import (
