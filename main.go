@@ -480,7 +480,7 @@ Flags:
 	}
 	fs.StringVarP(&htmlPath, "output", "o", "klockstat-diff.html", "write the HTML comparison to `FILE` (- for stdout, \"\" for none)")
 	fs.IntVarP(&top, "top", "n", 20, "rows in the terminal summary")
-	fs.StringVar(&by, "by", "caller", "match rows by `caller`, or by thread name too (thread)")
+	fs.StringVar(&by, "by", "caller", "match rows by `caller`, or by thread name (thread) or cgroup path (cgroup) too")
 	fs.BoolVar(&abs, "absolute", false, "compare raw totals instead of per-second rates")
 	fs.Float64Var(&failOver, "fail-over", -1, "exit with status 1 when total wait grows by more than `PCT` percent")
 	fs.BoolVar(&raw, "raw-addresses", false, "show real kernel addresses instead of hashed ids")
@@ -494,8 +494,8 @@ Flags:
 	switch {
 	case fs.NArg() != 2:
 		return 0, usagef("diff takes BEFORE and AFTER (capture JSON files or klockstat HTML reports), got %d arguments", fs.NArg())
-	case by != "caller" && by != "thread":
-		return 0, usagef("--by %q: want caller or thread", by)
+	case by != "caller" && by != "thread" && by != "cgroup":
+		return 0, usagef("--by %q: want caller, thread or cgroup", by)
 	case top < 1:
 		return 0, usagef("--top %d: must be at least 1", top)
 	case fs.Changed("fail-over") && (failOver < 0 || math.IsNaN(failOver) || math.IsInf(failOver, 0)):
@@ -514,7 +514,7 @@ Flags:
 	if err != nil {
 		return 0, err
 	}
-	d := capture.Compare(before, after, capture.DiffOptions{ByThread: by == "thread", Absolute: abs, Top: top})
+	d := capture.Compare(before, after, capture.DiffOptions{ByThread: by == "thread", ByCgroup: by == "cgroup", Absolute: abs, Top: top})
 
 	page.write = func(w io.Writer) error {
 		return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: top, RawAddresses: raw})

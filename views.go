@@ -34,7 +34,7 @@ func (v *viewFlags) addFlags(fs *pflag.FlagSet) {
 	}
 	fs.StringVarP(&v.sort, "sort", "k", string(capture.StatWaitTotal), "sort the summary by `KEY`, largest first: "+strings.Join(stats, ", "))
 	fs.StringSliceVarP(&v.fields, "fields", "F", defaults, "numbers the summary shows (`LIST` of sort keys)")
-	fs.StringVar(&v.by, "by", "caller", "summary rows by `WHAT`: caller (type and caller), thread (pid and tid), lock, or owner (the lock owners waits were charged to, with --owners)")
+	fs.StringVar(&v.by, "by", "caller", "summary rows by `WHAT`: caller (type and caller), thread (pid and tid), lock, cgroup, or owner (the lock owners waits were charged to, with --owners)")
 	fs.StringSliceVarP(&v.locks, "lock-filter", "l", nil, "only waits on these locks: `LIST` of addresses (0x...), ids as the report shows them, or names (mmap_lock)")
 	fs.StringSliceVarP(&v.frames, "callstack-filter", "S", nil, "only waits with a stack frame containing one of these `SUBSTRINGS`")
 }

@@ -12,12 +12,14 @@ import (
 // A diff compares two captures, before and after a change, row by row. Lock and stack addresses
 // change with every boot and run, so a row is what survives a reboot: the lock type, the function of
 // the caller (without its offset, which moves with every kernel build), the lock's name when it is a
-// named kernel symbol, and with DiffOptions.ByThread the thread name. Each of these is matched
+// named kernel symbol, and with DiffOptions.ByThread the thread name; Diff.Cgroups matches the waiters'
+// cgroups by path. Each of these is matched
 // exactly; see rowKey for the cases that never match.
 
 // DiffOptions tune Compare.
 type DiffOptions struct {
 	ByThread bool // keep threads apart by thread name (comm), exactly as captured
+	ByCgroup bool // keep the waiters' cgroups apart, by path
 	Absolute bool // compare raw totals instead of per-second rates
 	Top      int  // rows in the terminal summary and in FailOver's list; <= 0 means all
 }
@@ -62,6 +64,7 @@ type DiffRow struct {
 	Name   string // the lock's name ("mmap_lock", "jiffies_lock"); "" merges all unnamed locks of the type
 	Caller string // the caller's function without offset, a raw address or hashed id as captured, or "" when unknown
 	Comm   string // thread name with DiffOptions.ByThread, else ""
+	Cgroup string // the cgroup's path (CgroupName where unknown) in Diff.Cgroups, and in Diff.Rows with DiffOptions.ByCgroup; else ""
 
 	Before, After DiffValues
 }
@@ -89,6 +92,7 @@ type Diff struct {
 	Rows      []DiffRow   // by lock type, caller function and lock name (DiffOptions.ByThread: and thread name); by absolute change in total wait, largest first
 	Callers   []DiffRow   // by lock type and caller function, all locks merged (Name empty); in the same order
 	Locks     []DiffRow   // by lock type and lock name, all callers merged (Caller empty); in the same order
+	Cgroups   []DiffRow   // by lock type and cgroup path, all locks and callers merged; in the same order
 	Types     []TypeDiff  // by absolute change in total wait, largest first
 	Captures  [2]*Capture // before and after, as compared: BeforeSide and AfterSide index them
 
@@ -115,15 +119,16 @@ func Compare(b, a *Capture, o DiffOptions) *Diff {
 			d.warnings = append(d.warnings, fmt.Sprintf("the %s capture's waits add up to more than a 64-bit number holds: it is corrupt, and its sums show as that maximum, %d", []string{"before", "after"}[side], uint64(math.MaxUint64)))
 		}
 	}
-	d.Rows = d.compareBy(rowFields(o.ByThread))
+	d.Rows = d.compareBy(rowFields(o))
 	d.Callers = d.compareBy(FieldType | FieldCaller)
 	d.Locks = d.compareBy(FieldType | FieldName)
+	d.Cgroups = d.compareBy(FieldType | FieldCgroup)
 	d.Types = d.compareTypes()
 	return d
 }
 
 // compareBy matches the groups of both captures that agree in fields (of FieldType, FieldName,
-// FieldCaller and FieldComm), and sorts the rows by absolute change.
+// FieldCaller, FieldComm and FieldCgroup), and sorts the rows by absolute change.
 func (d *Diff) compareBy(fields Fields) []DiffRow {
 	var groups [2][]Group
 	var keys [2]map[string]rowKey
@@ -137,7 +142,7 @@ func (d *Diff) compareBy(fields Fields) []DiffRow {
 		if k.matchable {
 			matched[g.Key] = len(rows)
 		}
-		rows = append(rows, DiffRow{Status: Gone, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Before: d.values(g, BeforeSide)})
+		rows = append(rows, DiffRow{Status: Gone, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Cgroup: k.cgroup, Before: d.values(g, BeforeSide)})
 	}
 	for _, g := range groups[AfterSide] {
 		k := keys[AfterSide][g.Key]
@@ -146,13 +151,13 @@ func (d *Diff) compareBy(fields Fields) []DiffRow {
 			rows[i].After = d.values(g, AfterSide)
 			continue
 		}
-		rows = append(rows, DiffRow{Status: New, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, After: d.values(g, AfterSide)})
+		rows = append(rows, DiffRow{Status: New, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Cgroup: k.cgroup, After: d.values(g, AfterSide)})
 	}
 	slices.SortFunc(rows, func(x, y DiffRow) int {
 		return cmp.Or(
 			byChange(x.DeltaNS(), y.DeltaNS(), max(x.Before.TotalNS, x.After.TotalNS), max(y.Before.TotalNS, y.After.TotalNS)),
 			strings.Compare(x.Type, y.Type), strings.Compare(x.Name, y.Name),
-			strings.Compare(x.Caller, y.Caller), strings.Compare(x.Comm, y.Comm),
+			strings.Compare(x.Caller, y.Caller), strings.Compare(x.Comm, y.Comm), strings.Compare(x.Cgroup, y.Cgroup),
 			cmp.Compare(x.Status, y.Status),
 		)
 	})
@@ -160,11 +165,15 @@ func (d *Diff) compareBy(fields Fields) []DiffRow {
 }
 
 // rowFields are the fields the rows of Diff.Rows are matched by.
-func rowFields(byThread bool) Fields {
-	if byThread {
-		return FieldType | FieldName | FieldCaller | FieldComm
+func rowFields(o DiffOptions) Fields {
+	f := FieldType | FieldName | FieldCaller
+	if o.ByThread {
+		f |= FieldComm
 	}
-	return FieldType | FieldName | FieldCaller
+	if o.ByCgroup {
+		f |= FieldCgroup
+	}
+	return f
 }
 
 // byChange orders by absolute change descending, then by the larger side descending, so rows that
@@ -175,8 +184,8 @@ func byChange(dx, dy, sizeX, sizeY float64) int {
 
 // rowKey is what a row is matched by.
 type rowKey struct {
-	typ, name, caller, comm string
-	matchable               bool // false for a caller that is a raw address or hashed id
+	typ, name, caller, comm, cgroup string
+	matchable                       bool // false for a caller that is a raw address or hashed id, or a cgroup without a path
 }
 
 // groupRows merges the records of c that agree in fields into the rows of a diff. It returns
@@ -200,8 +209,14 @@ func groupRows(c *Capture, fields Fields) ([]Group, map[string]rowKey) {
 		if fields.Has(FieldComm) {
 			k.comm = r.Comm
 		}
+		if fields.Has(FieldCgroup) {
+			// Ids change with every boot, paths survive; a cgroup whose path is unknown
+			// merges by its id within one capture and matches nothing.
+			k.cgroup = CgroupName(r.CgroupID, r.Cgroup)
+			k.matchable = k.matchable && (r.Cgroup != "" || r.CgroupID == 0)
+		}
 		// Quoting makes the key unambiguous whatever the names hold.
-		s := k.typ + " " + strconv.Quote(k.name) + " " + strconv.Quote(k.caller) + " " + strconv.Quote(k.comm)
+		s := k.typ + " " + strconv.Quote(k.name) + " " + strconv.Quote(k.caller) + " " + strconv.Quote(k.comm) + " " + strconv.Quote(k.cgroup)
 		keys[s] = k
 		return s
 	}

@@ -387,3 +387,31 @@ func TestDiffSaturatedSums(t *testing.T) {
 		t.Errorf("total before %v, change %v%%: want the maximum, and nearly all of it gone", before, pct)
 	}
 }
+
+// TestCompareCgroups matches the waiters' cgroups by path, whatever their ids (they change with every
+// boot); a cgroup known by its id only matches nothing. With ByCgroup, the rows keep them apart too.
+func TestCompareCgroups(t *testing.T) {
+	in := func(id uint64, path string, r capturetest.Record) capturetest.Record {
+		r.CgroupID, r.Cgroup = id, path
+		return r
+	}
+	mmap := capturetest.Rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "a", 10, 11, 0xffff888104d2a0c8, 100)
+	b := capturetest.Of(t, 1e9, in(40, "/ctr/<b>a", mmap), in(41, "/ctr/b", mmap), in(42, "", mmap))
+	a := capturetest.Of(t, 1e9, in(90, "/ctr/<b>a", mmap), in(91, "/ctr/c", mmap), in(42, "", mmap))
+	var got []string
+	for _, r := range capture.Compare(b, a, capture.DiffOptions{}).Cgroups {
+		got = append(got, r.Status.String()+" "+r.Type+" "+r.Cgroup)
+	}
+	slices.Sort(got)
+	want := []string{"gone rwsem:W /ctr/b", "gone rwsem:W cgroup id 42", "matched rwsem:W /ctr/<b>a", "new rwsem:W /ctr/c", "new rwsem:W cgroup id 42"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows by cgroup %q, want %q", got, want)
+	}
+	if rows := capture.Compare(b, a, capture.DiffOptions{}).Rows; len(rows) != 1 || rows[0].Status != capture.Matched || rows[0].Cgroup != "" {
+		t.Errorf("without ByCgroup, the cgroups split the rows: %+v", rows)
+	}
+	d := capture.Compare(b, a, capture.DiffOptions{ByCgroup: true})
+	if len(d.Rows) != len(want) {
+		t.Errorf("with ByCgroup, %d rows, want one per cgroup and side as by cgroup: %d", len(d.Rows), len(want))
+	}
+}

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // Group is an aggregate of records sharing a key.
 //
-// Type, Caller, Name, Lock and Comm hold the value all merged records share, or the zero value where
-// they differ, which Mixed says (a ByCaller group spanning several locks has no single Lock; the locks
+// Type, Caller, Name, Lock, Comm and the cgroup hold the value all merged records share, or the zero
+// value where they differ, which Mixed says (a ByCaller group spanning several locks has no single Lock; the locks
 // may still share a Name, as the mmap_lock of two processes do).
 type Group struct {
 	Key        string `json:"key"`
@@ -20,6 +21,8 @@ type Group struct {
 	Name       string `json:"name"`
 	Lock       Addr   `json:"lock"`
 	Comm       string `json:"comm"`
+	CgroupID   uint64 `json:"cgroup_id"`
+	Cgroup     string `json:"cgroup"`
 	Mixed      Fields `json:"mixed"` // the fields the merged records differ in
 	Count      uint64 `json:"count"`
 	TotalNS    uint64 `json:"total_ns"`
@@ -51,6 +54,7 @@ const (
 	FieldName
 	FieldComm
 	FieldCaller
+	FieldCgroup // the cgroup id, and with it the path
 )
 
 // Has reports whether f holds every field of g.
@@ -91,7 +95,7 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 		if !ok {
 			index[k] = len(groups)
 			groups = append(groups, Group{
-				Key: k, Type: r.Type, Caller: r.Caller, Name: r.Name, Lock: r.Lock, Comm: r.Comm,
+				Key: k, Type: r.Type, Caller: r.Caller, Name: r.Name, Lock: r.Lock, Comm: r.Comm, CgroupID: r.CgroupID, Cgroup: r.Cgroup,
 				Count: r.Count, TotalNS: r.TotalNS, SpinNS: r.SpinNS, MaxNS: r.MaxNS, MinNS: r.MinNS, InProgress: r.InProgress,
 				HoldCount: r.HoldCount, HoldTotalNS: r.HoldTotalNS, HoldMinNS: r.HoldMinNS, HoldMaxNS: r.HoldMaxNS,
 				Records: 1, Heaviest: ri,
@@ -105,6 +109,9 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 		g.Comm = g.shared(FieldComm, g.Comm, r.Comm)
 		if g.Lock != r.Lock || g.Mixed.Has(FieldLock) {
 			g.Lock, g.Mixed = 0, g.Mixed|FieldLock
+		}
+		if g.CgroupID != r.CgroupID || g.Mixed.Has(FieldCgroup) {
+			g.CgroupID, g.Cgroup, g.Mixed = 0, "", g.Mixed|FieldCgroup
 		}
 		hadWaits, hadHolds := g.Count > 0, g.HoldCount > 0
 		g.Count = g.add(g.Count, r.Count)
@@ -199,6 +206,22 @@ func ByLock(r Record) string { return r.Type + " " + r.Lock.String() }
 // ByThread keeps every record apart: type, lock, pid, tid and caller.
 func ByThread(r Record) string {
 	return fmt.Sprintf("%s %s %d %d %s", r.Type, r.Lock, r.PID, r.TID, r.Caller)
+}
+
+// ByCgroup groups by the waiter's cgroup id, whatever the lock, type, thread and caller (perf lock
+// contention --lock-cgroup). Its keys are the ids in decimal, only compared with each other.
+func ByCgroup(r Record) string { return strconv.FormatUint(r.CgroupID, 10) }
+
+// CgroupName is how a cgroup is shown: its path, or its id where the path is unknown (a cgroup that
+// came and went during the capture), or "unknown" in captures taken before klockstat knew cgroups.
+func CgroupName(id uint64, path string) string {
+	switch {
+	case path != "":
+		return path
+	case id == 0:
+		return "unknown"
+	}
+	return fmt.Sprintf("cgroup id %d", id)
 }
 
 // ByTask groups by process and thread, whatever the lock, type and caller (perf lock contention -t).

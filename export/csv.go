@@ -15,13 +15,13 @@ import (
 var csvHeader = []string{
 	"contended", "total_wait_ns", "max_wait_ns", "avg_wait_ns", "type", "caller",
 	"min_wait_ns", "in_progress", "spin_ns", "lock", "lock_name", "comm", "pid", "tid",
-	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack",
+	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack", "cgroup_id", "cgroup",
 }
 
 // WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
 // header, CRLF line ends and fields quoted where they need it (encoding/csv drops a lone CR from a
 // field, so that no reader takes it for a line end). avg_wait_ns is rounded down, as perf does;
-// spin_ns is the part of total_wait_ns spent spinning; stack is the record's frames, innermost first, joined by " <- ". With a function-probe backend
+// spin_ns is the part of total_wait_ns spent spinning; stack is the record's frames, innermost first, joined by " <- "; cgroup_id and cgroup, last so that older readers' columns stay where they were, the waiter's cgroup. With a function-probe backend
 // the wait columns hold acquire times, as in the capture.
 //
 // Text fields come from processes (thread names) and the kernel, and a spreadsheet runs a cell that
@@ -43,6 +43,7 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			u(r.Count), u(r.TotalNS), u(r.MaxNS), u(r.TotalNS / r.Count), csvText(r.Type), csvText(addrs.frame(r.Caller)),
 			u(r.MinNS), u(r.InProgress), u(r.SpinNS), addrs.lock(r.Lock), csvText(r.Name), csvText(r.Comm), u(uint64(r.PID)), u(uint64(r.TID)),
 			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(addrs.stack(r.Stack)),
+			u(r.CgroupID), csvText(r.Cgroup),
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)

@@ -26,7 +26,7 @@ var kernelMapping = &profile.Mapping{ID: 1, File: "[kernel.kallsyms]", HasFuncti
 // innermost first. A frame "function+0xoff" is a location with that function and the offset as its
 // line number (pprof -lines shows it in decimal); an unnamed frame is a function named by its
 // address, which is also the location's address. Samples are labelled lock_type, lock_name (when
-// known), lock (address or hashed id) and comm, with numeric labels pid and tid, for pprof's
+// known), lock (address or hashed id), comm and cgroup (its path, when known), with numeric labels pid, tid and cgroup_id, for pprof's
 // -tagfocus, -tagignore and -tags. A label whose value is empty or 0 (the idle task's pid and tid) is
 // left out: profile.proto cannot tell it from no label.
 func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
@@ -52,12 +52,12 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 			Label:    map[string][]string{"lock_type": {validText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
 			NumLabel: map[string][]int64{},
 		}
-		for key, value := range map[string]string{"lock_name": r.Name, "comm": r.Comm} {
+		for key, value := range map[string]string{"lock_name": r.Name, "comm": r.Comm, "cgroup": r.Cgroup} {
 			if value != "" {
 				s.Label[key] = []string{validText(value)}
 			}
 		}
-		for key, value := range map[string]uint32{"pid": r.PID, "tid": r.TID} {
+		for key, value := range map[string]uint64{"pid": uint64(r.PID), "tid": uint64(r.TID), "cgroup_id": r.CgroupID} {
 			if value != 0 {
 				s.NumLabel[key] = []int64{int64(value)}
 			}

@@ -385,7 +385,7 @@ func TestBrowserReport(t *testing.T) {
 	t.Run("hostile strings stay text", func(t *testing.T) {
 		var want int
 		for _, r := range c.Records {
-			if strings.Contains(r.Comm, svgComm) || slices.Contains(r.Stack, svgComm) {
+			if strings.Contains(r.Comm, svgComm) || slices.Contains(r.Stack, svgComm) || strings.Contains(r.Cgroup, svgComm) {
 				want++
 			}
 		}

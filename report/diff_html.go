@@ -72,8 +72,13 @@ func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffP
 	}
 	p99 := typeP99(d)
 	caption := "one row per lock type, caller function and lock name"
-	if d.Options.ByThread {
+	switch {
+	case d.Options.ByThread && d.Options.ByCgroup:
+		caption = "one row per lock type, caller function, lock name, thread name and cgroup path"
+	case d.Options.ByThread:
 		caption = "one row per lock type, caller function, lock name and thread name"
+	case d.Options.ByCgroup:
+		caption = "one row per lock type, caller function, lock name and cgroup path"
 	}
 	p.Tables = []tables{{
 		ID: "diff-types", Title: "By lock type", PageSize: o.Top, Placeholder: "Filter: type, status…",
@@ -86,6 +91,7 @@ func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffP
 			rowView("rows", "By lock and caller", caption, d.Rows, d, per, p99, tab, capture.FieldName|capture.FieldCaller),
 			rowView("callers", "By caller", "one row per lock type and caller function, all locks merged", d.Callers, d, per, p99, tab, capture.FieldCaller),
 			rowView("locks", "By lock", "one row per lock type and lock name, all callers merged: different locks of the same name are one row", d.Locks, d, per, p99, tab, capture.FieldName),
+			rowView("cgroups", "By cgroup", "one row per lock type and cgroup path of the waiters, all locks and callers merged", d.Cgroups, d, per, p99, tab, capture.FieldCgroup),
 		},
 	}}
 	data := pageData{tab: tab, views: append(append([]view{}, p.Tables[0].Views...), p.Tables[1].Views...)}
@@ -303,12 +309,13 @@ func typeView(d *capture.Diff, per string, tab *strtab) view {
 func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff, per string, p99 map[string]string, tab *strtab, fields capture.Fields) view {
 	n := len(rows)
 	statuses, types, locks, lockTitles, comms, callers := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	cgroups := make([]int32, n)
 	p99s, p99Titles, stacks := make([]int32, n), make([]int32, n), make([]int32, n)
 	total, count, mean := newCompared(n, true), newCompared(n, true), newCompared(n, false)
 	perType := tab.str("per type")
 	for i, r := range rows {
 		present := [2]bool{r.Status != capture.New, r.Status != capture.Gone}
-		statuses[i], types[i], comms[i] = tab.str(r.Status.String()), tab.str(r.Type), tab.str(r.Comm)
+		statuses[i], types[i], comms[i], cgroups[i] = tab.str(r.Status.String()), tab.str(r.Type), tab.str(r.Comm), tab.str(r.Cgroup)
 		locks[i], lockTitles[i] = tab.str(r.Name), -1
 		if r.Name == "" {
 			locks[i], lockTitles[i] = tab.str("unnamed"), tab.str("all lock instances without a kernel symbol")
@@ -325,6 +332,9 @@ func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff,
 		mean.set(i, r.Before.MeanNS, r.After.MeanNS, present)
 	}
 	cols := []column{{Key: "status", Label: "Status", Kind: kindStatus, text: statuses}, textColumn("type", "Type", "", types)}
+	if fields.Has(capture.FieldCgroup) || d.Options.ByCgroup && fields.Has(capture.FieldName|capture.FieldCaller) {
+		cols = append(cols, textColumn("cgroup", "Cgroup", "", cgroups))
+	}
 	if fields.Has(capture.FieldName) {
 		lock := textColumn("lock", "Lock", "mono", locks)
 		lock.titles = lockTitles

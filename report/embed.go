@@ -52,6 +52,8 @@ type recordFields struct {
 	HoldTotalNS []uint64 `json:"hold_total_ns"`
 	HoldMinNS   []uint64 `json:"hold_min_ns"`
 	HoldMaxNS   []uint64 `json:"hold_max_ns"`
+	CgroupID    []uint64 `json:"cgroup_id"` // absent from reports written before cgroups
+	Cgroup      []int32  `json:"cgroup"`    // likewise
 }
 
 // newRecordFields stores records, in the given order, in columns; tab interns (and hashes) their
@@ -63,7 +65,7 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 		Caller: make([]int32, n), Stack: make([]int32, n), PID: make([]uint64, n), TID: make([]uint64, n),
 		Count: make([]uint64, n), TotalNS: make([]uint64, n), SpinNS: make([]uint64, n), MinNS: make([]uint64, n), MaxNS: make([]uint64, n),
 		InProgress: make([]uint64, n), HoldCount: make([]uint64, n), HoldTotalNS: make([]uint64, n),
-		HoldMinNS: make([]uint64, n), HoldMaxNS: make([]uint64, n),
+		HoldMinNS: make([]uint64, n), HoldMaxNS: make([]uint64, n), CgroupID: make([]uint64, n), Cgroup: make([]int32, n),
 	}
 	for i, ri := range order {
 		r := &records[ri]
@@ -72,6 +74,7 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 		f.PID[i], f.TID[i] = uint64(r.PID), uint64(r.TID)
 		f.Count[i], f.TotalNS[i], f.SpinNS[i], f.MinNS[i], f.MaxNS[i], f.InProgress[i] = r.Count, r.TotalNS, r.SpinNS, r.MinNS, r.MaxNS, r.InProgress
 		f.HoldCount[i], f.HoldTotalNS[i], f.HoldMinNS[i], f.HoldMaxNS[i] = r.HoldCount, r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS
+		f.CgroupID[i], f.Cgroup[i] = r.CgroupID, tab.str(r.Cgroup)
 	}
 	return f
 }
@@ -89,6 +92,7 @@ func (f *recordFields) write(j *jsonWriter) {
 		{"count", nil, f.Count}, {"total_ns", nil, f.TotalNS}, {"spin_ns", nil, f.SpinNS}, {"min_ns", nil, f.MinNS}, {"max_ns", nil, f.MaxNS},
 		{"in_progress", nil, f.InProgress}, {"hold_count", nil, f.HoldCount}, {"hold_total_ns", nil, f.HoldTotalNS},
 		{"hold_min_ns", nil, f.HoldMinNS}, {"hold_max_ns", nil, f.HoldMaxNS},
+		{"cgroup_id", nil, f.CgroupID}, {"cgroup", f.Cgroup, nil},
 	} {
 		if i > 0 {
 			j.raw(",")
@@ -208,6 +212,17 @@ func decodePageData(content []byte) (*capture.Capture, error) {
 	return c, nil
 }
 
+// emptyString is the index of "" among the strings, added when missing.
+func (d *embeddedData) emptyString() int32 {
+	for i, s := range d.Strings {
+		if s == "" {
+			return int32(i)
+		}
+	}
+	d.Strings = append(d.Strings, "")
+	return int32(len(d.Strings) - 1)
+}
+
 // records turns the columns back into records, checking every index.
 func (d *embeddedData) records() ([]capture.Record, error) {
 	f := &d.Records
@@ -215,7 +230,13 @@ func (d *embeddedData) records() ([]capture.Record, error) {
 	if f.SpinNS == nil {
 		f.SpinNS = make([]uint64, n)
 	}
-	for _, l := range []int{len(f.Lock), len(f.Name), len(f.Comm), len(f.Caller), len(f.Stack), len(f.PID), len(f.TID),
+	if f.CgroupID == nil && f.Cgroup == nil {
+		f.CgroupID, f.Cgroup = make([]uint64, n), make([]int32, n)
+		for i := range f.Cgroup {
+			f.Cgroup[i] = d.emptyString()
+		}
+	}
+	for _, l := range []int{len(f.CgroupID), len(f.Cgroup), len(f.Lock), len(f.Name), len(f.Comm), len(f.Caller), len(f.Stack), len(f.PID), len(f.TID),
 		len(f.Count), len(f.TotalNS), len(f.SpinNS), len(f.MinNS), len(f.MaxNS), len(f.InProgress),
 		len(f.HoldCount), len(f.HoldTotalNS), len(f.HoldMinNS), len(f.HoldMaxNS)} {
 		if l != n {
@@ -255,6 +276,7 @@ func (d *embeddedData) records() ([]capture.Record, error) {
 			Count: f.Count[i], TotalNS: f.TotalNS[i], SpinNS: f.SpinNS[i], MinNS: f.MinNS[i], MaxNS: f.MaxNS[i], InProgress: f.InProgress[i],
 			Caller: str(f.Caller[i]), Stack: stacks[f.Stack[i]], // shared by the records of the same stack: nothing changes a stack in place
 			HoldCount: f.HoldCount[i], HoldTotalNS: f.HoldTotalNS[i], HoldMinNS: f.HoldMinNS[i], HoldMaxNS: f.HoldMaxNS[i],
+			CgroupID: f.CgroupID[i], Cgroup: str(f.Cgroup[i]),
 		}
 		if bad != nil {
 			return nil, bad

@@ -70,6 +70,16 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 		Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 12557, RunTimeNS: 26_000_000}, {Name: imgCanary, RunCount: 12554, RunTimeNS: 17_500_000}},
 		Warnings: []string{"kernel.bpf_stats_enabled was 0 " + svgComm, imgCanary},
 	}, records...)
+	// Each process in a cgroup of its own, named by a hostile container runtime; the pipe
+	// workload's cgroup was created and removed during the capture: it has an id only.
+	cgroups := map[uint32]struct {
+		id   uint64
+		path string
+	}{3099: {4711, "/system.slice/ct-" + imgCanary}, 3150: {4712, "/kubepods/" + scriptBreak}, 3200: {4713, ""}, 0: {1, "/"}, 4000: {4714, "/" + svgComm}}
+	for i := range c.Records {
+		cg := cgroups[c.Records[i].PID]
+		c.Records[i].CgroupID, c.Records[i].Cgroup = cg.id, cg.path
+	}
 	// A spinlock spins for all of its wait, a mutex for part of it.
 	for i := range c.Records {
 		switch c.Records[i].Type {

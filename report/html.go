@@ -88,6 +88,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	}()
 	byCaller := capture.GroupBy(c.Records, capture.ByCaller)
 	byLock := capture.GroupBy(c.Records, capture.ByLock)
+	byCgroup := capture.GroupBy(c.Records, capture.ByCgroup)
 	types := summarizeTypes(c.Histograms)
 	<-interned
 	<-laidOut
@@ -112,11 +113,12 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	holds := holdsTimed(c.Records)
 	p.Tables = tables{
 		ID: "locks", Title: "Locks", PageSize: o.Top,
-		Placeholder: "Filter: lock, type, thread, PID, caller, frame…",
+		Placeholder: "Filter: lock, type, thread, PID, cgroup, caller, frame…",
 		Views: []view{
 			recordView(c.Records, order, records, tab, ms, holds),
 			groupView("callers", "By caller", "all threads and locks merged per lock type and caller", capture.FieldCaller, byCaller, c.Records, tab, ms, holds),
 			groupView("locks", "By lock", "all threads and callers merged per lock", capture.FieldLock, byLock, c.Records, tab, ms, holds),
+			groupView("cgroups", "By cgroup", "all locks, threads and callers merged per cgroup of the waiting threads", capture.FieldCgroup, byCgroup, c.Records, tab, ms, holds),
 		},
 	}
 	if len(c.Owners) > 0 {

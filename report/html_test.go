@@ -119,7 +119,7 @@ func TestHTMLRecordTable(t *testing.T) {
 	c, _ := knownCapture(t)
 	d := dataOf(t, renderHTML(t, c, HTMLOptions{Top: 5}, testKey))
 	v := d.view(t, "threads")
-	if want := []string{"lock", "type", "comm", "pid", "tid", "count", "total", "spin", "avg", "max", "caller", "stack"}; !slices.Equal(v.keys(), want) {
+	if want := []string{"lock", "type", "comm", "pid", "tid", "cgroup", "count", "total", "spin", "avg", "max", "caller", "stack"}; !slices.Equal(v.keys(), want) {
 		t.Fatalf("record view columns %q, want %q", v.keys(), want)
 	}
 	records := sortedRecords(hashed(t, c, testKey))
@@ -784,5 +784,40 @@ func TestHTMLBlockedBy(t *testing.T) {
 	}
 	if len(back.Owners) != 2 || back.Owners[0].Comm != scriptBreak || back.Owners[0].Lock == inode {
 		t.Errorf("owners read back from the report: %+v", back.Owners)
+	}
+}
+
+// TestHTMLCgroupView finds one row per cgroup of the records, with the sums of its records, its
+// path as captured (hostile text stays data) or its id where the path is unknown, and the records
+// read back from the page with their cgroups.
+func TestHTMLCgroupView(t *testing.T) {
+	c, _ := knownCapture(t)
+	page := renderHTML(t, c, HTMLOptions{}, testKey)
+	d := dataOf(t, page)
+	v := d.view(t, "cgroups")
+	want := map[string]uint64{}
+	for _, r := range c.Records {
+		want[capture.CgroupName(r.CgroupID, r.Cgroup)] += r.TotalNS
+	}
+	if v.Rows != len(want) {
+		t.Fatalf("%d rows by cgroup, want %d", v.Rows, len(want))
+	}
+	for i := range v.Rows {
+		name := d.cell(t, v, "cgroup", i)
+		if total := d.cell(t, v, "total", i); total != strconv.FormatUint(want[name], 10) {
+			t.Errorf("cgroup %q: total %s, want %d", name, total, want[name])
+		}
+	}
+	if _, ok := want["cgroup id 4713"]; !ok {
+		t.Errorf("the cgroup without a path is not shown by its id: %v", want)
+	}
+	back, err := ReadInput(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range sortedRecords(hashed(t, c, testKey)) {
+		if got := back.Records[i]; got.CgroupID != r.CgroupID || got.Cgroup != r.Cgroup {
+			t.Errorf("record %d read back with cgroup %d %q, want %d %q", i, got.CgroupID, got.Cgroup, r.CgroupID, r.Cgroup)
+		}
 	}
 }

@@ -30,8 +30,8 @@ type SummaryOptions struct {
 // wait spent spinning after the total.
 var DefaultFields = []capture.GroupStat{capture.StatContended, capture.StatWaitTotal, capture.StatSpinTotal, capture.StatWaitMax, capture.StatAvgWait}
 
-// summaryView is one way of grouping the summary's records: by caller (perf's default), thread (-t)
-// or lock (-l). Another grouping, such as by lock owner, is one more entry of summaryViews.
+// summaryView is one way of grouping the summary's records: by caller (perf's default), thread (-t),
+// lock (-l) or cgroup (--lock-cgroup). Another grouping, such as by lock owner, is one more entry of summaryViews.
 type summaryView struct {
 	name   string
 	key    func(capture.Record) string
@@ -54,6 +54,9 @@ var summaryViews = []summaryView{
 			lock = g.Lock.HashedString()
 		}
 		return []string{sanitize(g.Type), lock, sanitize(variousIfMixed(g, capture.FieldName, g.Name))}
+	}},
+	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, func(g capture.Group, _ bool) []string {
+		return []string{sanitize(capture.CgroupName(g.CgroupID, g.Cgroup))}
 	}},
 }
 
@@ -428,6 +431,9 @@ func matchedBy(d *capture.Diff) string {
 	if d.Options.ByThread {
 		s += ", thread name"
 	}
+	if d.Options.ByCgroup {
+		s += ", cgroup path"
+	}
 	return s
 }
 
@@ -449,6 +455,9 @@ func rowsTable(d *capture.Diff, rows []capture.DiffRow) [][]string {
 	if d.Options.ByThread {
 		header = append(header, "thread")
 	}
+	if d.Options.ByCgroup {
+		header = append(header, "cgroup")
+	}
 	table := [][]string{append(header, "caller")}
 	for _, r := range rows {
 		cells := []string{
@@ -457,6 +466,9 @@ func rowsTable(d *capture.Diff, rows []capture.DiffRow) [][]string {
 		}
 		if d.Options.ByThread {
 			cells = append(cells, sanitize(r.Comm))
+		}
+		if d.Options.ByCgroup {
+			cells = append(cells, sanitize(r.Cgroup))
 		}
 		table = append(table, append(cells, sanitize(callerText(r.Caller))))
 	}

@@ -37,8 +37,9 @@ func TestWriteSummaryViews(t *testing.T) {
 		"caller": func(r capture.Record) string { return r.Type + "\x00" + r.Caller },
 		"thread": func(r capture.Record) string { return fmt.Sprint(r.PID, r.TID) },
 		"lock":   func(r capture.Record) string { return r.Type + "\x00" + r.Lock.String() },
+		"cgroup": func(r capture.Record) string { return fmt.Sprint(r.CgroupID) },
 	}
-	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"type", "lock", "name"}}
+	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"type", "lock", "name"}, "cgroup": {"cgroup"}}
 	for _, v := range summaryViews { // the groupings of records; owners have their own test
 		by := v.name
 		type sums struct{ count, total, spin, max, min uint64 }
@@ -151,7 +152,7 @@ func TestSummaryOptionsValidate(t *testing.T) {
 		o    SummaryOptions
 		want string
 	}{
-		{SummaryOptions{By: "owners"}, `unknown grouping "owners": want one of caller, thread, lock, owner`},
+		{SummaryOptions{By: "owners"}, `unknown grouping "owners": want one of caller, thread, lock, cgroup, owner`},
 		{SummaryOptions{Sort: "wait"}, `unknown sort key "wait"`},
 		{SummaryOptions{Fields: []capture.GroupStat{"contended", "total"}}, `unknown field "total"`},
 	} {

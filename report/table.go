@@ -92,11 +92,12 @@ func callerText(caller string) string {
 // embedded records' row i too, from which most columns take their values.
 func recordView(records []capture.Record, order []int32, fields *recordFields, tab *strtab, ms measure, holds bool) view {
 	n := len(order)
-	locks, lockTitles, callers := make([]int32, n), make([]int32, n), make([]int32, n)
+	locks, lockTitles, callers, cgroups := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	num := newNumbers(n)
 	for i, ri := range order {
 		r := &records[ri]
 		locks[i], lockTitles[i] = lockTexts(tab, r.Name, r.Lock)
+		cgroups[i] = tab.str(capture.CgroupName(r.CgroupID, r.Cgroup))
 		callers[i] = tab.str(callerText(tab.strings[fields.Caller[i]]))
 		num.mean[i], num.holdMean[i] = r.MeanNS(), r.HoldMeanNS()
 	}
@@ -104,7 +105,8 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 	lock.titles = lockTitles
 	pid, tid := ref(intColumn("pid", "PID", nil), "pid"), ref(intColumn("tid", "TID", nil), "tid")
 	pid.Search, tid.Search = true, true
-	cols := []column{lock, ref(textColumn("type", "Type", "", nil), "type"), ref(textColumn("comm", "Thread", "", nil), "comm"), pid, tid}
+	cols := []column{lock, ref(textColumn("type", "Type", "", nil), "type"), ref(textColumn("comm", "Thread", "", nil), "comm"), pid, tid,
+		textColumn("cgroup", "Cgroup", "", cgroups)}
 	for _, c := range num.columns(ms, holds) {
 		switch c.Key {
 		case "count", "hold_count":
@@ -119,13 +121,14 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 	return view{ID: "threads", Title: "By thread", Caption: "one row per lock, thread, call stack and lock type", Rows: n, SortKey: "total", Columns: cols}
 }
 
-// groupView shows groups of records keyed by a lock (capture.FieldLock) or by a caller
-// (capture.FieldCaller), which is its first column. Any other lock, thread or caller column says
+// groupView shows groups of records keyed by a lock (capture.FieldLock), a caller
+// (capture.FieldCaller) or a cgroup (capture.FieldCgroup), which is its first column. Any other lock, thread or caller column says
 // "various" where the group's records differ in it; a lock column of locks that differ but share a
 // name shows the name, with a title that says so.
 func groupView(id, title, caption string, key capture.Fields, groups []capture.Group, records []capture.Record, tab *strtab, ms measure, holds bool) view {
 	n := len(groups)
 	locks, lockTitles, types, comms, callers, stacks := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	cgroups := make([]int32, n)
 	merged := make([]uint64, n)
 	num := newNumbers(n)
 	v := view{ID: id, Title: title, Caption: caption, Rows: n, SortKey: "total"}
@@ -142,6 +145,10 @@ func groupView(id, title, caption string, key capture.Fields, groups []capture.G
 		if g.Mixed.Has(capture.FieldComm) {
 			comms[i] = -1
 		}
+		cgroups[i] = tab.str(capture.CgroupName(g.CgroupID, g.Cgroup))
+		if g.Mixed.Has(capture.FieldCgroup) {
+			cgroups[i] = -1
+		}
 		if !g.Mixed.Has(capture.FieldCaller) {
 			callers[i] = tab.str(callerText(tab.strings[tab.frame(g.Caller)]))
 		}
@@ -157,8 +164,11 @@ func groupView(id, title, caption string, key capture.Fields, groups []capture.G
 	lock.titles = lockTitles
 	caller := textColumn("caller", "Caller", "mono", callers)
 	head := []column{lock, textColumn("type", "Type", "", types), caller}
-	if key == capture.FieldCaller {
+	switch key {
+	case capture.FieldCaller:
 		head = []column{caller, textColumn("type", "Type", "", types), lock}
+	case capture.FieldCgroup:
+		head = []column{textColumn("cgroup", "Cgroup", "", cgroups), textColumn("type", "Type", "", types), lock, caller}
 	}
 	v.Columns = append(head, textColumn("comm", "Thread", "", comms), intColumn("records", "Records", merged))
 	v.Columns = append(v.Columns, num.columns(ms, holds)...)
