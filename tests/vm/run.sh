@@ -170,7 +170,7 @@ run_kernel() {
 		-accel "tcg,thread=$tcg" -cpu max -smp 2 -m 2048 \
 		-nodefaults -display none -serial stdio -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s${run_tests:+ KLOCKSTAT_TEST_RUN=$run_tests}" \
+		-append "console=ttyS0 panic=-1 quiet no_timer_check KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s${run_tests:+ KLOCKSTAT_TEST_RUN=$run_tests}" \
 		</dev/null | awk -v serial="$serial" -v prefix="[$name] " '
 			function flush_repeats() {
 				if (repeats) print prefix "    (last line repeated " repeats " more times)"
