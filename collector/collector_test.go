@@ -198,26 +198,22 @@ func lost(cp *capture.Capture) uint64 {
 
 func TestPIDFilterKeepsOnlyThatProcess(t *testing.T) {
 	testenv.RequireRoot(t)
-	// Start both first, so the filter can name one of them, and stop them
-	// only once the collector runs, however long loading took.
-	wanted := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "60s")
-	other := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "60s")
+	// Both exist first, so the filter can name one of them, and run once
+	// the collector does: loading beside their eight busy threads took
+	// minutes in an emulated guest (the kernel matrix).
+	wanted := startWorkload(t, "-lock", "mmap", "-threads", "4")
+	other := startWorkload(t, "-lock", "mmap", "-threads", "4")
 	cfg := defaultConfig(t)
-	cfg.PIDs = []uint32{uint32(wanted.Process.Pid)}
+	cfg.PIDs = []uint32{wanted.pid}
 	c, err := Start(cfg)
 	if err != nil {
 		t.Fatalf("starting the collector: %v", err)
 	}
 	defer c.Close()
-	// Two seconds, and on until the filtered process has contended: under
-	// emulation, beside other guests, that can take longer.
-	for start := time.Now(); time.Since(start) < 2*time.Second || c.Events() == 0 && time.Since(start) < 50*time.Second; {
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, cmd := range []*exec.Cmd{wanted, other} {
-		cmd.Process.Signal(os.Interrupt)
-		waitContend(t, cmd)
-	}
+	wanted.run(t)
+	other.run(t)
+	wanted.stopWhen(t, c, 50)
+	other.stop(t)
 	cp, err := c.Stop()
 	if err != nil {
 		t.Fatalf("stopping the collector: %v", err)
@@ -663,6 +659,20 @@ func (w *workload) stopWhen(t *testing.T, c *Collector, events uint64) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	w.stop(t)
+}
+
+// wait waits for the workload to end by itself, and fails the test if it
+// failed.
+func (w *workload) wait(t *testing.T) {
+	t.Helper()
+	<-w.done
+	w.check(t)
+}
+
+// stop ends the workload and fails the test if it failed.
+func (w *workload) stop(t *testing.T) {
+	t.Helper()
 	w.cmd.Process.Signal(os.Interrupt)
 	<-w.done
 	w.check(t)
