@@ -135,6 +135,10 @@ func (b functionBackend) template(p *lockstatProgramSpecs, role funcRole) *ebpf.
 	return b.roleProgram(p, role)
 }
 
+// noSpinSplit is the capture's warning that the function probes record no
+// spin: they time an acquire call from its entry to its return.
+const noSpinSplit = "spin vs sleep is not split (spin_ns 0): it needs the contention tracepoints (Linux 5.19); the function probes time each acquire call whole"
+
 // spinningReason says why the acquire functions of spinning locks are not
 // probed: a probe would run on every spin_lock in the kernel, and
 // attaching is not safe.

@@ -168,6 +168,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		acquire.Uncontended = counters[lockstatCounterCNT_FAST]
 		acquire.Holds = counters[lockstatCounterCNT_HOLD]
 		m.Acquire = &acquire
+		m.Warnings = append(m.Warnings, noSpinSplit)
 	}
 	m.KallsymsRestricted = ksyms.Restricted()
 	m.Warnings = append(m.Warnings, c.warnings...)
