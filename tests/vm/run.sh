@@ -7,7 +7,8 @@
 #
 # Each VM boots the newest kernel of its series that apt offers (cloud-amd64,
 # rt-amd64 for 6.1-rt: PREEMPT_RT),
-# under software emulation (TCG: no KVM needed), with a small initramfs of
+# under KVM where the host has hardware virtualisation, else under software
+# emulation (TCG), with a small initramfs of
 # static binaries: busybox, the collector test binary and the contend
 # workload. tests/vm/init runs the tests and prints the verdict on the serial
 # console, which is saved to tests/vm/.cache/<kernel>.log. Kernels are cached
@@ -19,7 +20,17 @@
 #
 # Environment:
 #   KLOCKSTAT_VM_TIMEOUT  wall-clock limit per kernel in seconds (default 900)
-#   KLOCKSTAT_VM_TCG      single (default) or multi: how QEMU runs the 2 vCPUs.
+#   KLOCKSTAT_VM_ACCEL    auto (default), kvm or tcg. auto takes KVM when
+#                         /dev/kvm opens and the CPU flags show hardware
+#                         virtualisation (vmx or svm), else TCG. A /dev/kvm
+#                         without them is a software hypervisor: on the
+#                         development machine (a Firecracker guest) it is
+#                         kvm-pvm, which boots a stock kernel only by
+#                         emulating it instruction by instruction (two minutes
+#                         to reach ACPI, then an emulation failure on a VEX
+#                         instruction), far slower than TCG.
+#   KLOCKSTAT_VM_TCG      single (default) or multi: how QEMU runs the 2 vCPUs
+#                         under TCG.
 #                         multi runs them on two host threads, faster and with
 #                         real parallel contention, but its cross-modifying
 #                         code is not exact: when the kernel patches code the
@@ -45,6 +56,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=$here/.cache
 timeout_s=${KLOCKSTAT_VM_TIMEOUT:-900}
+accel=${KLOCKSTAT_VM_ACCEL:-auto}
 tcg=${KLOCKSTAT_VM_TCG:-single}
 parallel=${KLOCKSTAT_VM_PARALLEL:-1}
 run_tests=${KLOCKSTAT_VM_RUN:-}
@@ -159,6 +171,25 @@ build_initramfs() {
 	(cd "$stage" && find . -print0 | cpio --null -o -H newc --owner=0:0 --quiet) >"$out"
 }
 
+# pick_accel sets accel to kvm or tcg, resolving auto: KVM needs /dev/kvm
+# and a CPU with hardware virtualisation (see KLOCKSTAT_VM_ACCEL).
+pick_accel() {
+	[[ $accel == auto ]] || return 0
+	accel=tcg
+	if [[ -r /dev/kvm && -w /dev/kvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+		accel=kvm
+	fi
+}
+
+# accel_args prints QEMU's accelerator and CPU options.
+accel_args() {
+	if [[ $accel == kvm ]]; then
+		echo "-accel kvm -cpu host"
+	else
+		echo "-accel tcg,thread=$tcg -cpu max"
+	fi
+}
+
 # run_kernel NAME VMLINUZ INITRD boots one VM; it prints the guest's test
 # output as it comes and returns non-zero unless the tests passed.
 run_kernel() {
@@ -166,8 +197,9 @@ run_kernel() {
 	: >"$serial"
 	# The guest gives up half a minute before the host does, so a hung
 	# test still ends with go test's goroutine dump rather than a killed VM.
+	# shellcheck disable=SC2046 # accel_args prints separate words
 	timeout -k 10 "$timeout_s" qemu-system-x86_64 \
-		-accel "tcg,thread=$tcg" -cpu max -smp 2 -m 2048 \
+		$(accel_args) -smp 2 -m 2048 \
 		-nodefaults -display none -serial stdio -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 quiet no_timer_check KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s${run_tests:+ KLOCKSTAT_TEST_RUN=$run_tests}" \
@@ -208,6 +240,8 @@ main() {
 		die "KLOCKSTAT_VM_TIMEOUT=$timeout_s: want whole seconds, at least 60"
 	fi
 	[[ $tcg == single || $tcg == multi ]] || die "KLOCKSTAT_VM_TCG=$tcg: want single or multi"
+	[[ $accel == auto || $accel == kvm || $accel == tcg ]] || die "KLOCKSTAT_VM_ACCEL=$accel: want auto, kvm or tcg"
+	pick_accel
 	[[ $parallel =~ ^[1-9][0-9]*$ ]] || die "KLOCKSTAT_VM_PARALLEL=$parallel: want a whole number of guests, at least 1"
 	((EUID == 0)) || die "needs root (apt-get, mknod)"
 
@@ -243,7 +277,7 @@ main() {
 		while (($(jobs -rp | wc -l) >= parallel)); do
 			wait -n || true
 		done
-		log "${names[i]}: booting (${versions[i]}, TCG $tcg)"
+		log "${names[i]}: booting (${versions[i]}, $([[ $accel == kvm ]] && echo KVM || echo "TCG $tcg"))"
 		rm -f "$cache/${names[i]}.result"
 		(
 			start=$SECONDS
