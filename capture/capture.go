@@ -187,7 +187,7 @@ func (m Meta) Duration() time.Duration {
 type Record struct {
 	Type    string `json:"type"`
 	Lock    Addr   `json:"lock"`
-	Name    string `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", "mmap_lock (COMM)" or "siglock (COMM)" of another process, "rq_lock", "&CACHE" for a lock inside an object of slab cache CACHE, or "" when unknown
+	Name    string `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", "mmap_lock (COMM)" or "siglock (COMM)" of another process, "rq_lock", "zone_lock (ZONE)", "lru_lock", "&CACHE" for a lock inside an object of slab cache CACHE, or "" when unknown
 	Comm    string `json:"comm"` // thread name (untrusted)
 	PID     uint32 `json:"pid"`  // process (tgid)
 	TID     uint32 `json:"tid"`  // thread

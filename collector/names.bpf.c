@@ -13,7 +13,11 @@
  *    tasks of its own (its kernel threads), so every runqueue is seen. The
  *    per-CPU `runqueues` itself cannot be reached: a __ksym needs the
  *    kernel's kallsyms to list it, which they do only with
- *    CONFIG_KALLSYMS_ALL.
+ *    CONFIG_KALLSYMS_ALL. For the same reason the memory nodes
+ *    (node_data, contig_page_data) are reached from the tasks' memory
+ *    cgroups instead: a task's memcg has an LRU vector per node, whose
+ *    lru_lock is a lock of its own and which points to its node, whose
+ *    zones' locks are zone_lock.
  *  - name_other_locks walks `labels`: a lock inside a slab object is named
  *    after its cache (bpf_get_kmem_cache, Linux 6.13+).
  *
@@ -85,6 +89,58 @@ struct kmem_cache {
 
 extern struct kmem_cache *bpf_get_kmem_cache(__u64 addr) __ksym __weak;
 
+/* The memory nodes, as the memory cgroups reach them (CONFIG_MEMCG). */
+struct cgroup_subsys_state;
+
+struct css_set {
+	struct cgroup_subsys_state *subsys[0];
+} __attribute__((preserve_access_index));
+
+struct task_struct___memcg {
+	struct css_set *cgroups;
+} __attribute__((preserve_access_index));
+
+enum cgroup_subsys_id {
+	memory_cgrp_id = 4,
+};
+
+struct zone {
+	struct spinlock lock;
+	const char *name;
+} __attribute__((preserve_access_index));
+
+struct pglist_data {
+	struct zone node_zones[0];
+	int node_id;
+} __attribute__((preserve_access_index));
+
+struct lruvec {
+	struct spinlock lru_lock;
+	struct pglist_data *pgdat;
+} __attribute__((preserve_access_index));
+
+/* Before Linux 5.11 the LRU lock was the node's. */
+struct pglist_data___pre511 {
+	struct spinlock lru_lock;
+} __attribute__((preserve_access_index));
+
+struct mem_cgroup_per_node {
+	struct lruvec lruvec;
+} __attribute__((preserve_access_index));
+
+struct mem_cgroup {
+	struct mem_cgroup_per_node *nodeinfo[0];
+} __attribute__((preserve_access_index));
+
+/* Nodes and zones looked at: more than any machine klockstat runs on has
+ * (MAX_NUMNODES is 1024 at most, but nodeinfo[] ends at nr_node_ids, which
+ * the loop finds as the first entry that is not a node of its index). */
+#define MAX_NODES 64
+#define MAX_ZONES 8
+
+/* Whether the zones' locks were labelled: once is enough. */
+bool zones_labelled = false;
+
 /* The value of a pointer, as a number to compare lock addresses with. */
 static __always_inline __u64 address(const void *p)
 {
@@ -129,6 +185,75 @@ static __always_inline void label_runqueue(struct task_struct *task)
 	l->id = BPF_CORE_READ(rq, cpu);
 }
 
+static __always_inline void label_node_lock(__u64 lock, __u32 kind, __u32 node, const char *text)
+{
+	struct lock_label *l = bpf_map_lookup_elem(&labels, &lock);
+
+	if (!l || l->kind != LABEL_NONE)
+		return;
+	l->kind = kind;
+	l->id = node;
+	if (text)
+		bpf_probe_read_kernel_str(l->text, sizeof(l->text), text);
+}
+
+/* label_zones names the locks of a node's zones. */
+static __always_inline void label_zones(struct pglist_data *pgdat, __u32 node)
+{
+	__u32 size = bpf_core_type_size(struct zone);
+	__u32 n = bpf_core_field_size(pgdat->node_zones) / (size ? size : 1);
+	__u64 zones = address(pgdat) + bpf_core_field_offset(struct pglist_data, node_zones);
+
+	for (__u32 z = 0; z < MAX_ZONES && z < n; z++) {
+		struct zone *zone = (void *)(zones + z * size);
+
+		label_node_lock(address(zone) + bpf_core_field_offset(struct zone, lock), LABEL_ZONE, node,
+				BPF_CORE_READ(zone, name));
+	}
+}
+
+/* label_memory_nodes names the LRU locks of the task's memory cgroup, one
+ * per node, and, once, the zone locks of every node. */
+static __always_inline void label_memory_nodes(struct task_struct *task)
+{
+	struct task_struct___memcg *t = (void *)task;
+	struct cgroup_subsys_state *css;
+	__u64 nodeinfo;
+	int memory;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id) ||
+	    !bpf_core_type_exists(struct mem_cgroup_per_node))
+		return; /* no CONFIG_MEMCG */
+	memory = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	if (memory < 0 || memory >= 32)
+		return;
+	css = BPF_CORE_READ(t, cgroups, subsys[memory & 31]);
+	if (!css)
+		return;
+	/* The css is the memcg's first member. */
+	nodeinfo = address(css) + bpf_core_field_offset(struct mem_cgroup, nodeinfo);
+	for (__u32 node = 0; node < MAX_NODES; node++) {
+		struct mem_cgroup_per_node *pn = NULL;
+		struct pglist_data *pgdat;
+		struct lruvec *lruvec;
+
+		bpf_probe_read_kernel(&pn, sizeof(pn), (void *)(nodeinfo + node * sizeof(pn)));
+		if (!pn)
+			break;
+		lruvec = (void *)(address(pn) + bpf_core_field_offset(struct mem_cgroup_per_node, lruvec));
+		pgdat = BPF_CORE_READ(lruvec, pgdat);
+		if (!pgdat || BPF_CORE_READ(pgdat, node_id) != node)
+			break; /* past nr_node_ids */
+		if (bpf_core_field_exists(lruvec->lru_lock))
+			label_node_lock(address(lruvec) + bpf_core_field_offset(struct lruvec, lru_lock), LABEL_LRU, node, NULL);
+		else
+			label_node_lock(address(pgdat) + bpf_core_field_offset(struct pglist_data___pre511, lru_lock), LABEL_LRU, node, NULL);
+		if (!zones_labelled)
+			label_zones(pgdat, node);
+	}
+	zones_labelled = true;
+}
+
 SEC("iter/task")
 int name_task_locks(struct bpf_iter__task *ctx)
 {
@@ -154,6 +279,7 @@ int name_task_locks(struct bpf_iter__task *ctx)
 	if (sighand)
 		label_owner(address(sighand) + bpf_core_field_offset(struct sighand_struct, siglock), LABEL_SIGHAND, task);
 	label_runqueue(task);
+	label_memory_nodes(task);
 	return 0;
 }
 

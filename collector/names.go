@@ -14,8 +14,8 @@ import (
 
 // nameLocks names the records' locks that the programs left unnamed, from
 // the kernel's objects as they are at the end of the capture (names.bpf.c):
-// another process's mmap_lock or siglock, a CPU's runqueue lock, a lock
-// inside a slab object. It returns warnings for what this kernel cannot
+// another process's mmap_lock or siglock, a CPU's runqueue lock, a memory
+// zone's lock, a node's LRU lock, a lock inside a slab object. It returns warnings for what this kernel cannot
 // name; an error means the names could not be looked up at all.
 func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
 	var addrs []uint64
@@ -43,6 +43,9 @@ func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
 		if err := types.TypeByName("cfs_rq", &rq); err == nil && !hasMember(rq, "rq") {
 			warnings = append(warnings, "runqueue locks are not named: the kernel was built without CONFIG_FAIR_GROUP_SCHED")
 		}
+	}
+	if ok, err := hasBTF[*btf.Struct](k, "mem_cgroup_per_node"); err == nil && !ok {
+		warnings = append(warnings, "memory zone and LRU locks are not named: the kernel was built without CONFIG_MEMCG, through which they are found")
 	}
 	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
 		warnings = append(warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
@@ -108,8 +111,23 @@ func (l namesLockLabel) name() string {
 		return fmt.Sprintf("mmap_lock (%s)", text)
 	case namesLabelKindLABEL_SIGHAND:
 		return fmt.Sprintf("siglock (%s)", text)
+	case namesLabelKindLABEL_ZONE:
+		return "zone_lock (" + nodeText(l.Id) + text + ")"
+	case namesLabelKindLABEL_LRU:
+		if l.Id > 0 {
+			return fmt.Sprintf("lru_lock (node %d)", l.Id)
+		}
+		return "lru_lock"
 	}
 	return ""
+}
+
+// nodeText names a NUMA node before a zone's name, "" for node 0: most machines have no other.
+func nodeText(node uint32) string {
+	if node == 0 {
+		return ""
+	}
+	return fmt.Sprintf("node %d ", node)
 }
 
 // hasMember reports whether a struct has a member of that name.

@@ -21,6 +21,8 @@ const (
 	namesLabelKindLABEL_SIGHAND namesLabelKind = 2
 	namesLabelKindLABEL_RQ      namesLabelKind = 3
 	namesLabelKindLABEL_SLAB    namesLabelKind = 4
+	namesLabelKindLABEL_ZONE    namesLabelKind = 5
+	namesLabelKindLABEL_LRU     namesLabelKind = 6
 )
 
 type namesLockLabel struct {
@@ -37,6 +39,7 @@ const (
 	namesMapLabels          = "labels"
 	namesProgNameOtherLocks = "name_other_locks"
 	namesProgNameTaskLocks  = "name_task_locks"
+	namesVarZonesLabelled   = "zones_labelled"
 )
 
 // loadNames returns the embedded CollectionSpec for names.
@@ -96,6 +99,7 @@ type namesMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type namesVariableSpecs struct {
+	ZonesLabelled *ebpf.VariableSpec `ebpf:"zones_labelled"`
 }
 
 // namesObjects contains all objects after they have been loaded into the kernel.
@@ -131,6 +135,7 @@ func (m *namesMaps) Close() error {
 //
 // It can be passed to loadNamesObjects or ebpf.CollectionSpec.LoadAndAssign.
 type namesVariables struct {
+	ZonesLabelled *ebpf.Variable `ebpf:"zones_labelled"`
 }
 
 // namesPrograms contains all programs after they have been loaded into the kernel.

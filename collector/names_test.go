@@ -117,3 +117,65 @@ func checkNamed(t *testing.T, cp *capture.Capture, what string, match func(captu
 		t.Errorf("%d of %d %s are not named as they should be: %v", bad, n, what, names)
 	}
 }
+
+// TestMemoryLockNames captures contend having the kernel allocate and free
+// 64 KiB blocks, which takes the lock of the memory zone they come from, and
+// faulting in and freeing pages of its own, which join and leave the LRU
+// lists under the LRU lock of the memory cgroup's node; and checks that
+// those waits are named zone_lock and lru_lock. Both need contend's threads
+// on two CPUs at once: on a machine busy with other work a round may have
+// none of them, and another round runs.
+func TestMemoryLockNames(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Spec = loadSpec(t, "spinlock")
+	kinds := []struct {
+		what    string
+		callers []string
+		fits    func(string) bool
+	}{
+		{"spinlock waits of contend allocating and freeing blocks of pages", []string{"get_page_from_freelist", "rmqueue_buddy", "free_one_page"},
+			func(name string) bool { return strings.HasPrefix(name, "zone_lock (") }},
+		{"spinlock waits of contend on its pages' LRU lists", []string{"folio_lruvec_lock_irqsave", "folio_lruvec_lock_irq", "folio_lruvec_lock"},
+			func(name string) bool { return strings.HasPrefix(name, "lru_lock") }},
+	}
+	var (
+		cp      *capture.Capture
+		matches []func(capture.Record) bool
+	)
+	for round := 0; round < 5; round++ {
+		var pid uint32
+		cp = capture1(t, cfg, func() {
+			cmd := startContend(t, "-lock", "zone,lru", "-threads", "4", "-duration", "2s")
+			pid = uint32(cmd.Process.Pid)
+			waitContend(t, cmd)
+		})
+		if cp.Meta.Probe == "fentry" || cp.Meta.Probe == "kprobe" {
+			t.Skipf("the %s backend leaves spinlocks to the tracepoints, which this kernel lacks", cp.Meta.Probe)
+		}
+		matches = matches[:0]
+		all := true
+		for _, k := range kinds {
+			match := func(r capture.Record) bool {
+				return r.PID == pid && r.Type == "spinlock" && hasFrame([]string{r.Caller}, k.callers...)
+			}
+			matches = append(matches, match)
+			all = all && slices.ContainsFunc(cp.Records, match)
+		}
+		if all {
+			break
+		}
+		t.Logf("round %d: not every kind of wait was captured; again", round+1)
+	}
+	for i, k := range kinds {
+		t.Run(k.what, func(t *testing.T) {
+			if !slices.ContainsFunc(cp.Records, matches[i]) && os.Getenv("KLOCKSTAT_TEST_ROOT") != "" {
+				// As for the runqueue locks in TestLockNames: one CPU at a
+				// time under emulation, and older kernels take these locks
+				// from other functions.
+				t.Skipf("no %s under emulation", k.what)
+			}
+			checkNamed(t, cp, k.what, matches[i], k.fits)
+		})
+	}
+}

@@ -53,6 +53,12 @@ const (
 	// Fown contends the f_owner rwlock_t of one shared file: half the
 	// threads set its owner, half read it.
 	Fown Lock = "fown"
+	// Zone contends the lock of a memory zone: every thread has the kernel
+	// allocate and free a 64 KiB buffer, in getxattr(2).
+	Zone Lock = "zone"
+	// LRU contends the LRU lock of the memory cgroup's node: every thread
+	// faults in the pages of a region of its own and frees them again.
+	LRU Lock = "lru"
 )
 
 // ErrUnknownLock is returned for a lock name outside Names.
@@ -74,6 +80,8 @@ var generators = map[Lock]func(Options) (generator, error){
 	Threads: newThreads,
 	Hog:     newHog,
 	Fown:    newFown,
+	Zone:    newZone,
+	LRU:     newLRU,
 }
 
 // A threadNamer names its workers itself, instead of "<prefix>-<i>".
@@ -83,7 +91,7 @@ type threadNamer interface {
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Fown)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Fown), string(Zone), string(LRU)}
 }
 
 // Options configures one Run.
