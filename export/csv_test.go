@@ -88,7 +88,7 @@ func TestCSVHostileNames(t *testing.T) {
 	}
 	_, rows := readCSV(t, b.Bytes())
 	for i, row := range rows {
-		for _, col := range []string{"type", "caller", "lock_name", "comm", "stack"} {
+		for _, col := range []string{"type", "caller", "lock_name", "comm", "stack", "cgroup"} {
 			if v := row[col]; v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
 				t.Errorf("row %d, %s %q: a spreadsheet runs it as a formula", i, col, v)
 			}
@@ -98,6 +98,9 @@ func TestCSVHostileNames(t *testing.T) {
 		want := strings.ReplaceAll(strings.ToValidUTF8(hostileComms[i], "\uFFFD"), "\r", "")
 		if got := strings.TrimPrefix(row["comm"], "'"); got != want {
 			t.Errorf("row %d: comm %q, want %q (behind a ' when it starts a formula)", i, row["comm"], want)
+		}
+		if row["cgroup"] != "/ctr/"+want || row["cgroup_id"] != strconv.Itoa(4000+i) {
+			t.Errorf("row %d: cgroup %s %q, want %d %q", i, row["cgroup_id"], row["cgroup"], 4000+i, "/ctr/"+want)
 		}
 	}
 }

@@ -46,6 +46,7 @@ func hostileCapture(t testing.TB) *capture.Capture {
 		r := capture.Record{
 			Type: typ, Lock: capture.Addr(0xffff888100000000 + uint64(i)*64), Name: comm, Comm: comm,
 			PID: 100, TID: uint32(100 + i), Caller: comm, Stack: stacks[i%len(stacks)],
+			CgroupID: uint64(4000 + i), Cgroup: "/ctr/" + comm,
 		}
 		if hists[typ] == nil {
 			hists[typ] = &capture.Histogram{Type: typ}

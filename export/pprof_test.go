@@ -70,8 +70,8 @@ func describeSample(s *profile.Sample) string {
 	for _, loc := range s.Location {
 		frames = append(frames, frame{function: loc.Line[0].Function.Name, offset: uint64(loc.Line[0].Line), address: loc.Address})
 	}
-	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q pid=%d tid=%d value=%v stack=%+v",
-		s.Label["lock_type"], s.Label["lock_name"], s.Label["lock"], s.Label["comm"], s.NumLabel["pid"], s.NumLabel["tid"], s.Value, frames)
+	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q cgroup=%q pid=%d tid=%d cgroup_id=%d value=%v stack=%+v",
+		s.Label["lock_type"], s.Label["lock_name"], s.Label["lock"], s.Label["comm"], s.Label["cgroup"], s.NumLabel["pid"], s.NumLabel["tid"], s.NumLabel["cgroup_id"], s.Value, frames)
 }
 
 // describeRecord is what the sample of r must say. Labels that profile.proto cannot tell from no
@@ -83,7 +83,7 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 		}
 		return []string{validText(s)}
 	}
-	num := func(n uint32) []int64 {
+	num := func(n uint64) []int64 {
 		if n == 0 {
 			return nil
 		}
@@ -96,8 +96,8 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 			frames = append(frames, parseFrame(validText(f)))
 		}
 	}
-	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q pid=%d tid=%d value=%v stack=%+v",
-		text(r.Type), text(r.Name), text(newAddresses(c, nil).lock(r.Lock)), text(r.Comm), num(r.PID), num(r.TID),
+	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q cgroup=%q pid=%d tid=%d cgroup_id=%d value=%v stack=%+v",
+		text(r.Type), text(r.Name), text(newAddresses(c, nil).lock(r.Lock)), text(r.Comm), text(r.Cgroup), num(uint64(r.PID)), num(uint64(r.TID)), num(r.CgroupID),
 		[]int64{int64(r.Count), int64(r.TotalNS)}, frames)
 }
 

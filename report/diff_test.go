@@ -357,3 +357,21 @@ func TestDiffHTMLIsNoCapture(t *testing.T) {
 		t.Errorf("ReadInput of a diff page: %v, want an error saying it is no capture", err)
 	}
 }
+
+// TestWriteDiffSummaryByCgroup keeps the rows of two cgroups apart, by path, with a column that
+// shows each one's path as text that cannot drive the terminal.
+func TestWriteDiffSummaryByCgroup(t *testing.T) {
+	in := func(path string, r capturetest.Record) capturetest.Record {
+		r.CgroupID, r.Cgroup = uint64(len(path)), path
+		return r
+	}
+	mmap := capturetest.Rec("rwsem:W", "mmap_lock", "vm_mmap_pgoff+0xe0", "x", 1, 1, 1, 2_000_000)
+	b := capturetest.Of(t, 1e9, in("/ctr/a", mmap), in("/ctr/\x1b[2Jb", mmap))
+	a := capturetest.Of(t, 1e9, in("/ctr/a", mmap), in("/ctr/\x1b[2Jb", mmap), in("/ctr/a", mmap))
+	out := diffSummary(t, capture.Compare(b, a, capture.DiffOptions{ByCgroup: true}), 0)
+	for _, want := range []string{"   cgroup   caller\n", "   /ctr/a   vm_mmap_pgoff\n", "   /ctr/?[2Jb   vm_mmap_pgoff\n", "2 matched, 0 new, 0 gone rows, matched by lock type, caller function, lock name, cgroup path\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
