@@ -75,6 +75,8 @@ func testCapture(t testing.TB) *Capture {
 			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Comm: "kworker\x1b]0;pwn\x07", PID: 7, TID: 9, Count: 1, TotalNS: 40_000,
 				Stack: []string{"__schedule+0x2a1", "0xffffffff81000000"}, States: []OwnerState{{State: OwnerDiskSleep, Count: 1, TotalNS: 40_000}}},
 			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Reason: OwnerNoField, Count: 5, TotalNS: 1_003_170, Stack: []string{}, States: []OwnerState{}},
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Comm: "kworker\x1b]0;pwn\x07", PID: 7, TID: 9, Count: 1, TotalNS: 20_000,
+				Stack: []string{}, StackReason: OwnerStackRan, States: []OwnerState{{State: OwnerOnCPU, Count: 1, TotalNS: 20_000}}},
 		},
 	}
 	c.Sort()
@@ -183,7 +185,12 @@ func TestReadErrors(t *testing.T) {
 		{name: "spin above total", change: func(c *Capture) { c.Records[2].SpinNS = 481 }, want: "record 2: spin_ns 481 > total_ns 480"},
 		{name: "owner without waits", change: func(c *Capture) { c.Owners[0].Count = 0 }, want: "owner 0: count is 0"},
 		{name: "owner neither known nor not", change: func(c *Capture) { c.Owners[1].Reason = "" }, want: "owner 1: neither an owner thread nor a reason"},
-		{name: "unknown owner with a thread", change: func(c *Capture) { c.Owners[1].TID = 3 }, want: "owner 1: owner thread 3 or states, but unknown: the lock records no owner"},
+		{name: "unknown owner with a thread", change: func(c *Capture) { c.Owners[1].TID = 3 }, want: "owner 1: owner thread 3, states or stack, but unknown: the lock records no owner"},
+		{name: "unknown owner with a stack", change: func(c *Capture) { c.Owners[1].Stack = []string{"schedule+0x1"} }, want: "owner 1: owner thread 0, states or stack, but unknown"},
+		{name: "owner stack reason unknown", change: func(c *Capture) { c.Owners[0].StackReason = "bored" }, want: `owner 0: unknown owner stack reason "bored"`},
+		{name: "owner stack and a reason for none", change: func(c *Capture) {
+			c.Owners[0].Stack, c.Owners[0].StackReason = []string{"schedule+0x1"}, OwnerStackRan
+		}, want: "owner 0: an owner stack, and a reason for none"},
 		{name: "owner state unknown", change: func(c *Capture) { c.Owners[0].States[0].State = "zombie" }, want: `owner 0: unknown owner state "zombie"`},
 		{name: "owner states above the owner", change: func(c *Capture) { c.Owners[0].States[0].TotalNS++ }, want: "owner 0: states count 1 waits and 40001 ns, more than the owner's 1 and 40000"},
 		{name: "hold total below hold max", change: func(c *Capture) { c.Records[3].HoldTotalNS = 10 }, want: "record 3: hold_total_ns 10 < hold_max_ns 1500"},

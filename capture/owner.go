@@ -12,17 +12,20 @@ import (
 // them began. With Reason set, it is instead the waits on the lock whose owner could not be known,
 // and why.
 type Owner struct {
-	Type    string       `json:"type"` // the waits' lock type
-	Lock    Addr         `json:"lock"`
-	Name    string       `json:"name"`             // the lock's name, as its records have it
-	Comm    string       `json:"comm"`             // the owner's thread name (untrusted); "" when unknown
-	PID     uint32       `json:"pid"`              // the owner's process; 0 when unknown
-	TID     uint32       `json:"tid"`              // the owner thread; 0 when unknown
-	Reason  string       `json:"reason,omitempty"` // why the owner is unknown; "" for a known owner
-	Stack   []string     `json:"stack"`            // the owner's kernel stack, innermost first; empty: not taken
-	Count   uint64       `json:"count"`            // waits charged
-	TotalNS uint64       `json:"total_ns"`
-	States  []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
+	Type   string   `json:"type"` // the waits' lock type
+	Lock   Addr     `json:"lock"`
+	Name   string   `json:"name"`             // the lock's name, as its records have it
+	Comm   string   `json:"comm"`             // the owner's thread name (untrusted); "" when unknown
+	PID    uint32   `json:"pid"`              // the owner's process; 0 when unknown
+	TID    uint32   `json:"tid"`              // the owner thread; 0 when unknown
+	Reason string   `json:"reason,omitempty"` // why the owner is unknown; "" for a known owner
+	Stack  []string `json:"stack"`            // the owner's kernel stack, innermost first; empty: not taken
+	// StackReason says why a known owner's waits have no stack ("" when they have one, or stacks
+	// were off); one of the OwnerStack* reasons.
+	StackReason string       `json:"stack_reason,omitempty"`
+	Count       uint64       `json:"count"` // waits charged
+	TotalNS     uint64       `json:"total_ns"`
+	States      []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
 }
 
 // OwnerState is the waits that began while their lock's owner was in one state.
@@ -51,6 +54,17 @@ const (
 	OwnerNone    = "no owner as the wait began" // released, or being handed over, as the probe looked
 )
 
+// The reasons a known owner's waits carry no owner stack. The owner's stack is taken as it leaves a
+// CPU holding the lock, once per tenure: where it blocked or was preempted while others waited.
+const (
+	OwnerStackRan    = "the owner did not leave its CPU holding the lock" // it ran, or slept without leaving it again, until the waits ended
+	OwnerStackFailed = "the stack walk failed, or the stack map was full"
+	OwnerStackLost   = "the owner's mark was gone (map full, or it went on to hold another contended lock)"
+)
+
+// OwnerStackReasons are the reasons a known owner's waits have no stack.
+var OwnerStackReasons = []string{OwnerStackRan, OwnerStackFailed, OwnerStackLost}
+
 // SortOwners orders owners by the wait charged to them, largest first (ties: waits, then type,
 // lock and thread), and each owner's states likewise.
 func SortOwners(owners []Owner) {
@@ -61,7 +75,8 @@ func SortOwners(owners []Owner) {
 	}
 	slices.SortStableFunc(owners, func(a, b Owner) int {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count),
-			cmp.Compare(a.Type, b.Type), cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Reason, b.Reason))
+			cmp.Compare(a.Type, b.Type), cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Reason, b.Reason),
+			slices.Compare(a.Stack, b.Stack), cmp.Compare(a.StackReason, b.StackReason))
 	})
 }
 
@@ -82,8 +97,12 @@ func (o Owner) validate() error {
 		return errors.New("count is 0")
 	case o.Reason == "" && o.TID == 0:
 		return errors.New("neither an owner thread nor a reason")
-	case o.Reason != "" && (o.TID != 0 || len(o.States) > 0):
-		return fmt.Errorf("owner thread %d or states, but unknown: %s", o.TID, o.Reason)
+	case o.Reason != "" && (o.TID != 0 || len(o.States) > 0 || len(o.Stack) > 0 || o.StackReason != ""):
+		return fmt.Errorf("owner thread %d, states or stack, but unknown: %s", o.TID, o.Reason)
+	case o.StackReason != "" && !slices.Contains(OwnerStackReasons, o.StackReason):
+		return fmt.Errorf("unknown owner stack reason %q", o.StackReason)
+	case o.StackReason != "" && len(o.Stack) > 0:
+		return fmt.Errorf("an owner stack, and a reason for none: %s", o.StackReason)
 	}
 	var count, total uint64
 	for _, s := range o.States {

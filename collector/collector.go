@@ -291,11 +291,11 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		return err
 	}
 
-	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate, s.Owners} {
+	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate, s.Owners, s.OwnerMarks} {
 		m.MaxEntries = cfg.MapSize
 	}
 	if !cfg.Owners {
-		s.Owners.MaxEntries = 1
+		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries = 1, 1
 	}
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {
@@ -337,6 +337,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	fb, functions := b.(functionBackend)
 	vars := []variable{
 		{s.StackSkip, layout.Skip},
+		{s.OwnerSwitchSkip, ownerSwitchSkip(b)},
 		{s.CtxOnStack, layout.ContextOnStack},
 		{s.LeadFrames, layout.Lead},
 		{s.FnCookie, functions && fb.cookies()},
@@ -366,7 +367,13 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	}
 	progs := &s.lockstatProgramSpecs
 	exit, attachExit := threadExitHook(b, progs)
-	obj, err := newObject(spec, progs, append(b.Programs(progs), exit))
+	switcher, attachSwitch := ownerSwitchHook(b, progs)
+	loaded := append(b.Programs(progs), exit)
+	ownerStacks := c.cfg.Owners && c.cfg.StackDepth > 0 && !functions
+	if ownerStacks {
+		loaded = append(loaded, switcher)
+	}
+	obj, err := newObject(spec, progs, loaded)
 	if err != nil {
 		return err
 	}
@@ -389,6 +396,16 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
 	att.probes = append(att.probes, probe{name: exit.Name, prog: obj.program(exit)})
+	if ownerStacks {
+		l, err := attachSwitch(obj.program(switcher))
+		if err != nil {
+			att.close()
+			obj.close()
+			return permissionError(fmt.Errorf("attaching %s to sched:sched_switch: %w", switcher.Name, err))
+		}
+		att.links = append(att.links, l)
+		att.probes = append(att.probes, probe{name: switcher.Name, prog: obj.program(switcher)})
+	}
 	c.backend, c.obj, c.att = b, obj, att
 	return nil
 }
@@ -406,6 +423,30 @@ func threadExitHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, func
 	return p.RawThreadFree, func(p *ebpf.Program) (link.Link, error) {
 		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_free", Program: p})
 	}
+}
+
+// ownerSwitchHook returns the program that takes the stacks of lock owners
+// as they leave a CPU (owner.bpf.h), and attaches it to sched_switch: a raw
+// tracepoint, but for the perf-event backend, as threadExitHook.
+func ownerSwitchHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
+	if _, perf := b.(perfTracepoint); perf {
+		return p.TpOwnerSwitch, func(p *ebpf.Program) (link.Link, error) {
+			return link.Tracepoint("sched", "sched_switch", p, nil)
+		}
+	}
+	return p.RawOwnerSwitch, func(p *ebpf.Program) (link.Link, error) {
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: p})
+	}
+}
+
+// ownerSwitchSkip is how many frames of probe machinery are on top of the
+// stacks ownerSwitchHook's program takes: as for the backend's own programs
+// on the same kind of hook.
+func ownerSwitchSkip(b Backend) uint32 {
+	if _, perf := b.(perfTracepoint); perf {
+		return perfTracepoint{}.StackLayout().Skip
+	}
+	return rawTracepoint{}.StackLayout().Skip
 }
 
 // newObject loads the maps of spec and the given programs of it: a

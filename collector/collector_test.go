@@ -827,6 +827,24 @@ func TestOwnersOfHeldInode(t *testing.T) {
 		t.Fatal("no rwsem:W waits of the workload's small writers")
 	}
 	t.Logf("%d ns of the %d the small writers waited charged to ct-own-hog; its heaviest entry: %+v", byHog, waited, hog)
+	// The hog, preempted or asleep in its write with the lock, is caught leaving its CPU there: its
+	// heaviest stack is in the write path, taken in the scheduler.
+	var stacked capture.Owner
+	for _, o := range cp.Owners {
+		if o.PID == pid && o.Comm == "ct-own-hog" && o.Type == "rwsem:W" && len(o.Stack) > 0 && o.TotalNS > stacked.TotalNS {
+			stacked = o
+		}
+	}
+	if stacked.Count == 0 {
+		t.Fatal("no wait charged to the hog with its stack")
+	}
+	inWrite := slices.ContainsFunc(stacked.Stack, func(f string) bool {
+		return strings.HasPrefix(f, "vfs_write+") || strings.HasPrefix(f, "generic_perform_write+")
+	})
+	inScheduler := slices.ContainsFunc(stacked.Stack, func(f string) bool { return strings.HasPrefix(f, "__schedule+") })
+	if !inWrite || !inScheduler {
+		t.Errorf("the hog's heaviest stack is not its write path as it left its CPU: %v", stacked.Stack)
+	}
 	if byHog*2 < waited {
 		t.Errorf("only %d of the %d ns the small writers waited charged to the hog, want most", byHog, waited)
 	}

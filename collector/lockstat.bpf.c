@@ -57,6 +57,7 @@ const enum lock_name unused_lock_name __attribute__((unused));
 const enum fn_info unused_fn_info __attribute__((unused));
 const enum owner_reason unused_owner_reason __attribute__((unused));
 const enum owner_state unused_owner_state __attribute__((unused));
+const enum owner_stack_reason unused_owner_stack_reason __attribute__((unused));
 
 /* Per-CPU cells are still shared with the runs nested on their CPU (an
  * interrupt's contention, a rescue copy): a plain read-modify-write there
@@ -566,6 +567,8 @@ int btf_contention_end_rescue(__u64 *ctx)
 static __always_inline int free_thread(__u32 tid)
 {
 	bpf_map_delete_elem(&thread_waits, &tid);
+	if (owners_on)
+		bpf_map_delete_elem(&owner_marks, &tid);
 	return 0;
 }
 
@@ -583,6 +586,21 @@ SEC("tracepoint/sched/sched_process_free")
 int tp_thread_free(struct trace_event_raw_sched_process_template *ctx)
 {
 	return free_thread(ctx->pid);
+}
+
+/* Owners' stacks (owner.bpf.h): sched_switch runs while the task leaving
+ * the CPU is still current, so its stack is the current stack. */
+SEC("raw_tp/sched_switch")
+int raw_owner_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	return owner_switch(ctx);
+}
+
+/* For the perf-event tracepoint backend. */
+SEC("tracepoint/sched/sched_switch")
+int tp_owner_switch(void *ctx)
+{
+	return owner_switch(ctx);
 }
 
 #include "funcprobe.bpf.h"

@@ -36,7 +36,9 @@ const (
 	lockstatCounterCNT_RESCUED_BEGIN      lockstatCounter = 17
 	lockstatCounterCNT_RESCUED_END        lockstatCounter = 18
 	lockstatCounterCNT_LOST_OWNER_FULL    lockstatCounter = 19
-	lockstatCounterCNT_MAX                lockstatCounter = 20
+	lockstatCounterCNT_OWNER_STACK        lockstatCounter = 20
+	lockstatCounterCNT_OWNER_STACK_FAILED lockstatCounter = 21
+	lockstatCounterCNT_MAX                lockstatCounter = 22
 )
 
 type lockstatCpuBusy struct {
@@ -100,12 +102,23 @@ const (
 )
 
 type lockstatOwnerKey struct {
-	_      structs.HostLayout
-	Lock   uint64
-	Tid    uint32
-	Type   uint32
-	Reason uint32
-	Pad    uint32
+	_           structs.HostLayout
+	Lock        uint64
+	Stack       uint64
+	Tid         uint32
+	Type        uint32
+	Reason      uint32
+	StackReason uint32
+}
+
+type lockstatOwnerMark struct {
+	_     structs.HostLayout
+	Lock  uint64
+	Stack uint64
+	Task  uint64
+	Flags uint32
+	Taken uint16
+	Ended uint16
 }
 
 type lockstatOwnerReason uint32
@@ -116,6 +129,15 @@ const (
 	lockstatOwnerReasonOWNER_NO_FIELD  lockstatOwnerReason = 2
 	lockstatOwnerReasonOWNER_READERS   lockstatOwnerReason = 3
 	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
+)
+
+type lockstatOwnerStackReason uint32
+
+const (
+	lockstatOwnerStackReasonOWNER_STACK_TAKEN  lockstatOwnerStackReason = 0
+	lockstatOwnerStackReasonOWNER_STACK_RAN    lockstatOwnerStackReason = 1
+	lockstatOwnerStackReasonOWNER_STACK_FAILED lockstatOwnerStackReason = 2
+	lockstatOwnerStackReasonOWNER_STACK_LOST   lockstatOwnerStackReason = 3
 )
 
 type lockstatOwnerState uint32
@@ -227,6 +249,7 @@ const (
 	lockstatMapHoldAggregate             = "hold_aggregate"
 	lockstatMapHoldHistogram             = "hold_histogram"
 	lockstatMapHolds                     = "holds"
+	lockstatMapOwnerMarks                = "owner_marks"
 	lockstatMapOwners                    = "owners"
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
@@ -252,9 +275,11 @@ const (
 	lockstatProgRawContentionBeginRescue = "raw_contention_begin_rescue"
 	lockstatProgRawContentionEnd         = "raw_contention_end"
 	lockstatProgRawContentionEndRescue   = "raw_contention_end_rescue"
+	lockstatProgRawOwnerSwitch           = "raw_owner_switch"
 	lockstatProgRawThreadFree            = "raw_thread_free"
 	lockstatProgTpContentionBegin        = "tp_contention_begin"
 	lockstatProgTpContentionEnd          = "tp_contention_end"
+	lockstatProgTpOwnerSwitch            = "tp_owner_switch"
 	lockstatProgTpThreadFree             = "tp_thread_free"
 	lockstatVarCgroupFilters             = "cgroup_filters"
 	lockstatVarCommFilter                = "comm_filter"
@@ -270,6 +295,7 @@ const (
 	lockstatVarKstackShifterHi           = "kstack_shifter_hi"
 	lockstatVarKstackShifterLo           = "kstack_shifter_lo"
 	lockstatVarLeadFrames                = "lead_frames"
+	lockstatVarOwnerSwitchSkip           = "owner_switch_skip"
 	lockstatVarOwnersOn                  = "owners_on"
 	lockstatVarSelfTgid                  = "self_tgid"
 	lockstatVarSharedFnFlags             = "shared_fn_flags"
@@ -286,6 +312,7 @@ const (
 	lockstatVarUnusedFnInfo              = "unused_fn_info"
 	lockstatVarUnusedLockName            = "unused_lock_name"
 	lockstatVarUnusedOwnerReason         = "unused_owner_reason"
+	lockstatVarUnusedOwnerStackReason    = "unused_owner_stack_reason"
 	lockstatVarUnusedOwnerState          = "unused_owner_state"
 )
 
@@ -347,9 +374,11 @@ type lockstatProgramSpecs struct {
 	RawContentionBeginRescue *ebpf.ProgramSpec `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.ProgramSpec `ebpf:"raw_contention_end_rescue"`
+	RawOwnerSwitch           *ebpf.ProgramSpec `ebpf:"raw_owner_switch"`
 	RawThreadFree            *ebpf.ProgramSpec `ebpf:"raw_thread_free"`
 	TpContentionBegin        *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
+	TpOwnerSwitch            *ebpf.ProgramSpec `ebpf:"tp_owner_switch"`
 	TpThreadFree             *ebpf.ProgramSpec `ebpf:"tp_thread_free"`
 }
 
@@ -369,6 +398,7 @@ type lockstatMapSpecs struct {
 	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
 	Holds         *ebpf.MapSpec `ebpf:"holds"`
+	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
 	Owners        *ebpf.MapSpec `ebpf:"owners"`
 	Paths         *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
@@ -384,37 +414,39 @@ type lockstatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatVariableSpecs struct {
-	CgroupFilters     *ebpf.VariableSpec `ebpf:"cgroup_filters"`
-	CommFilter        *ebpf.VariableSpec `ebpf:"comm_filter"`
-	CtxOnStack        *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
-	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
-	FilterPids        *ebpf.VariableSpec `ebpf:"filter_pids"`
-	FlagShared        *ebpf.VariableSpec `ebpf:"flag_shared"`
-	FlagType          *ebpf.VariableSpec `ebpf:"flag_type"`
-	FnCookie          *ebpf.VariableSpec `ebpf:"fn_cookie"`
-	FnStackAtEntry    *ebpf.VariableSpec `ebpf:"fn_stack_at_entry"`
-	KeySkipHi         *ebpf.VariableSpec `ebpf:"key_skip_hi"`
-	KeySkipLo         *ebpf.VariableSpec `ebpf:"key_skip_lo"`
-	KstackShifterHi   *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
-	KstackShifterLo   *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
-	LeadFrames        *ebpf.VariableSpec `ebpf:"lead_frames"`
-	OwnersOn          *ebpf.VariableSpec `ebpf:"owners_on"`
-	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SharedFnFlags     *ebpf.VariableSpec `ebpf:"shared_fn_flags"`
-	SharedFnHi        *ebpf.VariableSpec `ebpf:"shared_fn_hi"`
-	SharedFnInternal  *ebpf.VariableSpec `ebpf:"shared_fn_internal"`
-	SharedFnLo        *ebpf.VariableSpec `ebpf:"shared_fn_lo"`
-	SharedFnType      *ebpf.VariableSpec `ebpf:"shared_fn_type"`
-	StackDepth        *ebpf.VariableSpec `ebpf:"stack_depth"`
-	StackSkip         *ebpf.VariableSpec `ebpf:"stack_skip"`
-	TimelineControl   *ebpf.VariableSpec `ebpf:"timeline_control"`
-	TimelineStart     *ebpf.VariableSpec `ebpf:"timeline_start"`
-	TimelineTypes     *ebpf.VariableSpec `ebpf:"timeline_types"`
-	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedFnInfo      *ebpf.VariableSpec `ebpf:"unused_fn_info"`
-	UnusedLockName    *ebpf.VariableSpec `ebpf:"unused_lock_name"`
-	UnusedOwnerReason *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
-	UnusedOwnerState  *ebpf.VariableSpec `ebpf:"unused_owner_state"`
+	CgroupFilters          *ebpf.VariableSpec `ebpf:"cgroup_filters"`
+	CommFilter             *ebpf.VariableSpec `ebpf:"comm_filter"`
+	CtxOnStack             *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
+	FilterComm             *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterPids             *ebpf.VariableSpec `ebpf:"filter_pids"`
+	FlagShared             *ebpf.VariableSpec `ebpf:"flag_shared"`
+	FlagType               *ebpf.VariableSpec `ebpf:"flag_type"`
+	FnCookie               *ebpf.VariableSpec `ebpf:"fn_cookie"`
+	FnStackAtEntry         *ebpf.VariableSpec `ebpf:"fn_stack_at_entry"`
+	KeySkipHi              *ebpf.VariableSpec `ebpf:"key_skip_hi"`
+	KeySkipLo              *ebpf.VariableSpec `ebpf:"key_skip_lo"`
+	KstackShifterHi        *ebpf.VariableSpec `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo        *ebpf.VariableSpec `ebpf:"kstack_shifter_lo"`
+	LeadFrames             *ebpf.VariableSpec `ebpf:"lead_frames"`
+	OwnerSwitchSkip        *ebpf.VariableSpec `ebpf:"owner_switch_skip"`
+	OwnersOn               *ebpf.VariableSpec `ebpf:"owners_on"`
+	SelfTgid               *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SharedFnFlags          *ebpf.VariableSpec `ebpf:"shared_fn_flags"`
+	SharedFnHi             *ebpf.VariableSpec `ebpf:"shared_fn_hi"`
+	SharedFnInternal       *ebpf.VariableSpec `ebpf:"shared_fn_internal"`
+	SharedFnLo             *ebpf.VariableSpec `ebpf:"shared_fn_lo"`
+	SharedFnType           *ebpf.VariableSpec `ebpf:"shared_fn_type"`
+	StackDepth             *ebpf.VariableSpec `ebpf:"stack_depth"`
+	StackSkip              *ebpf.VariableSpec `ebpf:"stack_skip"`
+	TimelineControl        *ebpf.VariableSpec `ebpf:"timeline_control"`
+	TimelineStart          *ebpf.VariableSpec `ebpf:"timeline_start"`
+	TimelineTypes          *ebpf.VariableSpec `ebpf:"timeline_types"`
+	UnusedCounter          *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedFnInfo           *ebpf.VariableSpec `ebpf:"unused_fn_info"`
+	UnusedLockName         *ebpf.VariableSpec `ebpf:"unused_lock_name"`
+	UnusedOwnerReason      *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
+	UnusedOwnerStackReason *ebpf.VariableSpec `ebpf:"unused_owner_stack_reason"`
+	UnusedOwnerState       *ebpf.VariableSpec `ebpf:"unused_owner_state"`
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -449,6 +481,7 @@ type lockstatMaps struct {
 	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
 	Holds         *ebpf.Map `ebpf:"holds"`
+	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
 	Owners        *ebpf.Map `ebpf:"owners"`
 	Paths         *ebpf.Map `ebpf:"paths"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
@@ -474,6 +507,7 @@ func (m *lockstatMaps) Close() error {
 		m.HoldAggregate,
 		m.HoldHistogram,
 		m.Holds,
+		m.OwnerMarks,
 		m.Owners,
 		m.Paths,
 		m.PidFilter,
@@ -490,37 +524,39 @@ func (m *lockstatMaps) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatVariables struct {
-	CgroupFilters     *ebpf.Variable `ebpf:"cgroup_filters"`
-	CommFilter        *ebpf.Variable `ebpf:"comm_filter"`
-	CtxOnStack        *ebpf.Variable `ebpf:"ctx_on_stack"`
-	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
-	FilterPids        *ebpf.Variable `ebpf:"filter_pids"`
-	FlagShared        *ebpf.Variable `ebpf:"flag_shared"`
-	FlagType          *ebpf.Variable `ebpf:"flag_type"`
-	FnCookie          *ebpf.Variable `ebpf:"fn_cookie"`
-	FnStackAtEntry    *ebpf.Variable `ebpf:"fn_stack_at_entry"`
-	KeySkipHi         *ebpf.Variable `ebpf:"key_skip_hi"`
-	KeySkipLo         *ebpf.Variable `ebpf:"key_skip_lo"`
-	KstackShifterHi   *ebpf.Variable `ebpf:"kstack_shifter_hi"`
-	KstackShifterLo   *ebpf.Variable `ebpf:"kstack_shifter_lo"`
-	LeadFrames        *ebpf.Variable `ebpf:"lead_frames"`
-	OwnersOn          *ebpf.Variable `ebpf:"owners_on"`
-	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
-	SharedFnFlags     *ebpf.Variable `ebpf:"shared_fn_flags"`
-	SharedFnHi        *ebpf.Variable `ebpf:"shared_fn_hi"`
-	SharedFnInternal  *ebpf.Variable `ebpf:"shared_fn_internal"`
-	SharedFnLo        *ebpf.Variable `ebpf:"shared_fn_lo"`
-	SharedFnType      *ebpf.Variable `ebpf:"shared_fn_type"`
-	StackDepth        *ebpf.Variable `ebpf:"stack_depth"`
-	StackSkip         *ebpf.Variable `ebpf:"stack_skip"`
-	TimelineControl   *ebpf.Variable `ebpf:"timeline_control"`
-	TimelineStart     *ebpf.Variable `ebpf:"timeline_start"`
-	TimelineTypes     *ebpf.Variable `ebpf:"timeline_types"`
-	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedFnInfo      *ebpf.Variable `ebpf:"unused_fn_info"`
-	UnusedLockName    *ebpf.Variable `ebpf:"unused_lock_name"`
-	UnusedOwnerReason *ebpf.Variable `ebpf:"unused_owner_reason"`
-	UnusedOwnerState  *ebpf.Variable `ebpf:"unused_owner_state"`
+	CgroupFilters          *ebpf.Variable `ebpf:"cgroup_filters"`
+	CommFilter             *ebpf.Variable `ebpf:"comm_filter"`
+	CtxOnStack             *ebpf.Variable `ebpf:"ctx_on_stack"`
+	FilterComm             *ebpf.Variable `ebpf:"filter_comm"`
+	FilterPids             *ebpf.Variable `ebpf:"filter_pids"`
+	FlagShared             *ebpf.Variable `ebpf:"flag_shared"`
+	FlagType               *ebpf.Variable `ebpf:"flag_type"`
+	FnCookie               *ebpf.Variable `ebpf:"fn_cookie"`
+	FnStackAtEntry         *ebpf.Variable `ebpf:"fn_stack_at_entry"`
+	KeySkipHi              *ebpf.Variable `ebpf:"key_skip_hi"`
+	KeySkipLo              *ebpf.Variable `ebpf:"key_skip_lo"`
+	KstackShifterHi        *ebpf.Variable `ebpf:"kstack_shifter_hi"`
+	KstackShifterLo        *ebpf.Variable `ebpf:"kstack_shifter_lo"`
+	LeadFrames             *ebpf.Variable `ebpf:"lead_frames"`
+	OwnerSwitchSkip        *ebpf.Variable `ebpf:"owner_switch_skip"`
+	OwnersOn               *ebpf.Variable `ebpf:"owners_on"`
+	SelfTgid               *ebpf.Variable `ebpf:"self_tgid"`
+	SharedFnFlags          *ebpf.Variable `ebpf:"shared_fn_flags"`
+	SharedFnHi             *ebpf.Variable `ebpf:"shared_fn_hi"`
+	SharedFnInternal       *ebpf.Variable `ebpf:"shared_fn_internal"`
+	SharedFnLo             *ebpf.Variable `ebpf:"shared_fn_lo"`
+	SharedFnType           *ebpf.Variable `ebpf:"shared_fn_type"`
+	StackDepth             *ebpf.Variable `ebpf:"stack_depth"`
+	StackSkip              *ebpf.Variable `ebpf:"stack_skip"`
+	TimelineControl        *ebpf.Variable `ebpf:"timeline_control"`
+	TimelineStart          *ebpf.Variable `ebpf:"timeline_start"`
+	TimelineTypes          *ebpf.Variable `ebpf:"timeline_types"`
+	UnusedCounter          *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedFnInfo           *ebpf.Variable `ebpf:"unused_fn_info"`
+	UnusedLockName         *ebpf.Variable `ebpf:"unused_lock_name"`
+	UnusedOwnerReason      *ebpf.Variable `ebpf:"unused_owner_reason"`
+	UnusedOwnerStackReason *ebpf.Variable `ebpf:"unused_owner_stack_reason"`
+	UnusedOwnerState       *ebpf.Variable `ebpf:"unused_owner_state"`
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.
@@ -543,9 +579,11 @@ type lockstatPrograms struct {
 	RawContentionBeginRescue *ebpf.Program `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.Program `ebpf:"raw_contention_end_rescue"`
+	RawOwnerSwitch           *ebpf.Program `ebpf:"raw_owner_switch"`
 	RawThreadFree            *ebpf.Program `ebpf:"raw_thread_free"`
 	TpContentionBegin        *ebpf.Program `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.Program `ebpf:"tp_contention_end"`
+	TpOwnerSwitch            *ebpf.Program `ebpf:"tp_owner_switch"`
 	TpThreadFree             *ebpf.Program `ebpf:"tp_thread_free"`
 }
 
@@ -567,9 +605,11 @@ func (p *lockstatPrograms) Close() error {
 		p.RawContentionBeginRescue,
 		p.RawContentionEnd,
 		p.RawContentionEndRescue,
+		p.RawOwnerSwitch,
 		p.RawThreadFree,
 		p.TpContentionBegin,
 		p.TpContentionEnd,
+		p.TpOwnerSwitch,
 		p.TpThreadFree,
 	)
 }

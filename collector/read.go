@@ -497,6 +497,14 @@ var ownerReasons = map[lockstatOwnerReason]string{
 	lockstatOwnerReasonOWNER_NONE:     capture.OwnerNone,
 }
 
+// ownerStackReasons names the reasons the kernel side gives for a known
+// owner's waits without the owner's stack.
+var ownerStackReasons = map[lockstatOwnerStackReason]string{
+	lockstatOwnerStackReasonOWNER_STACK_RAN:    capture.OwnerStackRan,
+	lockstatOwnerStackReasonOWNER_STACK_FAILED: capture.OwnerStackFailed,
+	lockstatOwnerStackReasonOWNER_STACK_LOST:   capture.OwnerStackLost,
+}
+
 // readOwners reads the owners map into owners, and charges the waits of
 // spinning locks, which record no owner, to that reason from the records.
 func (b *builder) readOwners(m *ebpf.Map) ([]capture.Owner, error) {
@@ -516,9 +524,13 @@ func (b *builder) readOwners(m *ebpf.Map) ([]capture.Owner, error) {
 		if v.Count == 0 {
 			continue // begun, not ended by the stop
 		}
+		stack, err := b.stack(k.Stack)
+		if err != nil {
+			return nil, err
+		}
 		o := capture.Owner{
 			Type: b.spec.Types[k.Type].Name, Lock: capture.Addr(k.Lock), Name: names[capture.Addr(k.Lock)],
-			Count: v.Count, TotalNS: v.TotalNs, Stack: []string{},
+			Count: v.Count, TotalNS: v.TotalNs, Stack: stack, StackReason: ownerStackReasons[lockstatOwnerStackReason(k.StackReason)],
 		}
 		if lockstatOwnerReason(k.Reason) == lockstatOwnerReasonOWNER_KNOWN {
 			o.Comm, o.PID, o.TID = cString(v.Comm[:]), v.Pid, k.Tid

@@ -745,13 +745,16 @@ func TestHTMLBlockedBy(t *testing.T) {
 	inode := capture.Addr(0xffff8881237e5a10)
 	c.Owners = []capture.Owner{
 		{Type: "rwsem:W", Lock: inode, Comm: scriptBreak, PID: 3150, TID: 3164, Count: 4, TotalNS: 8_000_000,
+			Stack:  []string{"__schedule+0x618", "io_schedule+0x46", "0xffffffff81a2b3c4"},
 			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 3, TotalNS: 6_000_000}, {State: capture.OwnerOnCPU, Count: 1, TotalNS: 2_000_000}}},
+		{Type: "rwsem:W", Lock: inode, Comm: scriptBreak, PID: 3150, TID: 3164, Count: 1, TotalNS: 1_000_000, StackReason: capture.OwnerStackRan,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 1_000_000}}},
 		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Name: "runqueues+0x1c0", Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
 	}
 	page := renderHTML(t, c, HTMLOptions{Top: 5}, testKey)
 	d := dataOf(t, page)
 	v := d.view(t, "owners")
-	if v.Title != "Blocked by" || v.Rows != 2 {
+	if v.Title != "Blocked by" || v.Rows != 3 {
 		t.Fatalf("owner view %q with %d rows", v.Title, v.Rows)
 	}
 	for key, want := range map[string]string{
@@ -762,7 +765,14 @@ func TestHTMLBlockedBy(t *testing.T) {
 			t.Errorf("owner row 0, %s: %q, want %q", key, got, want)
 		}
 	}
-	if got := d.cell(t, v, "owner", 1); got != "unknown: "+capture.OwnerNoField {
+	// The owner's stack, its raw address hashed as in the other views; or why it has none.
+	if got := d.cell(t, v, "stack", 0); !strings.HasPrefix(got, "__schedule+0x618\nio_schedule+0x46\n") || strings.Contains(got, "81a2b3c4") {
+		t.Errorf("owner row 0's stack: %q", got)
+	}
+	if stack, why := d.cell(t, v, "stack", 1), d.cell(t, v, "stack_reason", 1); stack != "" || why != capture.OwnerStackRan {
+		t.Errorf("owner row 1, without a stack: stack %q, why %q", stack, why)
+	}
+	if got := d.cell(t, v, "owner", 2); got != "unknown: "+capture.OwnerNoField {
 		t.Errorf("unknown owner shown as %q", got)
 	}
 	threads := d.view(t, "threads")
@@ -782,7 +792,8 @@ func TestHTMLBlockedBy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Owners) != 2 || back.Owners[0].Comm != scriptBreak || back.Owners[0].Lock == inode {
+	if len(back.Owners) != 3 || back.Owners[0].Comm != scriptBreak || back.Owners[0].Lock == inode ||
+		len(back.Owners[0].Stack) != 3 || back.Owners[0].Stack[2] == "0xffffffff81a2b3c4" || back.Owners[1].StackReason != capture.OwnerStackRan {
 		t.Errorf("owners read back from the report: %+v", back.Owners)
 	}
 }

@@ -12,6 +12,7 @@ import (
 func ownerView(owners []capture.Owner, tab *strtab) view {
 	n := len(owners)
 	names, types, locks, lockTitles := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	stacks, notes := make([]int32, n), make([]int32, n)
 	pids, tids, counts, totals := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	states := make([][]uint64, len(capture.OwnerStates))
 	for i := range states {
@@ -22,6 +23,10 @@ func ownerView(owners []capture.Owner, tab *strtab) view {
 		types[i] = tab.str(o.Type)
 		locks[i], lockTitles[i] = lockTexts(tab, o.Name, o.Lock)
 		pids[i], tids[i], counts[i], totals[i] = uint64(o.PID), uint64(o.TID), o.Count, o.TotalNS
+		stacks[i], notes[i] = -1, tab.str(o.StackReason)
+		if len(o.Stack) > 0 {
+			stacks[i] = tab.stack(o.Stack)
+		}
 		for _, s := range o.States {
 			if k := slices.Index(capture.OwnerStates, s.State); k >= 0 {
 				states[k][i] = s.TotalNS
@@ -43,7 +48,10 @@ func ownerView(owners []capture.Owner, tab *strtab) view {
 		c.Group = "Owner's state as the wait began"
 		cols = append(cols, c)
 	}
-	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began",
+	cols = append(cols, column{Key: "stack", Label: "Owner's stack", Kind: kindStack, text: stacks},
+		textColumn("stack_reason", "Why no stack", "", notes))
+	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began, " +
+		"and to the owner's kernel stack as it first left its CPU holding the lock",
 		Rows: n, SortKey: "total", Columns: cols}
 }
 

@@ -25,7 +25,7 @@ func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
 	if top > 0 && len(owners) > top {
 		owners = owners[:top]
 	}
-	rows := [][]string{{"waits", "total wait", "owner state", "type", "lock", "name", "owner"}}
+	rows := [][]string{{"waits", "total wait", "owner state", "type", "lock", "name", "owner", "owner stack"}}
 	for _, o := range owners {
 		lock := o.Lock.String()
 		if c.Meta.AddressesHashed {
@@ -33,7 +33,7 @@ func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
 		}
 		name := cmp.Or(sanitize(o.Name), "-")
 		rows = append(rows, []string{strconv.FormatUint(o.Count, 10), FormatDuration(float64(o.TotalNS)), ownerStates(o),
-			sanitize(o.Type), lock, name, sanitize(ownerText(o))})
+			sanitize(o.Type), lock, name, sanitize(ownerText(o)), ownerStackText(o)})
 	}
 	writeColumns(b, rows)
 	if omitted := len(c.Owners) - len(owners); omitted > 0 {
@@ -60,4 +60,27 @@ func ownerStates(o capture.Owner) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", s.State, 100*float64(s.TotalNS)/float64(o.TotalNS)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ownerStackFrames is how many frames of an owner's stack the summary shows, below the scheduler's.
+const ownerStackFrames = 3
+
+// ownerStackText shows where an owner was as it left its CPU holding the lock: the first frames of
+// its stack below the scheduler's own, innermost first; or why it has none; "-" when neither.
+func ownerStackText(o capture.Owner) string {
+	frames := o.Stack
+	for len(frames) > 1 && (strings.HasPrefix(frames[0], "__schedule+") || strings.HasPrefix(frames[0], "schedule+")) {
+		frames = frames[1:]
+	}
+	switch {
+	case len(frames) > 0:
+		shown := make([]string, 0, ownerStackFrames)
+		for _, f := range frames[:min(len(frames), ownerStackFrames)] {
+			shown = append(shown, sanitize(f))
+		}
+		return strings.Join(shown, " < ")
+	case o.StackReason != "":
+		return "none: " + o.StackReason
+	}
+	return "-"
 }

@@ -232,22 +232,34 @@ func TestWriteSummaryByOwner(t *testing.T) {
 	c, _ := knownCapture(t)
 	c.Owners = []capture.Owner{
 		{Type: "rwsem:W", Lock: 0xffff8881237e5a10, Comm: "evil\x1b[2J", PID: 3150, TID: 3164, Count: 4, TotalNS: 8_000_000,
+			Stack:  []string{"__schedule+0x618", "schedule+0x27", "io_schedule+0x46", "folio_wait_bit_common+0x13d", "evil\x1b[2J+0x1"},
 			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 3, TotalNS: 6_000_000}, {State: capture.OwnerOnCPU, Count: 1, TotalNS: 2_000_000}}},
+		{Type: "rwsem:W", Lock: 0xffff8881237e5a10, Comm: "evil\x1b[2J", PID: 3150, TID: 3164, Count: 2, TotalNS: 3_000_000,
+			StackReason: capture.OwnerStackRan, States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 2, TotalNS: 3_000_000}}},
 		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Name: "runqueues+0x1c0", Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
 	}
 	var b bytes.Buffer
-	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 1}); err != nil {
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 3}); err != nil {
 		t.Fatal(err)
 	}
 	rows := tableCells(b.String())
 	want := [][]string{
-		{"waits", "total wait", "owner state", "type", "lock", "name", "owner"},
-		{"4", "8.00 ms", "disk_sleep 75%, on_cpu 25%", "rwsem:W", "0xffff8881237e5a10", "-", "evil?[2J 3150/3164"},
+		{"waits", "total wait", "owner state", "type", "lock", "name", "owner", "owner stack"},
+		{"4", "8.00 ms", "disk_sleep 75%, on_cpu 25%", "rwsem:W", "0xffff8881237e5a10", "-", "evil?[2J 3150/3164", "io_schedule+0x46 < folio_wait_bit_common+0x13d < evil?[2J+0x1"},
+		{"2", "3.00 ms", "on_cpu 100%", "rwsem:W", "0xffff8881237e5a10", "-", "evil?[2J 3150/3164", "none: " + capture.OwnerStackRan},
+		{"7", "11.56 us", "-", "spinlock", "0xffff88813bd2f1c0", "runqueues+0x1c0", "unknown: " + capture.OwnerNoField, "-"},
 	}
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Errorf("owner table\n got %q\nwant %q\n%s", rows, want, b.String())
 	}
-	if !strings.Contains(b.String(), "... 1 more owner not shown") {
+	if strings.Contains(b.String(), "more owner") {
+		t.Errorf("owners left out of a table of all three:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "... 2 more owners not shown") {
 		t.Errorf("the owner left out is not mentioned:\n%s", b.String())
 	}
 	b.Reset()

@@ -92,7 +92,7 @@ struct wait_slot {
 	__u64 spin_ns;   /* spin phases already closed */
 	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
 	__u64 cgroup;    /* the waiter's cgroup v2 id, 0 for a wait not captured */
-	__u32 owner_tid;    /* the lock's owner at begin (owner.bpf.h) */
+	__u32 owner_tid;    /* the lock's owner at begin, its owner_marks key (owner.bpf.h) */
 	__u16 owner_reason; /* enum owner_reason */
 	__u16 owner_state;  /* enum owner_state */
 	__u32 tid;
@@ -121,13 +121,36 @@ enum owner_state {
 	OWNER_STATES,
 };
 
-/* Waits charged to one owner of one lock, or to one reason it is unknown. */
+/* Why a known owner's waits carry no stack. */
+enum owner_stack_reason {
+	OWNER_STACK_TAKEN = 0, /* the key's stack; none when stacks are off */
+	OWNER_STACK_RAN,       /* the owner was not seen leaving a CPU while it held the lock */
+	OWNER_STACK_FAILED,    /* the walk failed, or the stack map was full */
+	OWNER_STACK_LOST,      /* the owner's mark was gone: map full, or it went on to own another contended lock */
+};
+
+/* Waits charged to one owner of one lock and one of its stacks, or to one
+ * reason it is unknown. */
 struct owner_key {
 	__u64 lock;
+	__u64 stack;  /* the owner's stack (stacks map key), 0: none, see stack_reason */
 	__u32 tid;    /* the owner thread, 0 when unknown */
 	__u32 type;   /* the waits' lock type */
 	__u32 reason; /* enum owner_reason */
-	__u32 _pad;
+	__u32 stack_reason; /* enum owner_stack_reason */
+};
+
+/*
+ * An owner some thread waits for: the lock it holds, and its kernel stack
+ * the first time it left a CPU holding it (owner.bpf.h). By owner thread.
+ */
+struct owner_mark {
+	__u64 lock;
+	__u64 stack;   /* stacks map key, 0: not taken */
+	__u64 task;    /* the owner's task_struct, as the lock's owner word names it */
+	__u32 flags;   /* the lock's contention flags, to read its owner word */
+	__u16 taken;   /* enum owner_stack_reason: TAKEN, FAILED, or RAN while waiting for one */
+	__u16 ended;   /* the owner was seen not holding the lock: its tenure is over */
 };
 
 struct owner_stats {
@@ -264,6 +287,8 @@ enum counter {
 	CNT_RESCUED_BEGIN,      /* begins the kernel skipped for the main program, taken by its rescue copy */
 	CNT_RESCUED_END,        /* the same for ends */
 	CNT_LOST_OWNER_FULL,    /* wait not charged to its owner: owner map full */
+	CNT_OWNER_STACK,        /* owner stacks taken as the owner left a CPU holding the lock */
+	CNT_OWNER_STACK_FAILED, /* owner stacks not taken: walk failed or stack map full */
 	CNT_MAX,
 };
 

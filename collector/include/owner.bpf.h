@@ -3,8 +3,17 @@
  * Owners: who held the lock a thread waits for. At the first announcement
  * of a sleeping lock's wait, the owner recorded in the lock (a mutex's or an
  * rwsem's owner word, an rtmutex's owner) is read with its state, and the
- * wait, when it ends, is charged to that owner. Included by lockstat.bpf.c,
- * after the LCB_F_* flags and count().
+ * wait, when it ends, is charged to that owner.
+ *
+ * And to the owner's kernel stack. The programs cannot walk another task's
+ * stack (bpf_get_task_stack wants a BTF task pointer, which raw tracepoints
+ * do not give), so the owner is marked instead, and its stack is taken by
+ * owner_switch as it leaves a CPU still holding the lock, when it is current:
+ * where it blocked or was preempted while others waited. Once per tenure,
+ * not once per waiter. An owner that holds the lock on its CPU for the whole
+ * wait never leaves it: its waits are charged to that reason
+ * (OWNER_STACK_RAN). Included by lockstat.bpf.c, after the LCB_F_* flags,
+ * count(), nesting.bpf.h and stackpath.bpf.h.
  */
 #ifndef __KLOCKSTAT_OWNER_BPF_H__
 #define __KLOCKSTAT_OWNER_BPF_H__
@@ -33,6 +42,17 @@ struct {
 	__type(value, struct owner_stats);
 	__uint(max_entries, 4096); /* resized by the loader */
 } owners SEC(".maps");
+
+/* Frames of the probe machinery on top of the stacks owner_switch takes. */
+const volatile __u32 owner_switch_skip = 0;
+
+/* Owners waited for, by owner thread: see struct owner_mark. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct owner_mark);
+	__uint(max_entries, 4096); /* resized by the loader */
+} owner_marks SEC(".maps");
 
 /* owner_word returns the owner word of a lock announced with flags, with
  * its flag bits, and sets *reason when the lock has none. */
@@ -81,6 +101,61 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 	return OWNER_OTHER;
 }
 
+/* mark_owner marks task t, thread tid, which owns lock (announced with
+ * flags), for its stack, unless it is marked for this tenure already. A
+ * full map leaves it unmarked: its waits are charged to OWNER_STACK_LOST. */
+static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags)
+{
+	struct owner_mark *m, init = { .lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN };
+
+	if (!stack_depth)
+		return;
+	m = bpf_map_lookup_elem(&owner_marks, &tid);
+	if (m && m->lock == lock && m->task == (__u64)t && !m->ended)
+		return;
+	bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY);
+}
+
+/*
+ * owner_switch takes the kernel stack of the thread leaving its CPU
+ * (sched_switch's prev, still current) when it is an owner marked for one and
+ * still holds the lock; it ends the mark's tenure when it no longer does.
+ */
+static __always_inline int owner_switch(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), reason = OWNER_KNOWN;
+	struct stack_scratch *sc;
+	struct owner_mark *m;
+	struct cpu_busy *b;
+	__u64 h = 0;
+	int level;
+
+	if (!tid)
+		return 0; /* idle */
+	m = bpf_map_lookup_elem(&owner_marks, &tid);
+	if (!m || m->ended || m->taken != OWNER_STACK_RAN)
+		return 0;
+	if (owner_word(m->lock, m->flags, &reason) != bpf_get_current_task()) {
+		m->ended = 1;
+		return 0;
+	}
+	b = cpu_busy();
+	level = enter(b, ROLE_FUNCTION);
+	if (level < 0)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &level);
+	if (sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h) > 0) {
+		m->stack = h;
+		m->taken = OWNER_STACK_TAKEN;
+		count(CNT_OWNER_STACK, 1);
+	} else {
+		m->taken = OWNER_STACK_FAILED;
+		count(CNT_OWNER_STACK_FAILED, 1);
+	}
+	leave(b);
+	return 0;
+}
+
 /*
  * owner_begin notes in a wait's slot who owns the lock it waits for and in
  * what state, and makes the owner's entry, so that the wait's end only adds
@@ -107,6 +182,7 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 		key.tid = BPF_CORE_READ(t, pid);
 		s->owner_tid = key.tid;
 		s->owner_state = owner_state(t);
+		mark_owner(key.tid, t, lock, flags);
 		if (!bpf_map_lookup_elem(&owners, &key)) {
 			struct owner_stats init = { .pid = BPF_CORE_READ(t, tgid) };
 
@@ -129,8 +205,29 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	s->owner_reason = key.reason;
 }
 
-/* owner_end charges an ended wait of delta ns to the owner its begin noted.
- * Waiters on other CPUs charge the same owner at once. */
+/* owner_stack sets the stack of a known owner's key from its mark, and ends
+ * the mark's tenure when the owner no longer holds the lock. */
+static __always_inline void owner_stack(struct owner_key *key)
+{
+	struct owner_mark *m;
+	__u32 reason = OWNER_KNOWN;
+
+	if (!stack_depth)
+		return;
+	m = bpf_map_lookup_elem(&owner_marks, &key->tid);
+	if (!m || m->lock != key->lock) {
+		key->stack_reason = OWNER_STACK_LOST;
+		return;
+	}
+	key->stack = m->stack;
+	key->stack_reason = m->taken;
+	if (!m->ended && owner_word(m->lock, m->flags, &reason) != m->task)
+		m->ended = 1;
+}
+
+/* owner_end charges an ended wait of delta ns to the owner its begin noted,
+ * and to the owner's stack. Waiters on other CPUs charge the same owner at
+ * once. */
 static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
 {
 	struct owner_key key = {
@@ -141,10 +238,33 @@ static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
 	};
 	struct owner_stats *v;
 	__u32 st = w->owner_state;
+	int err;
 
 	if (w->owner_reason == OWNER_UNTRACKED)
 		return;
+	if (w->owner_reason == OWNER_KNOWN)
+		owner_stack(&key);
 	v = bpf_map_lookup_elem(&owners, &key);
+	if (!v && (key.stack || key.stack_reason)) {
+		/* The first wait charged to this stack: the owner's
+		 * pid and name are in the entry its begin made. */
+		struct owner_key first = key;
+		struct owner_stats init = {};
+
+		first.stack = 0;
+		first.stack_reason = OWNER_STACK_TAKEN;
+		v = bpf_map_lookup_elem(&owners, &first);
+		if (!v)
+			return;
+		init.pid = v->pid;
+		__builtin_memcpy(init.comm, v->comm, sizeof(init.comm));
+		err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			count(CNT_LOST_OWNER_FULL, 1);
+			return;
+		}
+		v = bpf_map_lookup_elem(&owners, &key);
+	}
 	if (!v)
 		return;
 	__sync_fetch_and_add(&v->count, 1);

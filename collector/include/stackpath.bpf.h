@@ -281,29 +281,34 @@ static __always_inline __u32 walk_size(const struct stack_scratch *sc)
 	return size > sizeof(sc->ips) ? sizeof(sc->ips) : size;
 }
 
-/*
- * walk_stack walks the current kernel stack into sc->ips and stores it; it
- * returns bpf_get_stack's result (bytes, or <= 0 when nothing was stored) and
- * the stacks map key in *h. It calls no bpf_loop, so programs that use only
- * it load on kernels before 5.17 (the function probes on Linux 5.10).
- */
-static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u64 *h)
+/* store_stack walks the current kernel stack, skip frames of machinery
+ * left out, into sc->ips and stores it in the stacks map: bpf_get_stack's
+ * result (bytes), or -1 when nothing was stored; the key in *h. */
+static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u32 skip, __u64 *h)
 {
 	long n;
 	int err;
 
-	n = bpf_get_stack(ctx, sc->ips, size, stack_skip & BPF_F_SKIP_FIELD_MASK);
-	if (n <= 0) {
-		count(CNT_STACK_FAILED, 1);
+	n = bpf_get_stack(ctx, sc->ips, size, skip & BPF_F_SKIP_FIELD_MASK);
+	if (n <= 0)
 		return -1;
-	}
 	*h = hash_frames(sc->ips);
 	err = bpf_map_update_elem(&stacks, h, sc->ips, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count(CNT_STACK_FAILED, 1);
+	if (err && err != -EEXIST)
 		return -1;
-	}
-	count(CNT_STACK_WALKED, 1);
+	return n;
+}
+
+/*
+ * walk_stack is store_stack for a wait's stack, counted. It calls no
+ * bpf_loop, so programs that use only it load on kernels before 5.17 (the
+ * function probes on Linux 5.10).
+ */
+static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u64 *h)
+{
+	long n = store_stack(ctx, sc, size, stack_skip, h);
+
+	count(n > 0 ? CNT_STACK_WALKED : CNT_STACK_FAILED, 1);
 	return n;
 }
 
