@@ -59,7 +59,7 @@ type Config struct {
 	// Cgroups are cgroup2 directories (cgroups.Hierarchy.Dir): capture only tasks in one of them
 	// or in their descendants; empty: all.
 	Cgroups []string
-	Owners  bool // charge each wait to the lock's owner when it began (tracepoint backends)
+	Owners  bool // charge each wait to the lock's owner when it began, and the owner's stack
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -342,6 +342,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		{s.LeadFrames, layout.Lead},
 		{s.FnCookie, functions && fb.cookies()},
 		{s.FnStackAtEntry, functions && fb.stackAtEntry(k)},
+		{s.TypeOwnerFlags, typeOwnerFlags(c.cfg.Spec)},
 	}
 	if layout.ContextOnStack && c.cfg.StackDepth > 0 {
 		lo, hi := k.kstackShifterBounds()
@@ -369,7 +370,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	exit, attachExit := threadExitHook(b, progs)
 	switcher, attachSwitch := ownerSwitchHook(b, progs)
 	loaded := append(b.Programs(progs), exit)
-	ownerStacks := c.cfg.Owners && c.cfg.StackDepth > 0 && !functions
+	ownerStacks := c.cfg.Owners && c.cfg.StackDepth > 0
 	if ownerStacks {
 		loaded = append(loaded, switcher)
 	}
@@ -437,6 +438,18 @@ func ownerSwitchHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, fun
 	return p.RawOwnerSwitch, func(p *ebpf.Program) (link.Link, error) {
 		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: p})
 	}
+}
+
+// typeOwnerFlags gives each lock type the contention flags its owner word is
+// read by: its first, for the function probes, which see none.
+func typeOwnerFlags(spec *lockspec.Spec) [MaxTypes]uint32 {
+	var flags [MaxTypes]uint32
+	for i, t := range spec.Types {
+		if len(t.Flags) > 0 && i < MaxTypes {
+			flags[i] = uint32(t.Flags[0])
+		}
+	}
+	return flags
 }
 
 // ownerSwitchSkip is how many frames of probe machinery are on top of the

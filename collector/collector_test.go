@@ -794,6 +794,67 @@ func TestMutexSpinSplit(t *testing.T) {
 	}
 }
 
+// TestOwnersOfMutexConvoy charges a pipe mutex wait that outlives its owner's
+// tenure to each owner in turn: a waiter woken without the lock announces its
+// wait again, the owner is read again, and a new owner takes the rest of the
+// wait. So the workload's mutex waits are charged no more than in full, and
+// some of them to two owners or more: more charges than waits. The function
+// probes see no wake-up: each wait stays with its first owner.
+func TestOwnersOfMutexConvoy(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Owners = true
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := startContend(t, "-lock", "pipe", "-threads", "4", "-duration", "2s")
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+	})
+	// The pipe's mutex: the workload's most waited-for, which no other
+	// process can take. Its other mutexes may be the whole machine's.
+	byLock := map[capture.Addr]uint64{}
+	var pipe capture.Addr
+	for _, r := range cp.Records {
+		if r.PID == pid && r.Type == "mutex" {
+			byLock[r.Lock] += r.TotalNS
+			if byLock[r.Lock] > byLock[pipe] {
+				pipe = r.Lock
+			}
+		}
+	}
+	var waits, waited uint64
+	for _, r := range cp.Records {
+		// Waits in progress at the stop are not charged: counting them
+		// makes the bounds below only stricter.
+		if r.Lock == pipe && r.Type == "mutex" {
+			waits += r.Count
+			waited += r.TotalNS
+		}
+	}
+	var charges, charged uint64
+	for _, o := range cp.Owners {
+		if o.Type == "mutex" && o.Lock == pipe {
+			charges += o.Count
+			charged += o.TotalNS
+		}
+	}
+	t.Logf("%d mutex waits of %d ns; %d charges to owners of %d ns", waits, waited, charges, charged)
+	if waits == 0 {
+		t.Fatal("no mutex waits of the pipe workload")
+	}
+	if charged > waited {
+		t.Errorf("%d ns charged to owners, more than the %d ns waited", charged, waited)
+	}
+	switch {
+	case cp.Meta.Acquire != nil:
+		if charges > waits {
+			t.Errorf("%d charges for %d waits, under %s, which never re-reads an owner", charges, waits, cp.Meta.Probe)
+		}
+	case charges <= waits:
+		t.Errorf("%d charges for %d waits: no wait was charged to a second owner", charges, waits)
+	}
+}
+
 // TestOwnersOfHeldInode charges the waits of the hog workload to their
 // owners: one thread holds the file's inode rwsem for milliseconds at a
 // time, writing 16 MiB, while two others write a page now and then, so most

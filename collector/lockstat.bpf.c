@@ -304,6 +304,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 		if (s->lock) {
 			if (s->lock == lock || rwbase_part(s->lock, lock)) {
 				spin_again(s, flags);
+				owner_again(s, lock, flags);
 				goto out;
 			}
 			/* A thread sleeps on one lock at a time: the old end was lost. */
@@ -315,6 +316,7 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
+	s->owner_from = s->ts;
 	spin_first(s, flags);
 out:
 	leave(b);
@@ -486,7 +488,7 @@ found:
 	if (!w.skip) {
 		count(CNT_END, 1);
 		record(&w, now - w.ts, spin_total(&w, now));
-		owner_end(&w, now - w.ts);
+		owner_end(&w, now);
 	}
 out:
 	leave(b);

@@ -211,6 +211,7 @@ type lockstatWaitSlot struct {
 	SpinNs      uint64
 	SpinFrom    uint64
 	Cgroup      uint64
+	OwnerFrom   uint64
 	OwnerTid    uint32
 	OwnerReason uint16
 	OwnerState  uint16
@@ -308,6 +309,7 @@ const (
 	lockstatVarTimelineControl           = "timeline_control"
 	lockstatVarTimelineStart             = "timeline_start"
 	lockstatVarTimelineTypes             = "timeline_types"
+	lockstatVarTypeOwnerFlags            = "type_owner_flags"
 	lockstatVarUnusedCounter             = "unused_counter"
 	lockstatVarUnusedFnInfo              = "unused_fn_info"
 	lockstatVarUnusedLockName            = "unused_lock_name"
@@ -441,6 +443,7 @@ type lockstatVariableSpecs struct {
 	TimelineControl        *ebpf.VariableSpec `ebpf:"timeline_control"`
 	TimelineStart          *ebpf.VariableSpec `ebpf:"timeline_start"`
 	TimelineTypes          *ebpf.VariableSpec `ebpf:"timeline_types"`
+	TypeOwnerFlags         *ebpf.VariableSpec `ebpf:"type_owner_flags"`
 	UnusedCounter          *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedFnInfo           *ebpf.VariableSpec `ebpf:"unused_fn_info"`
 	UnusedLockName         *ebpf.VariableSpec `ebpf:"unused_lock_name"`
@@ -551,6 +554,7 @@ type lockstatVariables struct {
 	TimelineControl        *ebpf.Variable `ebpf:"timeline_control"`
 	TimelineStart          *ebpf.Variable `ebpf:"timeline_start"`
 	TimelineTypes          *ebpf.Variable `ebpf:"timeline_types"`
+	TypeOwnerFlags         *ebpf.Variable `ebpf:"type_owner_flags"`
 	UnusedCounter          *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedFnInfo           *ebpf.Variable `ebpf:"unused_fn_info"`
 	UnusedLockName         *ebpf.Variable `ebpf:"unused_lock_name"`

@@ -106,7 +106,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if cp.Timeline, err = c.timeline.capture(c.cfg.Spec.Names(), duration); err != nil {
 		return nil, err
 	}
-	if c.cfg.Owners && c.att.acquire == nil {
+	if c.cfg.Owners {
 		if cp.Owners, err = b.readOwners(c.obj.maps.Owners); err != nil {
 			return nil, err
 		}

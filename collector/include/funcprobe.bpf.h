@@ -16,6 +16,10 @@ const volatile bool fn_cookie = false;
  * Linux 5.15). Costs a walk per acquire, contended or not. */
 const volatile bool fn_stack_at_entry = false;
 
+/* Per lock type, the contention flags its owner word is read by (its first
+ * flags in locks.json, see owner_word): the function probes see no flags. */
+const volatile __u32 type_owner_flags[MAX_TYPES] = {};
+
 /* Function probes: the threshold and the calibration state. An array, not
  * a global, so that user space can write it on kernels without mmapable
  * maps (before 5.5). */
@@ -130,10 +134,16 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 	s->stack = fn_stack_at_entry && !ctl->calib_tid ? walked_stack(ctx, level) : 0;
 	s->repeat = 0;
 	/* Calibration samples are not events of the capture. */
-	if (!ctl->calib_tid)
+	if (!ctl->calib_tid) {
 		count(CNT_BEGIN, 1);
+		/* Before the acquire: the owner a wait, if it is one, waits for. */
+		owner_begin(s, lock, type_owner_flags[s->type & (MAX_TYPES - 1)], false);
+	} else {
+		s->owner_reason = OWNER_UNTRACKED;
+	}
 	/* Last: the acquire time must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
+	s->owner_from = s->ts;
 out:
 	leave(b);
 	return 0;
@@ -197,8 +207,10 @@ static __always_inline int fn_exit(void *ctx, __u32 info, bool path_cache)
 	if (!fn_stack_at_entry)
 		w.stack = path_cache ? get_stack(ctx, w.type, level) : walked_stack(ctx, level);
 	/* An acquire's time is not split: the probes see no spin. */
-	if (contended)
+	if (contended) {
 		record(&w, delta, 0);
+		owner_end(&w, now);
+	}
 	if (info & FN_HOLD) {
 		struct hold_key hk = { .lock = w.lock, .tid = tid };
 		struct hold_slot hs = { .ts = now, .stack = w.stack, .pid = w.pid, .type = w.type };

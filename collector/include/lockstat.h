@@ -92,7 +92,8 @@ struct wait_slot {
 	__u64 spin_ns;   /* spin phases already closed */
 	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
 	__u64 cgroup;    /* the waiter's cgroup v2 id, 0 for a wait not captured */
-	__u32 owner_tid;    /* the lock's owner at begin, its owner_marks key (owner.bpf.h) */
+	__u64 owner_from;   /* when the wait began to be charged to owner_tid */
+	__u32 owner_tid;    /* the lock's owner at begin, or a later one (owner_again); its owner_marks key */
 	__u16 owner_reason; /* enum owner_reason */
 	__u16 owner_state;  /* enum owner_state */
 	__u32 tid;

@@ -76,9 +76,14 @@ static __always_inline __u64 owner_word(__u64 lock, __u32 flags, __u32 *reason)
 		return w & ~RWSEM_OWNER_FLAGS;
 	}
 	if (flags == LCB_F_RT) {
-		struct rt_mutex_base *rt = (void *)lock;
+		if (bpf_core_type_exists(struct rt_mutex_base)) {
+			struct rt_mutex_base *rt = (void *)lock;
 
-		return (__u64)BPF_CORE_READ(rt, owner) & ~RT_MUTEX_OWNER_FLAGS;
+			return (__u64)BPF_CORE_READ(rt, owner) & ~RT_MUTEX_OWNER_FLAGS;
+		}
+		struct rt_mutex___pre515 *old = (void *)lock;
+
+		return (__u64)BPF_CORE_READ(old, owner) & ~RT_MUTEX_OWNER_FLAGS;
 	}
 	*reason = OWNER_NO_FIELD;
 	return 0;
@@ -93,7 +98,10 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 		return OWNER_ON_CPU;
 	if (BPF_CORE_READ(t, on_rq))
 		return OWNER_RUNNABLE;
-	state = BPF_CORE_READ(t, __state);
+	if (bpf_core_field_exists(t->__state))
+		state = BPF_CORE_READ(t, __state);
+	else
+		state = BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 	if (state & TASK_UNINTERRUPTIBLE)
 		return OWNER_SLEEP_D;
 	if (state & TASK_INTERRUPTIBLE)
@@ -158,8 +166,11 @@ static __always_inline int owner_switch(void *ctx)
 
 /*
  * owner_begin notes in a wait's slot who owns the lock it waits for and in
- * what state, and makes the owner's entry, so that the wait's end only adds
- * to it. Waits of spinning locks and filtered waits note nothing.
+ * what state, and makes a known owner's entry with its pid and name, read
+ * while it surely exists. An unknown owner's entry is made by the first wait
+ * charged to it: the function probes begin a wait at every acquire, and
+ * most find no owner. Waits of spinning locks and filtered waits note
+ * nothing.
  */
 static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 flags, bool spinning)
 {
@@ -193,14 +204,6 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 				return;
 			}
 		}
-	} else if (!bpf_map_lookup_elem(&owners, &key)) {
-		struct owner_stats init = {};
-
-		err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
-		if (err && err != -EEXIST) {
-			count(CNT_LOST_OWNER_FULL, 1);
-			return;
-		}
 	}
 	s->owner_reason = key.reason;
 }
@@ -225,10 +228,10 @@ static __always_inline void owner_stack(struct owner_key *key)
 		m->ended = 1;
 }
 
-/* owner_end charges an ended wait of delta ns to the owner its begin noted,
- * and to the owner's stack. Waiters on other CPUs charge the same owner at
+/* owner_charge charges delta ns of a wait to the owner its slot notes, and
+ * to the owner's stack. Waiters on other CPUs charge the same owner at
  * once. */
-static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
+static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
 {
 	struct owner_key key = {
 		.lock = w->lock,
@@ -237,7 +240,8 @@ static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
 		.reason = w->owner_reason,
 	};
 	struct owner_stats *v;
-	__u32 st = w->owner_state;
+	/* Masked so that Linux 5.10's verifier knows its bounds below. */
+	__u32 st = w->owner_state & 7;
 	int err;
 
 	if (w->owner_reason == OWNER_UNTRACKED)
@@ -245,19 +249,22 @@ static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
 	if (w->owner_reason == OWNER_KNOWN)
 		owner_stack(&key);
 	v = bpf_map_lookup_elem(&owners, &key);
-	if (!v && (key.stack || key.stack_reason)) {
-		/* The first wait charged to this stack: the owner's
-		 * pid and name are in the entry its begin made. */
+	if (!v) {
 		struct owner_key first = key;
 		struct owner_stats init = {};
 
-		first.stack = 0;
-		first.stack_reason = OWNER_STACK_TAKEN;
-		v = bpf_map_lookup_elem(&owners, &first);
-		if (!v)
-			return;
-		init.pid = v->pid;
-		__builtin_memcpy(init.comm, v->comm, sizeof(init.comm));
+		if (key.reason == OWNER_KNOWN) {
+			/* The first wait charged to this stack: the
+			 * owner's pid and name are in the entry its
+			 * begin made. */
+			first.stack = 0;
+			first.stack_reason = OWNER_STACK_TAKEN;
+			v = bpf_map_lookup_elem(&owners, &first);
+			if (!v)
+				return;
+			init.pid = v->pid;
+			__builtin_memcpy(init.comm, v->comm, sizeof(init.comm));
+		}
 		err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
 		if (err && err != -EEXIST) {
 			count(CNT_LOST_OWNER_FULL, 1);
@@ -273,6 +280,36 @@ static __always_inline void owner_end(const struct wait_slot *w, __u64 delta)
 		__sync_fetch_and_add(&v->state_count[st], 1);
 		__sync_fetch_and_add(&v->state_ns[st], delta);
 	}
+}
+
+/* owner_end charges a wait ending at now to its owner, since owner_from. */
+static __always_inline void owner_end(const struct wait_slot *w, __u64 now)
+{
+	owner_charge(w, now - w->owner_from);
+}
+
+/*
+ * owner_again re-reads the owner of the lock a wait announces again (a
+ * mutex waiter going to sleep, or woken and spinning again): when another
+ * thread owns it now, the convoy moved on, so the wait so far is charged to
+ * the owner it had and the rest to the new one. An owner word found empty
+ * (the lock being handed over) changes nothing.
+ */
+static __always_inline void owner_again(struct wait_slot *s, __u64 lock, __u32 flags)
+{
+	__u32 reason = OWNER_KNOWN;
+	__u64 word, now;
+
+	if (s->owner_reason == OWNER_UNTRACKED)
+		return;
+	word = owner_word(lock, flags, &reason);
+	if (!word || reason != OWNER_KNOWN ||
+	    (s->owner_reason == OWNER_KNOWN && BPF_CORE_READ((struct task_struct *)word, pid) == s->owner_tid))
+		return;
+	now = bpf_ktime_get_ns();
+	owner_charge(s, now - s->owner_from);
+	owner_begin(s, lock, flags, false);
+	s->owner_from = now;
 }
 
 #endif /* __KLOCKSTAT_OWNER_BPF_H__ */

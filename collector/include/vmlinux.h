@@ -118,6 +118,16 @@ struct rt_mutex_base {
 	struct task_struct *owner;
 } __attribute__((preserve_access_index));
 
+/* Kernels before 5.15 had no rt_mutex_base: the owner is rt_mutex's. */
+struct rt_mutex___pre515 {
+	struct task_struct *owner;
+} __attribute__((preserve_access_index));
+
+/* Kernels before 5.14 called __state state (a long before 5.14). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid; /* the thread's id */
 	int tgid;
