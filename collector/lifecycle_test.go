@@ -108,12 +108,14 @@ func TestShortLivedThreadsFreeTheirSlots(t *testing.T) {
 			if probe != "auto" {
 				requireClaimed(t, probe)
 			}
-			// A thread per operation: 4 workers of mapSize operations start
-			// twice as many threads as the test needs, then the workload
-			// ends. Counting events instead would need their number per
-			// thread, which varies: 117 acquires per thread with fentry on
-			// Linux 5.10, where a guess of 50 stopped it at 456 threads.
-			w := startWorkload(t, "-lock", "threads", "-threads", "4", "-ops", strconv.Itoa(mapSize), "-duration", "0", "-json")
+			// A thread per operation: 4 workers of 3*mapSize operations
+			// start 12 times as many threads as the map holds, then the
+			// workload ends. Stopping at a count of events instead would
+			// need their number per thread, which varies: 117 acquires per
+			// thread with fentry on Linux 5.10, where a guess of 50 stopped
+			// it at 456 threads, and 0.4 contended waits per thread with
+			// the tracepoints in a 6.12 guest, 2 on this host.
+			w := startWorkload(t, "-lock", "threads", "-threads", "4", "-ops", strconv.Itoa(3*mapSize), "-duration", "0", "-json")
 			cfg := defaultConfig(t)
 			cfg.Probe = probe
 			cfg.MapSize = mapSize
