@@ -8,6 +8,17 @@ import (
 	"github.com/klockstat/klockstat/kallsyms"
 )
 
+// preemptRT reports whether the kernel is a PREEMPT_RT one, whose
+// spinlock_t is an rtmutex (rt_spin_lock).
+func preemptRT(t *testing.T) bool {
+	t.Helper()
+	ksyms, err := kallsyms.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ksyms.TextNames()["rt_spin_lock"]
+}
+
 // TestPreemptRTTypes captures, on a PREEMPT_RT kernel, the locks that
 // become rtmutexes there: a spinlock_t (the eventfd's wait-queue lock) is
 // an rtmutex, an rwlock_t (a file's f_owner lock) an rwlock-rt, and
@@ -17,11 +28,7 @@ import (
 // tells them apart.
 func TestPreemptRTTypes(t *testing.T) {
 	testenv.RequireRoot(t)
-	ksyms, err := kallsyms.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ksyms.TextNames()["rt_spin_lock"] {
+	if !preemptRT(t) {
 		t.Skip("not a PREEMPT_RT kernel: no rt_spin_lock in /proc/kallsyms")
 	}
 	w := startWorkload(t, "-lock", "mmap,spin,fown", "-threads", "4")
