@@ -84,7 +84,7 @@ func (p *cgroupPaths) name(records []capture.Record) []string {
 		warnings = append(warnings, fmt.Sprintf("cgroups removed during the capture, named as they were at its start: %s", strings.Join(paths, ", ")))
 	}
 	if len(unknown) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d cgroups were created and removed during the capture: their waits show the cgroup id only", len(unknown)))
+		warnings = append(warnings, fmt.Sprintf("cgroups created and removed during the capture, their waits shown by cgroup id only: %d", len(unknown)))
 	}
 	return warnings
 }

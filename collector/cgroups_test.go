@@ -139,3 +139,41 @@ func hasWarning(cp *capture.Capture, parts ...string) bool {
 	}
 	return false
 }
+
+// TestCgroupPathsOfRemovedCgroups names the records of a cgroup listed at the start and removed
+// before the end by the start's path, those of a cgroup never listed by id only, and says so in
+// warnings. A plain directory stands in for the hierarchy: only inode numbers and paths matter.
+func TestCgroupPathsOfRemovedCgroups(t *testing.T) {
+	mount := t.TempDir()
+	for _, d := range []string{"kept", "removed <b>"} {
+		if err := os.Mkdir(filepath.Join(mount, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ino := func(dir string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(mount, dir), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	kept, removed := ino("kept"), ino("removed <b>")
+	p := &cgroupPaths{hierarchy: cgroups.Hierarchy{Mount: mount, Root: "/"}}
+	if p.start, p.err = p.hierarchy.Paths(); p.err != nil {
+		t.Fatal(p.err)
+	}
+	if err := os.Remove(filepath.Join(mount, "removed <b>")); err != nil {
+		t.Fatal(err)
+	}
+	records := []capture.Record{{CgroupID: kept}, {CgroupID: removed}, {CgroupID: 1 << 40}, {CgroupID: 0}}
+	warnings := p.name(records)
+	for i, want := range []string{"/kept", "/removed <b>", "", ""} {
+		if records[i].Cgroup != want {
+			t.Errorf("record of cgroup %d: path %q, want %q", records[i].CgroupID, records[i].Cgroup, want)
+		}
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "removed during the capture") || !strings.Contains(warnings[0], "/removed <b>") ||
+		warnings[1] != "cgroups created and removed during the capture, their waits shown by cgroup id only: 1" {
+		t.Errorf("warnings %q", warnings)
+	}
+}
