@@ -45,14 +45,18 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		stopNS, err = monotonicNow()
 	}
 	duration := time.Since(c.start)
+	// The window has ended: its timeline's buckets stop widening before
+	// the links close, which took long enough on Linux 5.10 under TCG
+	// for a widening past the window (87 buckets of a 1.4 s window); a
+	// wait that ends meanwhile counts in the last bucket.
+	growErr := c.timeline.stopGrowing()
 	closeLinks(c.att.links)
 	c.att.links = nil
 	if err != nil {
 		return nil, err
 	}
-	// The window has ended: its timeline's buckets stop widening.
-	if err := c.timeline.stopGrowing(); err != nil {
-		return nil, err
+	if growErr != nil {
+		return nil, growErr
 	}
 
 	progs, err := c.programStats()
