@@ -118,8 +118,17 @@ func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 }
 
 // syntheticCapture is a capture shaped like a big real one: n records on about 12 lock types, a few
-// hundred locks and callers, 16-frame stacks, waits spread over six orders of magnitude.
+// hundred locks and callers, 16-frame stacks, waits spread over six orders of magnitude. Its records
+// share stacks as a real capture's do: one record in four has a stack of its own, the others wait on
+// a path another thread took (a capture of stress-ng's dentry, mmap, fork, pipe, futex, flock, open
+// and sem-sysv stressors had 525 stacks in 994 records, and more threads add fewer new paths).
 func syntheticCapture(n int) *capture.Capture {
+	return syntheticCaptureOf(n, max(1, n/4))
+}
+
+// syntheticCaptureOf is syntheticCapture with the number of distinct stacks its records draw from:
+// n gives every record a stack of its own, the worst case for interning.
+func syntheticCaptureOf(n, stacks int) *capture.Capture {
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	types := []string{"spinlock", "rwlock:R", "rwlock:W", "rwsem:R", "rwsem:W", "mutex", "semaphore", "rtmutex", "rwlock-rt:R", "rwlock-rt:W", "pcpu-sem:R", "pcpu-sem:W"}
 	funcs := []string{"vm_mmap_pgoff", "__vm_munmap", "__x64_sys_mincore", "ext4_buffered_write_iter", "anon_pipe_write", "anon_pipe_read",
@@ -140,12 +149,11 @@ func syntheticCapture(n int) *capture.Capture {
 			Events: capture.Events{Begin: uint64(n) * 40, End: uint64(n) * 40, Waits: uint64(n) * 40},
 		},
 	}
-	for i := range n {
-		typ := types[rng.IntN(len(types))]
-		caller := callers[rng.IntN(len(callers))]
+	paths := make([][]string, stacks)
+	for i := range paths {
 		stack := make([]string, 16)
 		stack[0] = "queued_spin_lock_slowpath+0x1c"
-		stack[1] = caller
+		stack[1] = callers[rng.IntN(len(callers))]
 		for j := 2; j < len(stack); j++ {
 			if rng.IntN(20) == 0 {
 				stack[j] = fmt.Sprintf("0xffffffffc0%06x", rng.IntN(1<<24))
@@ -153,6 +161,12 @@ func syntheticCapture(n int) *capture.Capture {
 				stack[j] = fmt.Sprintf("%s+0x%x", funcs[rng.IntN(len(funcs))], rng.IntN(0x800))
 			}
 		}
+		paths[i] = stack
+	}
+	for i := range n {
+		typ := types[rng.IntN(len(types))]
+		stack := paths[i%stacks]
+		caller := stack[1]
 		r := capture.Record{
 			Type: typ, Lock: capture.Addr(0xffff888100000000 + uint64(rng.IntN(500))*64), Comm: fmt.Sprintf("worker-%d", i%977),
 			PID: uint32(1000 + i%97), TID: uint32(2000 + i), Caller: caller, Stack: stack,
