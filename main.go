@@ -408,7 +408,7 @@ func readLocks(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return inputfile.ReadAll(f, maxLocksSize)
+	return inputfile.ReadAll(f, maxLocksSize, 0)
 }
 
 // outputs are the files the options write, writing c; nil c is enough to plan them.

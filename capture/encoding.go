@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -40,30 +41,20 @@ func Read(r io.Reader) (*Capture, error) {
 // The records are decoded with github.com/go-json-experiment/json, three times as fast as
 // encoding/json on a capture of 100,000 records, which is most of what `klockstat report` takes. It is
 // also stricter: a field named twice, a name in another case, or invalid UTF-8 are errors, none of
-// which Write produces.
+// which Write produces. Records of the same stack share one slice of frames, and equal strings one
+// copy.
 func Parse(data []byte) (*Capture, error) {
-	// The version decides how to read the rest, so look at it first: a future layout may not even
-	// decode into today's types.
-	var header struct {
-		Version *int          `json:"version"`
-		Records *presentValue `json:"records"`
-	}
-	if err := jsonv2.Unmarshal(data, &header); err != nil {
-		return nil, fmt.Errorf("decoding capture: %w", err)
-	}
-	if header.Version == nil {
-		return nil, errors.New(`decoding capture: no "version" field, not a klockstat capture`)
-	}
-	if *header.Version != FormatVersion {
-		return nil, fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, *header.Version, FormatVersion)
-	}
-	// Other JSON files have a version too (locks.json does).
-	if header.Records == nil {
-		return nil, errors.New(`decoding capture: no "records" field, not a klockstat capture`)
-	}
 	var c Capture
-	if err := jsonv2.Unmarshal(data, &c, jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(interner{}.unmarshal))); err != nil {
-		return nil, fmt.Errorf("decoding capture: %w", err)
+	err := jsonv2.Unmarshal(data, &c, jsonv2.WithUnmarshalers(newInterner().unmarshalers()))
+	if err != nil || c.Version != FormatVersion || c.Records == nil {
+		// The version decides how to read the rest: a capture of another version is refused as such,
+		// even where it failed to decode into today's types.
+		if err := checkHeader(data); err != nil {
+			return nil, err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding capture: %w", err)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid capture: %w", err)
@@ -71,19 +62,56 @@ func Parse(data []byte) (*Capture, error) {
 	return &c, nil
 }
 
-// presentValue is a JSON value that is only noted as present, not kept: Parse's first look at a
-// capture skips its records.
+// checkHeader says why data, which did not decode into a capture of this version, is not one: not
+// JSON, no version, another version, or no records.
+func checkHeader(data []byte) error {
+	var header struct {
+		Version *int          `json:"version"`
+		Records *presentValue `json:"records"`
+	}
+	if err := jsonv2.Unmarshal(data, &header); err != nil {
+		return fmt.Errorf("decoding capture: %w", err)
+	}
+	if header.Version == nil {
+		return errors.New(`decoding capture: no "version" field, not a klockstat capture`)
+	}
+	if *header.Version != FormatVersion {
+		return fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, *header.Version, FormatVersion)
+	}
+	// Other JSON files have a version too (locks.json does).
+	if header.Records == nil {
+		return errors.New(`decoding capture: no "records" field, not a klockstat capture`)
+	}
+	return nil
+}
+
+// presentValue is a JSON value that is only noted as present, not kept: checkHeader skips the records.
 type presentValue struct{}
 
 // UnmarshalJSONFrom implements jsonv2.UnmarshalerFrom.
 func (*presentValue) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
 
-// interner decodes JSON strings into one copy of each distinct string. A capture repeats its strings
-// over and over (every record names its type and thread, and its stack's frames are shared by many
-// records), and one copy each takes a third less memory than the decoder's copy per occurrence.
-type interner map[string]string
+// interner decodes JSON strings into one copy of each distinct string, and lists of strings (stacks)
+// into one slice for each distinct list. A capture repeats its strings over and over (every record
+// names its type and thread, and most stacks are taken by many records): one copy each takes a third
+// less memory than the decoder's copy per occurrence, and the report interns a shared stack once.
+type interner struct {
+	strings map[string]string
+	lists   map[uint64][]string // by the hash of their JSON text
+	seed    maphash.Seed
+	text    []byte  // scratch: the JSON text of the list being read
+	ends    []int32 // scratch: where each of its strings ends in text
+}
 
-func (in interner) unmarshal(dec *jsontext.Decoder, s *string) error {
+func newInterner() *interner {
+	return &interner{strings: map[string]string{}, lists: map[uint64][]string{}, seed: maphash.MakeSeed()}
+}
+
+func (in *interner) unmarshalers() *jsonv2.Unmarshalers {
+	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+}
+
+func (in *interner) unmarshalString(dec *jsontext.Decoder, s *string) error {
 	if dec.PeekKind() != '"' {
 		return jsonv2.SkipFunc // null, or an error the decoder reports
 	}
@@ -91,18 +119,91 @@ func (in interner) unmarshal(dec *jsontext.Decoder, s *string) error {
 	if err != nil {
 		return err
 	}
+	*s, err = in.string(v)
+	return err
+}
+
+// string returns the one copy of the JSON string v.
+func (in *interner) string(v []byte) (string, error) {
 	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') >= 0 {
+		var err error
 		if raw, err = jsontext.AppendUnquote(nil, v); err != nil {
-			return err
+			return "", err
 		}
 	}
-	if str, ok := in[string(raw)]; ok {
-		*s = str
-		return nil
+	if str, ok := in.strings[string(raw)]; ok {
+		return str, nil
 	}
 	str := string(raw)
-	in[str] = str
-	*s = str
+	in.strings[str] = str
+	return str, nil
+}
+
+// unmarshalList reads a list of strings, looking it up whole by its text before its strings one by
+// one: a shared stack costs one lookup, not one a frame.
+func (in *interner) unmarshalList(dec *jsontext.Decoder, list *[]string) error {
+	if dec.PeekKind() != '[' {
+		return jsonv2.SkipFunc
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	in.text, in.ends = in.text[:0], in.ends[:0]
+	for dec.PeekKind() != ']' {
+		if dec.PeekKind() != '"' {
+			return fmt.Errorf("a list of strings holds a %v", dec.PeekKind())
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		in.text = append(in.text, v...)
+		in.ends = append(in.ends, int32(len(in.text)))
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	key := maphash.Bytes(in.seed, in.text)
+	if l, ok := in.lists[key]; ok && in.same(l) {
+		*list = l
+		return nil
+	}
+	l := make([]string, len(in.ends))
+	start := int32(0)
+	for i, end := range in.ends {
+		var err error
+		if l[i], err = in.string(in.text[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	if _, taken := in.lists[key]; !taken { // a collision keeps the first list
+		in.lists[key] = l
+	}
+	*list = l
 	return nil
+}
+
+// same says whether l is the list whose JSON text is in in.text.
+func (in *interner) same(l []string) bool {
+	if len(l) != len(in.ends) {
+		return false
+	}
+	start := int32(0)
+	for i, end := range in.ends {
+		v := in.text[start:end]
+		raw := v[1 : len(v)-1]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			var err error
+			if raw, err = jsontext.AppendUnquote(nil, v); err != nil {
+				return false
+			}
+		}
+		if string(raw) != l[i] {
+			return false
+		}
+		start = end
+	}
+	return true
 }

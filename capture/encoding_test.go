@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,4 +311,39 @@ func FuzzRead(f *testing.F) {
 			t.Errorf("second round trip changed the encoding:\n%s\n%s", first, second)
 		}
 	})
+}
+
+// TestParseSharesStacks checks that records of the same stack decode into one slice of frames, that
+// other stacks stay their own, and that a stack whose JSON spells a frame with escapes decodes right.
+func TestParseSharesStacks(t *testing.T) {
+	c := testCapture(t)
+	r := c.Records[0]
+	c.Records = []Record{r, r, r, r, r}
+	c.Records[2].Stack = []string{"other+0x1"}
+	c.Records[3].Stack = slices.Concat(r.Stack, []string{"caller+0x2"})
+	data := encode(t, c)
+	// The second record's first frame, escaped as another encoder may write it.
+	first := []byte(`"` + r.Stack[0] + `"`)
+	at := bytes.Index(data, first)
+	at += bytes.Index(data[at+1:], first) + 1
+	escaped := `"\u00` + fmt.Sprintf("%02x", r.Stack[0][0]) + r.Stack[0][1:] + `"`
+	data = slices.Concat(data[:at], []byte(escaped), data[at+len(first):])
+	got, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range got.Records {
+		if !slices.Equal(rec.Stack, c.Records[i].Stack) {
+			t.Errorf("record %d: stack %q, want %q", i, rec.Stack, c.Records[i].Stack)
+		}
+	}
+	if &got.Records[0].Stack[0] != &got.Records[4].Stack[0] {
+		t.Error("two records of one stack hold two copies of it")
+	}
+	if &got.Records[0].Stack[0] == &got.Records[3].Stack[0] {
+		t.Error("a longer stack shares the slice of its prefix")
+	}
+	if _, err := Parse(bytes.Replace(data, []byte(`"other+0x1"`), []byte(`7`), 1)); err == nil {
+		t.Error("a stack holding a number was read")
+	}
 }

@@ -68,19 +68,49 @@ func FlameGraphs(records []Record, maxNodes int) []FlameTree {
 	if len(waited) == 0 {
 		return nil
 	}
-	// Each record's path of interned names: the thread, then the frames from the outermost.
+	// Each record's path of interned names: the thread, then the frames from the outermost. The frames
+	// are worked out once per distinct stack, and each distinct stack is ranked by its names, so that
+	// sorting the paths compares two numbers, the thread's and the stack's rank.
 	paths := make([][]int32, len(records))
 	backing := make([]int32, 0, frames)
+	var stacks [][]int32                    // the names of each distinct stack's frames, outermost first
+	stackOf := make([]int32, len(records))  // the index in stacks of each record's
+	sharedStacks := map[SharedStack]int32{} // the index in stacks of a shared stack
 	for _, i := range waited {
 		r := &records[i]
 		start := len(backing)
 		backing = append(backing, intern(r.Comm))
-		for _, f := range slices.Backward(r.Stack) {
-			backing = append(backing, intern(FrameFunction(f)))
+		id, shared := SharedStackOf(r.Stack)
+		k, ok := sharedStacks[id]
+		if shared && ok {
+			backing = append(backing, stacks[k]...)
+		} else {
+			for _, f := range slices.Backward(r.Stack) {
+				backing = append(backing, intern(FrameFunction(f)))
+			}
+			k = int32(len(stacks))
+			stacks = append(stacks, backing[start+1:])
+			if shared {
+				sharedStacks[id] = k
+			}
 		}
+		stackOf[i] = k
 		paths[i] = backing[start:len(backing):len(backing)]
 	}
-	slices.SortFunc(waited, func(a, b int32) int { return slices.Compare(paths[a], paths[b]) })
+	byNames := make([]int32, len(stacks))
+	for k := range byNames {
+		byNames[k] = int32(k)
+	}
+	slices.SortFunc(byNames, func(a, b int32) int { return slices.Compare(stacks[a], stacks[b]) })
+	rank := make([]int32, len(stacks))
+	for r, k := range byNames {
+		rank[k] = int32(r)
+	}
+	// Equal stacks of different slices rank apart, but nothing ranks between them: their paths stay
+	// next to each other.
+	slices.SortFunc(waited, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(paths[a][0], paths[b][0]), cmp.Compare(rank[stackOf[a]], rank[stackOf[b]]))
+	})
 
 	trees := []FlameTree{newFlameTrie(waited, paths, records).tree("", nameOf, maxNodes)}
 	// Split by type, each part still in the order of its paths.

@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -41,6 +42,13 @@ func TestFlameGraphs(t *testing.T) {
 		if trees[i].Type != want[i].Type || !slices.Equal(trees[i].Nodes, want[i].Nodes) || trees[i].Dropped != 0 {
 			t.Errorf("tree %d:\n got %+v\nwant %+v", i, trees[i], want[i])
 		}
+	}
+	// Records of one stack lay out the same whether they share its slice, as Parse decodes them, or
+	// hold equal copies of it.
+	copies := append(slices.Clone(records), Record{Type: "mutex", Comm: "b", Count: 1, TotalNS: 7, Stack: slices.Clone(records[0].Stack)})
+	sharing := append(slices.Clone(records), Record{Type: "mutex", Comm: "b", Count: 1, TotalNS: 7, Stack: records[0].Stack})
+	if a, b := FlameGraphs(copies, 100), FlameGraphs(sharing, 100); !reflect.DeepEqual(a, b) || len(a[0].Nodes) != len(trees[0].Nodes)+2 {
+		t.Errorf("records of one stack:\n copies %+v\nsharing %+v", a, b)
 	}
 	if got := FlameGraphs(records[3:4], 100); got != nil {
 		t.Errorf("a capture of holds only has flame graphs %+v", got)

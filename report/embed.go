@@ -69,7 +69,7 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 	}
 	for i, ri := range order {
 		r := &records[ri]
-		f.Type[i], f.Lock[i], f.Name[i] = tab.str(r.Type), tab.str(tab.lock(r.Lock).String()), tab.str(r.Name)
+		f.Type[i], f.Lock[i], f.Name[i] = tab.str(r.Type), tab.lockName(r.Lock), tab.str(r.Name)
 		f.Comm[i], f.Caller[i], f.Stack[i] = tab.str(r.Comm), tab.frame(r.Caller), tab.stack(r.Stack)
 		f.PID[i], f.TID[i] = uint64(r.PID), uint64(r.TID)
 		f.Count[i], f.TotalNS[i], f.SpinNS[i], f.MinNS[i], f.MaxNS[i], f.InProgress[i] = r.Count, r.TotalNS, r.SpinNS, r.MinNS, r.MaxNS, r.InProgress
@@ -120,13 +120,16 @@ type pageData struct {
 func (d *pageData) encode() (template.HTML, error) {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, `<script type="text/plain" id="%s" data-encoding="%s">`, dataElementID, dataEncoding)
-	b64 := base64.NewEncoder(base64.StdEncoding, &out)
-	// The fastest level: the page data is mostly small numbers, which every level packs about as well.
-	gz, err := gzip.NewWriterLevel(b64, gzip.BestSpeed)
-	if err != nil {
-		return "", fmt.Errorf("compressing the page data: %w", err)
-	}
-	j := &jsonWriter{w: bufio.NewWriterSize(gz, 1<<16)}
+	// The JSON is compressed as it is written, on another goroutine: writing it and compressing it
+	// take about as long, and nothing else is left to run beside them.
+	pr, pw := io.Pipe()
+	compressed := make(chan error, 1)
+	go func() {
+		err := compress(&out, pr)
+		pr.CloseWithError(err) // a failed compression stops the writer
+		compressed <- err
+	}()
+	j := &jsonWriter{w: bufio.NewWriterSize(pw, 1<<16)}
 	j.raw(`{"strings":`)
 	j.value(d.tab.strings)
 	j.raw(`,"shown":`)
@@ -147,10 +150,9 @@ func (d *pageData) encode() (template.HTML, error) {
 	if j.e == nil {
 		j.e = j.w.Flush()
 	}
-	for _, c := range []io.Closer{gz, b64} {
-		if err := c.Close(); j.e == nil {
-			j.e = err
-		}
+	pw.CloseWithError(j.e)
+	if err := <-compressed; j.e == nil {
+		j.e = err
 	}
 	if j.e != nil {
 		return "", fmt.Errorf("encoding the page data: %w", j.e)
@@ -158,6 +160,23 @@ func (d *pageData) encode() (template.HTML, error) {
 	out.WriteString("</script>")
 	// Base64 has no character that HTML treats specially.
 	return template.HTML(out.String()), nil
+}
+
+// compress writes what it reads from r to w, gzip-compressed and base64-encoded.
+func compress(w io.Writer, r io.Reader) error {
+	b64 := base64.NewEncoder(base64.StdEncoding, w)
+	// The fastest level: the page data is mostly small numbers, which every level packs about as well.
+	gz, err := gzip.NewWriterLevel(b64, gzip.BestSpeed)
+	if err != nil {
+		return fmt.Errorf("compressing the page data: %w", err)
+	}
+	if _, err := io.Copy(gz, r); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return fmt.Errorf("compressing the page data: %w", err)
+	}
+	return b64.Close()
 }
 
 // shownStrings are the strings that page.js must show in another form than theirs (visible), by index.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -62,7 +63,13 @@ func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
 	if text := trimLeading(head); len(text) > 0 && text[0] != '{' && text[0] != '<' {
 		return nil, notCapture(describe(text))
 	}
-	data, err := inputfile.ReadAll(io.MultiReader(bytes.NewReader(head), r), limit)
+	size := int64(0)
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+	}
+	data, err := inputfile.ReadAll(io.MultiReader(bytes.NewReader(head), r), limit, size)
 	if err != nil {
 		return nil, fmt.Errorf("reading input: %w", err)
 	}

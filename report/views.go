@@ -70,12 +70,16 @@ type strtab struct {
 	index   map[string]int32
 	stacks  [][]int32
 	stackIx map[string]int32
-	hasher  *capture.AddressHasher
-	frames  []int32 // scratch for stack
+	// The stacks by the slice that held them: records of the same stack share a slice (capture.Parse
+	// decodes them so), and the slice is looked up once, not each of its frames.
+	slices map[capture.SharedStack]int32
+	locks  map[capture.Addr]int32
+	hasher *capture.AddressHasher
+	frames []int32 // scratch for stack
 }
 
 func newStrtab(hasher *capture.AddressHasher) *strtab {
-	return &strtab{index: map[string]int32{}, stackIx: map[string]int32{}, hasher: hasher}
+	return &strtab{index: map[string]int32{}, stackIx: map[string]int32{}, slices: map[capture.SharedStack]int32{}, locks: map[capture.Addr]int32{}, hasher: hasher}
 }
 
 // str returns the index of s.
@@ -105,8 +109,32 @@ func (t *strtab) lock(a capture.Addr) capture.Addr {
 	return a
 }
 
+// lockName returns the index of a lock's address as the page shows it, hashed when hashing.
+func (t *strtab) lockName(a capture.Addr) int32 {
+	if i, ok := t.locks[a]; ok {
+		return i
+	}
+	i := t.str(t.lock(a).String())
+	t.locks[a] = i
+	return i
+}
+
 // stack returns the index of a stack of frames.
 func (t *strtab) stack(frames []string) int32 {
+	id, shared := capture.SharedStackOf(frames)
+	if !shared {
+		return t.stackOf(frames)
+	}
+	if i, ok := t.slices[id]; ok {
+		return i
+	}
+	i := t.stackOf(frames)
+	t.slices[id] = i
+	return i
+}
+
+// stackOf returns the index of a stack of frames, looking up each of them.
+func (t *strtab) stackOf(frames []string) int32 {
 	t.frames = t.frames[:0]
 	key := make([]byte, 0, 4*len(frames))
 	for _, f := range frames {

@@ -4,6 +4,7 @@
 package inputfile
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -82,16 +83,21 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s, more than the %s klockstat reads", Bytes(e.Size), Bytes(e.Limit))
 }
 
-// ReadAll reads r to the end, failing with a *TooLargeError once it has more than limit bytes.
-func ReadAll(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
+// ReadAll reads r to its end, or fails with a *TooLargeError past limit bytes. sizeHint is how many
+// bytes r probably holds (a file's size, 0 if unknown): reading into a buffer of that size at once
+// spares the copies and the zeroing of a buffer that doubles as it fills.
+func ReadAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if sizeHint > 0 {
+		buf.Grow(int(min(sizeHint, limit)) + bytes.MinRead) // ReadFrom grows a buffer with less than MinRead free
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > limit {
+	if int64(buf.Len()) > limit {
 		return nil, &TooLargeError{Limit: limit, Size: -1}
 	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
 // Bytes formats a size in binary units, as "2 GiB" or "512 KiB".
