@@ -55,16 +55,7 @@ func openPage(t *testing.T, what string, write func(io.Writer) error) context.Co
 		t.Fatal(err)
 	}
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.WindowSize(1400, 1000),
-	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumOptions(dir)...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() {
@@ -139,6 +130,21 @@ func openPage(t *testing.T, what string, write func(io.Writer) error) context.Co
 	}
 	t.Logf("%s loaded and its tables built in %v", what, time.Since(start).Round(time.Millisecond))
 	return ctx
+}
+
+// chromiumOptions start a headless Chromium that keeps its profile in dir and does nothing on the
+// network of its own accord.
+func chromiumOptions(dir string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.WindowSize(1400, 1000),
+	}
 }
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {

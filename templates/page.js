@@ -781,6 +781,8 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     drawCharts();
+    // Marks of the page's progress, in milliseconds since its navigation began, for benchmarks.
+    performance.mark("klockstat-charts");
     if (!document.getElementById("klockstat-data")) {
       return;
     }
@@ -789,7 +791,10 @@
       initFlame(data);
     }).then(
       // Tests and styles wait for this mark of a page whose tables are drawn.
-      () => document.documentElement.classList.add("js"),
+      () => {
+        document.documentElement.classList.add("js");
+        performance.mark("klockstat-tables");
+      },
       function (e) {
         for (const section of document.querySelectorAll("section[data-views], section.flame")) {
           section.appendChild(el("p", "note", "The page data could not be read (" + e.message + "): the tables cannot be shown."));
