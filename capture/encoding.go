@@ -2,11 +2,14 @@ package capture
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
+	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -108,7 +111,141 @@ func newInterner() *interner {
 }
 
 func (in *interner) unmarshalers() *jsonv2.Unmarshalers {
-	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecord), jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+}
+
+// unmarshalRecord reads a record field by field without reflection, most of what decoding a big
+// capture takes. As for the other fields, names it does not know are skipped, a name twice is an error
+// (the decoder's), null leaves a field as it is, and a number must be an integer in the field's range.
+func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
+	if dec.PeekKind() != '{' {
+		return jsonv2.SkipFunc
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		field := name.String()
+		if dec.PeekKind() == 'n' {
+			if _, err := dec.ReadToken(); err != nil {
+				return err
+			}
+			continue
+		}
+		switch field {
+		case "type":
+			err = in.unmarshalString(dec, &r.Type)
+		case "name":
+			err = in.unmarshalString(dec, &r.Name)
+		case "comm":
+			err = in.unmarshalString(dec, &r.Comm)
+		case "caller":
+			err = in.unmarshalString(dec, &r.Caller)
+		case "stack":
+			err = in.unmarshalList(dec, &r.Stack)
+		case "lock":
+			err = readText(dec, &r.Lock)
+		case "pid":
+			err = readUint32(dec, &r.PID)
+		case "tid":
+			err = readUint32(dec, &r.TID)
+		case "count":
+			err = readUint(dec, &r.Count)
+		case "total_ns":
+			err = readUint(dec, &r.TotalNS)
+		case "min_ns":
+			err = readUint(dec, &r.MinNS)
+		case "max_ns":
+			err = readUint(dec, &r.MaxNS)
+		case "spin_ns":
+			err = readUint(dec, &r.SpinNS)
+		case "in_progress":
+			err = readUint(dec, &r.InProgress)
+		case "hold_count":
+			err = readUint(dec, &r.HoldCount)
+		case "hold_total_ns":
+			err = readUint(dec, &r.HoldTotalNS)
+		case "hold_min_ns":
+			err = readUint(dec, &r.HoldMinNS)
+		case "hold_max_ns":
+			err = readUint(dec, &r.HoldMaxNS)
+		default:
+			err = dec.SkipValue()
+		}
+		if errors.Is(err, jsonv2.SkipFunc) {
+			err = fmt.Errorf("%s, not a string or a list of strings", kindName(dec.PeekKind()))
+		}
+		if err != nil {
+			return fmt.Errorf("record field %q: %w", field, err)
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+// kindName names a kind of JSON value for a message.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '[':
+		return "a list"
+	case '{':
+		return "an object"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "nothing"
+}
+
+// readUint reads a JSON number that is an integer in the range of a uint64.
+func readUint(dec *jsontext.Decoder, n *uint64) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != '0' {
+		return fmt.Errorf("%s, not a number", kindName(v.Kind()))
+	}
+	*n, err = strconv.ParseUint(string(v), 10, 64)
+	return err
+}
+
+// readUint32 reads a JSON number that is an integer in the range of a uint32.
+func readUint32(dec *jsontext.Decoder, n *uint32) error {
+	var u uint64
+	if err := readUint(dec, &u); err != nil {
+		return err
+	}
+	if u > math.MaxUint32 {
+		return fmt.Errorf("%d out of range", u)
+	}
+	*n = uint32(u)
+	return nil
+}
+
+// readText reads a JSON string into a value that decodes itself from text.
+func readText(dec *jsontext.Decoder, t encoding.TextUnmarshaler) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != '"' {
+		return fmt.Errorf("%s, not a string", kindName(v.Kind()))
+	}
+	raw := v[1 : len(v)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		if raw, err = jsontext.AppendUnquote(nil, v); err != nil {
+			return err
+		}
+	}
+	return t.UnmarshalText(raw)
 }
 
 func (in *interner) unmarshalString(dec *jsontext.Decoder, s *string) error {

@@ -217,6 +217,13 @@ func TestReadErrors(t *testing.T) {
 		{name: "numeric address", edit: func(s string) string {
 			return strings.Replace(s, `"0xffff888100a3c2d8"`, "18446612136440005336", 1)
 		}, want: "decoding capture"},
+		{name: "negative pid", edit: func(s string) string { return strings.Replace(s, `"pid": 42,`, `"pid": -1,`, 1) }, want: `record field "pid"`},
+		{name: "fractional count", edit: func(s string) string { return strings.Replace(s, `"count": 4,`, `"count": 4.5,`, 1) }, want: `record field "count"`},
+		{name: "tid out of range", edit: func(s string) string { return strings.Replace(s, `"tid": 43,`, `"tid": 4294967296,`, 1) }, want: `record field "tid": 4294967296 out of range`},
+		{name: "numeric name", edit: func(s string) string { return strings.Replace(s, `"name": "jiffies_lock"`, `"name": 7`, 1) }, want: `record field "name": a number, not a string`},
+		{name: "field twice", edit: func(s string) string {
+			return strings.Replace(s, `"name": "jiffies_lock"`, `"name": "jiffies_lock", "name": "x"`, 1)
+		}, want: "duplicate"},
 		{name: "uppercase address", edit: func(s string) string {
 			return strings.Replace(s, `"0xffff888100a3c2d8"`, `"0xFFFF888100A3C2D8"`, 1)
 		}, want: "lowercase hex"},
