@@ -115,7 +115,7 @@ func (in *interner) unmarshalers() *jsonv2.Unmarshalers {
 }
 
 // unmarshalRecord reads a record field by field without reflection, most of what decoding a big
-// capture takes. As for the other fields, names it does not know are skipped, a name twice is an error
+// capture takes. A field added to Record must be added here (TestRoundTrip fails until it is). As for the other fields, names it does not know are skipped, a name twice is an error
 // (the decoder's), null leaves a field as it is, and a number must be an integer in the field's range.
 func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
 	if dec.PeekKind() != '{' {
@@ -173,6 +173,10 @@ func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
 			err = readUint(dec, &r.HoldMinNS)
 		case "hold_max_ns":
 			err = readUint(dec, &r.HoldMaxNS)
+		case "cgroup_id":
+			err = readUint(dec, &r.CgroupID)
+		case "cgroup":
+			err = in.unmarshalString(dec, &r.Cgroup)
 		default:
 			err = dec.SkipValue()
 		}
