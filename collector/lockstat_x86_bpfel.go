@@ -251,6 +251,7 @@ const (
 	lockstatMapHoldHistogram             = "hold_histogram"
 	lockstatMapHolds                     = "holds"
 	lockstatMapOwnerMarks                = "owner_marks"
+	lockstatMapOwnerSeen                 = "owner_seen"
 	lockstatMapOwners                    = "owners"
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
@@ -401,6 +402,7 @@ type lockstatMapSpecs struct {
 	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
 	Holds         *ebpf.MapSpec `ebpf:"holds"`
 	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
+	OwnerSeen     *ebpf.MapSpec `ebpf:"owner_seen"`
 	Owners        *ebpf.MapSpec `ebpf:"owners"`
 	Paths         *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
@@ -485,6 +487,7 @@ type lockstatMaps struct {
 	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
 	Holds         *ebpf.Map `ebpf:"holds"`
 	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
+	OwnerSeen     *ebpf.Map `ebpf:"owner_seen"`
 	Owners        *ebpf.Map `ebpf:"owners"`
 	Paths         *ebpf.Map `ebpf:"paths"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
@@ -511,6 +514,7 @@ func (m *lockstatMaps) Close() error {
 		m.HoldHistogram,
 		m.Holds,
 		m.OwnerMarks,
+		m.OwnerSeen,
 		m.Owners,
 		m.Paths,
 		m.PidFilter,

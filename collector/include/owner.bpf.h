@@ -54,6 +54,19 @@ struct {
 	__uint(max_entries, 4096); /* resized by the loader */
 } owner_marks SEC(".maps");
 
+/* Threads ever marked, by tid & (OWNER_SEEN_SLOTS - 1): owner_switch, which
+ * runs at every context switch, looks a thread up in owner_marks only when
+ * its slot is set, an array read instead of a hash lookup. Slots are never
+ * cleared: a thread that shares one with an owner only costs that lookup. */
+#define OWNER_SEEN_SLOTS 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, OWNER_SEEN_SLOTS); /* 1 when owners are off */
+} owner_seen SEC(".maps");
+
 /* owner_word returns the owner word of a lock announced with flags, with
  * its flag bits, and sets *reason when the lock has none. */
 static __always_inline __u64 owner_word(__u64 lock, __u32 flags, __u32 *reason)
@@ -115,13 +128,18 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags)
 {
 	struct owner_mark *m, init = { .lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN };
+	__u32 slot = tid & (OWNER_SEEN_SLOTS - 1), *seen;
 
 	if (!stack_depth)
 		return;
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
 	if (m && m->lock == lock && m->task == (__u64)t && !m->ended)
 		return;
-	bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY);
+	if (bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY))
+		return;
+	seen = bpf_map_lookup_elem(&owner_seen, &slot);
+	if (seen && !*seen)
+		*seen = 1;
 }
 
 /*
@@ -132,6 +150,7 @@ static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 l
 static __always_inline int owner_switch(void *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), reason = OWNER_KNOWN;
+	__u32 slot = tid & (OWNER_SEEN_SLOTS - 1), *seen;
 	struct stack_scratch *sc;
 	struct owner_mark *m;
 	struct cpu_busy *b;
@@ -140,6 +159,9 @@ static __always_inline int owner_switch(void *ctx)
 
 	if (!tid)
 		return 0; /* idle */
+	seen = bpf_map_lookup_elem(&owner_seen, &slot);
+	if (!seen || !*seen)
+		return 0;
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
 	if (!m || m->ended || m->taken != OWNER_STACK_RAN)
 		return 0;
