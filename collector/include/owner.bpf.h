@@ -74,11 +74,25 @@ static __always_inline __u64 owner_word(__u64 lock, __u32 flags, __u32 *reason)
 	if (flags & LCB_F_MUTEX) {
 		struct mutex *m = (void *)lock;
 
+		/* PREEMPT_RT's mutex and rwsem are rtmutex-based, with no
+		 * owner word of their own, and announce their waits as
+		 * LCB_F_RT: the guards keep reads CO-RE cannot relocate
+		 * there out of the verifier's way. */
+		if (!bpf_core_field_exists(m->owner)) {
+			*reason = OWNER_NO_FIELD;
+			return 0;
+		}
 		return BPF_CORE_READ(m, owner.counter) & ~MUTEX_OWNER_FLAGS;
 	}
 	if (flags == LCB_F_READ || flags == LCB_F_WRITE) {
 		struct rw_semaphore *sem = (void *)lock;
-		__u64 w = BPF_CORE_READ(sem, owner.counter);
+		__u64 w;
+
+		if (!bpf_core_field_exists(sem->owner)) {
+			*reason = OWNER_NO_FIELD;
+			return 0;
+		}
+		w = BPF_CORE_READ(sem, owner.counter);
 
 		if (w & RWSEM_READER_OWNED) {
 			/* Readers do not stay in the word: it names the
