@@ -336,7 +336,9 @@ static __always_inline void owner_again(struct wait_slot *s, __u64 lock, __u32 f
 	__u32 reason = OWNER_KNOWN;
 	__u64 word, now;
 
-	if (s->owner_reason == OWNER_UNTRACKED)
+	/* owners_on is known at load: without --owners the verifier drops
+	 * the re-read instead of checking it at every wait. */
+	if (!owners_on || s->owner_reason == OWNER_UNTRACKED)
 		return;
 	word = owner_word(lock, flags, &reason);
 	if (!word || reason != OWNER_KNOWN ||
