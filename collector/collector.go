@@ -367,8 +367,8 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		}
 	}
 	progs := &s.lockstatProgramSpecs
-	exit, attachExit := threadExitHook(b, progs)
-	switcher, attachSwitch := ownerSwitchHook(b, progs)
+	exit, attachExit := schedHook(b, "sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
+	switcher, attachSwitch := schedHook(b, "sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
 	loaded := append(b.Programs(progs), exit)
 	ownerStacks := c.cfg.Owners && c.cfg.StackDepth > 0
 	if ownerStacks {
@@ -411,32 +411,20 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	return nil
 }
 
-// threadExitHook returns the program that frees a thread's wait slot when
-// the kernel frees the thread, and attaches it: a raw tracepoint (Linux
-// 4.17+, older than every backend's hooks), but for the perf-event backend,
-// which is for kernels or sandboxes where raw tracepoints fail.
-func threadExitHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
-	if _, perf := b.(perfTracepoint); perf {
-		return p.TpThreadFree, func(p *ebpf.Program) (link.Link, error) {
-			return link.Tracepoint("sched", "sched_process_free", p, nil)
+// schedHook returns the program for a sched tracepoint, the raw tracepoint
+// one (Linux 4.17+, older than every backend's hooks) but for the
+// perf-event backend, which is for kernels or sandboxes where raw
+// tracepoints fail, and how to attach it. Two use it: the program that
+// frees a thread's wait slot at sched_process_free, and the one that takes
+// lock owners' stacks as they leave a CPU at sched_switch (owner.bpf.h).
+func schedHook(b Backend, event string, raw, perf *ebpf.ProgramSpec) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
+	if _, isPerf := b.(perfTracepoint); isPerf {
+		return perf, func(p *ebpf.Program) (link.Link, error) {
+			return link.Tracepoint("sched", event, p, nil)
 		}
 	}
-	return p.RawThreadFree, func(p *ebpf.Program) (link.Link, error) {
-		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_free", Program: p})
-	}
-}
-
-// ownerSwitchHook returns the program that takes the stacks of lock owners
-// as they leave a CPU (owner.bpf.h), and attaches it to sched_switch: a raw
-// tracepoint, but for the perf-event backend, as threadExitHook.
-func ownerSwitchHook(b Backend, p *lockstatProgramSpecs) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
-	if _, perf := b.(perfTracepoint); perf {
-		return p.TpOwnerSwitch, func(p *ebpf.Program) (link.Link, error) {
-			return link.Tracepoint("sched", "sched_switch", p, nil)
-		}
-	}
-	return p.RawOwnerSwitch, func(p *ebpf.Program) (link.Link, error) {
-		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: p})
+	return raw, func(p *ebpf.Program) (link.Link, error) {
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: p})
 	}
 }
 
@@ -453,7 +441,7 @@ func typeOwnerFlags(spec *lockspec.Spec) [MaxTypes]uint32 {
 }
 
 // ownerSwitchSkip is how many frames of probe machinery are on top of the
-// stacks ownerSwitchHook's program takes: as for the backend's own programs
+// stacks the sched_switch program of schedHook takes: as for the backend's own programs
 // on the same kind of hook.
 func ownerSwitchSkip(b Backend) uint32 {
 	if _, perf := b.(perfTracepoint); perf {
