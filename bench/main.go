@@ -334,7 +334,8 @@ func (k klockstatRun) stop() (probeResult, error) {
 	if st := cp.Meta.Stacks; st.Walked+st.Known > 0 {
 		walked = fmt.Sprintf("%.0f%%", 100*float64(st.Walked)/float64(st.Walked+st.Known))
 	}
-	return probeResult{nsPerEvent: cp.Meta.ProbeNSPerEvent(), events: cp.Meta.Events.Begin, lost: lostByReason(cp.Meta), walked: walked, rescued: cp.Meta.Events.Rescued}, nil
+	// Thread exits and context switches count too: bpftrace has no such programs.
+	return probeResult{nsPerEvent: cp.Meta.ProbeNSPerEventWithHooks(), events: cp.Meta.Events.Begin, lost: lostByReason(cp.Meta), walked: walked, rescued: cp.Meta.Events.Rescued}, nil
 }
 
 type emptyRun struct {

@@ -4,6 +4,7 @@ package capture
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -130,6 +131,11 @@ type ProgramStats struct {
 	// Begins marks the programs that run once per event seen (the begin of a wait, the entry of
 	// an acquire), filtered or not: their runs are the events the probes' cost is spread over.
 	Begins bool `json:"begins,omitempty"`
+	// Hook is the scheduler event a bookkeeping program runs at (sched_process_free: a thread's
+	// wait slot freed as it exits; sched_switch: lock owners' stacks); "" for the programs that
+	// see lock events. Its runs follow the machine's thread exits or context switches, not
+	// contention, so its cost is given apart.
+	Hook string `json:"hook,omitempty"`
 }
 
 // LostTotal is the number of events lost for any reason.
@@ -150,14 +156,30 @@ func (m Meta) ProbeRunTimeNS() uint64 {
 	return total
 }
 
-// ProbeNSPerEvent is the total run time of all programs divided by the number of events they ran
-// for (the runs of the Begins programs; Events.Begin if none is marked), i.e. the cost of one
-// begin+end pair, filtered or lost events included; 0 when there were no events.
+// ProbeNSPerEvent is the run time of the programs that see lock events divided by the number of
+// events they ran for (the runs of the Begins programs; Events.Begin if none is marked), i.e. the
+// cost of one begin+end pair, filtered or lost events included; 0 when there were no events. The
+// bookkeeping programs (Hooks) are left out: on an idle machine a few thread exits would
+// otherwise be charged to a handful of events.
 func (m Meta) ProbeNSPerEvent() float64 {
-	var runs uint64
+	return m.perEvent(false)
+}
+
+// ProbeNSPerEventWithHooks is ProbeNSPerEvent with the bookkeeping programs' run time spread over
+// the events too: what capturing one event cost in all, as a benchmark against another tool
+// counts it.
+func (m Meta) ProbeNSPerEventWithHooks() float64 {
+	return m.perEvent(true)
+}
+
+func (m Meta) perEvent(hooks bool) float64 {
+	var runs, ns uint64
 	for _, p := range m.Programs {
 		if p.Begins {
 			runs += p.RunCount
+		}
+		if hooks || p.Hook == "" {
+			ns += p.RunTimeNS
 		}
 	}
 	if runs == 0 {
@@ -166,7 +188,32 @@ func (m Meta) ProbeNSPerEvent() float64 {
 	if runs == 0 {
 		return 0
 	}
-	return float64(m.ProbeRunTimeNS()) / float64(runs)
+	return float64(ns) / float64(runs)
+}
+
+// HookCost is the run statistics of the bookkeeping programs at one scheduler event.
+type HookCost struct {
+	Event     string
+	Runs      uint64
+	RunTimeNS uint64
+}
+
+// Hooks are the bookkeeping programs' costs, per scheduler event in the order of Programs.
+func (m Meta) Hooks() []HookCost {
+	var out []HookCost
+	for _, p := range m.Programs {
+		if p.Hook == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(h HookCost) bool { return h.Event == p.Hook })
+		if i < 0 {
+			out = append(out, HookCost{Event: p.Hook})
+			i = len(out) - 1
+		}
+		out[i].Runs += p.RunCount
+		out[i].RunTimeNS += p.RunTimeNS
+	}
+	return out
 }
 
 // ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took: total probe run time

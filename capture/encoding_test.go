@@ -275,6 +275,26 @@ func TestMetaDerived(t *testing.T) {
 	if got := runs.ProbeNSPerEvent(); got != 20 {
 		t.Errorf("ProbeNSPerEvent() = %v, want 8000 ns / 400 runs of the begin program", got)
 	}
+	// The bookkeeping programs run at thread exits and context switches:
+	// apart from the per-event cost unless asked for, summed per event.
+	hooks := runs
+	hooks.Programs = append(slices.Clone(runs.Programs),
+		ProgramStats{Name: "free", RunCount: 30, RunTimeNS: 12_000, Hook: "sched_process_free"},
+		ProgramStats{Name: "switch", RunCount: 50, RunTimeNS: 5000, Hook: "sched_switch"},
+		ProgramStats{Name: "free_perf", RunCount: 10, RunTimeNS: 4000, Hook: "sched_process_free"})
+	if got := hooks.ProbeNSPerEvent(); got != 20 {
+		t.Errorf("ProbeNSPerEvent() with hooks = %v, want the lock programs' 8000 ns / 400 runs", got)
+	}
+	if got := hooks.ProbeNSPerEventWithHooks(); got != 72.5 {
+		t.Errorf("ProbeNSPerEventWithHooks() = %v, want (8000+12000+5000+4000) ns / 400 runs", got)
+	}
+	wantHooks := []HookCost{{Event: "sched_process_free", Runs: 40, RunTimeNS: 16_000}, {Event: "sched_switch", Runs: 50, RunTimeNS: 5000}}
+	if got := hooks.Hooks(); !slices.Equal(got, wantHooks) {
+		t.Errorf("Hooks() = %+v, want %+v", got, wantHooks)
+	}
+	if got := runs.Hooks(); got != nil {
+		t.Errorf("Hooks() without bookkeeping programs = %+v", got)
+	}
 	if got, want := m.ProbeCPUShare(), 8000.0/(2e9*4); got != want {
 		t.Errorf("ProbeCPUShare() = %v, want %v", got, want)
 	}

@@ -71,8 +71,9 @@ type attachment struct {
 type probe struct {
 	name   string
 	prog   *ebpf.Program
-	begins bool // sees waits (or acquires) begin: a run the kernel skipped loses one
-	owned  bool // loaded by the backend, not part of the collection
+	begins bool   // sees waits (or acquires) begin: a run the kernel skipped loses one
+	owned  bool   // loaded by the backend, not part of the collection
+	hook   string // the scheduler event of a bookkeeping program; "" for one that sees lock events
 }
 
 func (a *attachment) close() {

@@ -367,12 +367,12 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		}
 	}
 	progs := &s.lockstatProgramSpecs
-	exit, attachExit := schedHook(b, "sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
-	switcher, attachSwitch := schedHook(b, "sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
-	loaded := append(b.Programs(progs), exit)
+	exit := newSchedHook(b, "sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
+	switcher := newSchedHook(b, "sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
+	loaded := append(b.Programs(progs), exit.spec)
 	ownerStacks := c.cfg.Owners && c.cfg.StackDepth > 0
 	if ownerStacks {
-		loaded = append(loaded, switcher)
+		loaded = append(loaded, switcher.spec)
 	}
 	obj, err := newObject(spec, progs, loaded)
 	if err != nil {
@@ -388,44 +388,64 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		obj.close()
 		return permissionError(err)
 	}
-	l, err := attachExit(obj.program(exit))
+	l, p, err := exit.attach(obj)
 	if err != nil {
 		att.close()
 		obj.close()
-		return permissionError(fmt.Errorf("attaching %s to sched:sched_process_free: %w", exit.Name, err))
+		return permissionError(err)
 	}
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
-	att.probes = append(att.probes, probe{name: exit.Name, prog: obj.program(exit)})
+	att.probes = append(att.probes, p)
 	if ownerStacks {
-		l, err := attachSwitch(obj.program(switcher))
+		l, p, err := switcher.attach(obj)
 		if err != nil {
 			att.close()
 			obj.close()
-			return permissionError(fmt.Errorf("attaching %s to sched:sched_switch: %w", switcher.Name, err))
+			return permissionError(err)
 		}
 		att.links = append(att.links, l)
-		att.probes = append(att.probes, probe{name: switcher.Name, prog: obj.program(switcher)})
+		att.probes = append(att.probes, p)
 	}
 	c.backend, c.obj, c.att = b, obj, att
 	return nil
 }
 
-// schedHook returns the program for a sched tracepoint, the raw tracepoint
-// one (Linux 4.17+, older than every backend's hooks) but for the
-// perf-event backend, which is for kernels or sandboxes where raw
-// tracepoints fail, and how to attach it. Two use it: the program that
-// frees a thread's wait slot at sched_process_free, and the one that takes
-// lock owners' stacks as they leave a CPU at sched_switch (owner.bpf.h).
-func schedHook(b Backend, event string, raw, perf *ebpf.ProgramSpec) (*ebpf.ProgramSpec, func(*ebpf.Program) (link.Link, error)) {
+// schedHook is a bookkeeping program on a sched tracepoint. Two exist: the
+// program that frees a thread's wait slot at sched_process_free, and the one
+// that takes lock owners' stacks as they leave a CPU at sched_switch
+// (owner.bpf.h).
+type schedHook struct {
+	spec  *ebpf.ProgramSpec
+	event string
+	perf  bool // attached as a perf event, not as a raw tracepoint
+}
+
+// newSchedHook picks the raw tracepoint program (Linux 4.17+, older than
+// every backend's hooks) but for the perf-event backend, which is for
+// kernels or sandboxes where raw tracepoints fail.
+func newSchedHook(b Backend, event string, raw, perf *ebpf.ProgramSpec) schedHook {
 	if _, isPerf := b.(perfTracepoint); isPerf {
-		return perf, func(p *ebpf.Program) (link.Link, error) {
-			return link.Tracepoint("sched", event, p, nil)
-		}
+		return schedHook{spec: perf, event: event, perf: true}
 	}
-	return raw, func(p *ebpf.Program) (link.Link, error) {
-		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: event, Program: p})
+	return schedHook{spec: raw, event: event}
+}
+
+// attach attaches the hook's program of obj, and returns the probe whose run
+// statistics go in the capture apart from those of the lock events'.
+func (h schedHook) attach(obj *object) (link.Link, probe, error) {
+	prog := obj.program(h.spec)
+	var l link.Link
+	var err error
+	if h.perf {
+		l, err = link.Tracepoint("sched", h.event, prog, nil)
+	} else {
+		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.event, Program: prog})
 	}
+	if err != nil {
+		return nil, probe{}, fmt.Errorf("attaching %s to sched:%s: %w", h.spec.Name, h.event, err)
+	}
+	return l, probe{name: h.spec.Name, prog: prog, hook: h.event}, nil
 }
 
 // typeOwnerFlags gives each lock type the contention flags its owner word is

@@ -235,6 +235,7 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 			RunTimeNS:       uint64(s.Runtime.Nanoseconds()),
 			RecursionMisses: s.RecursionMisses,
 			Begins:          p.begins,
+			Hook:            p.hook,
 		})
 	}
 	return out, nil

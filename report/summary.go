@@ -295,8 +295,9 @@ func healthLine(m capture.Meta) string {
 	return b.String()
 }
 
-// probeCost is what the probes cost per event and as a share of all CPU time, e.g.
-// "152 ns/event, 0.01% CPU", or "not measured".
+// probeCost is what the probes cost per event and as a share of all CPU time, then what the
+// bookkeeping programs cost per run, e.g. "152 ns/event, 0.01% CPU; 310 thread exits at 402 ns",
+// or "not measured".
 func probeCost(m capture.Meta) string {
 	if m.ProbeRunTimeNS() == 0 {
 		// The kernel only counts BPF run time while kernel.bpf_stats_enabled is 1.
@@ -313,7 +314,23 @@ func probeCost(m capture.Meta) string {
 	} else if share > 0 {
 		b.WriteString(", <0.01% CPU")
 	}
+	for _, h := range m.Hooks() {
+		if h.Runs > 0 {
+			fmt.Fprintf(&b, "; %d %s at %s", h.Runs, hookRuns(h.Event), FormatDuration(float64(h.RunTimeNS)/float64(h.Runs)))
+		}
+	}
 	return b.String()
+}
+
+// hookRuns names what a bookkeeping program's runs are, by its scheduler event.
+func hookRuns(event string) string {
+	switch event {
+	case "sched_process_free":
+		return "thread exits"
+	case "sched_switch":
+		return "context switches"
+	}
+	return sanitize(event) + " runs"
 }
 
 // FormatDuration renders ns in human units like perf does: "812 ns", "15.64 us", "1.04 ms", "2.50 s".

@@ -126,6 +126,17 @@ func TestWriteSummaryHealth(t *testing.T) {
 		t.Errorf("want %q in:\n%s", want, out)
 	}
 
+	// An idle machine: one event, and threads exiting all the while.
+	idle := summaryCapture()
+	idle.Meta.Events.Begin = 1
+	idle.Meta.Programs = append(idle.Meta.Programs,
+		capture.ProgramStats{Name: "raw_thread_free", RunCount: 400, RunTimeNS: 160_000, Hook: "sched_process_free"},
+		capture.ProgramStats{Name: "raw_owner_switch", RunCount: 2000, RunTimeNS: 300_000, Hook: "sched_switch"})
+	out = summary(t, idle, 0)
+	if want := "probe cost 1000000 ns/event, 0.15% CPU; 400 thread exits at 400 ns; 2000 context switches at 150 ns\n"; !strings.Contains(out, want) {
+		t.Errorf("want %q in:\n%s", want, out)
+	}
+
 	c.Meta.Programs = nil
 	if out := summary(t, c, 0); !strings.Contains(out, "probe cost not measured") {
 		t.Errorf("probe cost without run times:\n%s", out)
