@@ -170,6 +170,22 @@ func shownColumn(t *testing.T, ctx context.Context, table, key string) []string 
 	return shownCells(t, ctx, table, key, "textContent")
 }
 
+// shownRows returns the rows shown in a table as the texts of the given columns, joined by spaces.
+func shownRows(t *testing.T, ctx context.Context, table string, keys ...string) []string {
+	t.Helper()
+	var rows []string
+	for k, key := range keys {
+		for i, text := range shownColumn(t, ctx, table, key) {
+			if k == 0 {
+				rows = append(rows, text)
+			} else {
+				rows[i] += " " + text
+			}
+		}
+	}
+	return rows
+}
+
 // shownTitles returns the titles of a column's cells, as shownColumn does their texts.
 func shownTitles(t *testing.T, ctx context.Context, table, key string) []string {
 	t.Helper()
@@ -467,12 +483,7 @@ func TestBrowserMergedLocks(t *testing.T) {
 		for _, g := range groups {
 			want = append(want, g.Caller+" "+FormatDuration(float64(g.TotalNS)))
 		}
-		callers, totals := shownColumn(t, ctx, "table-locks", "caller"), shownColumn(t, ctx, "table-locks", "total")
-		var got []string
-		for i := range callers {
-			got = append(got, callers[i]+" "+totals[i])
-		}
-		if !slices.Equal(got, want) {
+		if got := shownRows(t, ctx, "table-locks", "caller", "total"); !slices.Equal(got, want) {
 			t.Errorf("by caller: %q, want %q", got, want)
 		}
 		lockNames, lockTitles, comms := shownColumn(t, ctx, "table-locks", "lock"), shownTitles(t, ctx, "table-locks", "lock"), shownColumn(t, ctx, "table-locks", "comm")

@@ -92,6 +92,39 @@ func knownCapture(t testing.TB) (*capture.Capture, map[string][]uint64) {
 	return c, waits
 }
 
+// ownerComm is the thread name of a lock owner that tries to run script in the page, break out of
+// an attribute either way, and reverse the text after it.
+const ownerComm = `<img src=x onerror=alert(1)>"'` + "\u202e" + `gpj.exe`
+
+// ownedCapture is knownCapture with the owners its waits were charged to, sorted as a capture has
+// them: the mmap_lock's writer (ownerComm) for its writers and readers, two writers of the inode
+// (one of them with two stacks) for its waiters, the pipe's writer, and the runqueue spinlock's
+// unknown owner. The waits of the hostile lock types were charged to no owner.
+func ownedCapture(t testing.TB) *capture.Capture {
+	t.Helper()
+	c, _ := knownCapture(t)
+	mmap, inode, pipe := capture.Addr(0xffff888104d2a0c8), capture.Addr(0xffff8881237e5a10), capture.Addr(0xffff88810a6b3c40)
+	c.Owners = []capture.Owner{
+		{Type: "rwsem:W", Lock: mmap, Name: "mmap_lock", Comm: ownerComm, PID: 3099, TID: 3110, Count: 9, TotalNS: 31_040_000,
+			Stack:  []string{"__schedule+0x618", "io_schedule+0x46", "folio_wait_bit_common+0x13c", "filemap_fault+0x5d2", "0xffffffff81a2b3c4"},
+			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 7, TotalNS: 25_000_000}, {State: capture.OwnerSleeping, Count: 2, TotalNS: 6_040_000}}},
+		{Type: "rwsem:R", Lock: mmap, Name: "mmap_lock", Comm: ownerComm, PID: 3099, TID: 3110, Count: 7, TotalNS: 121_040, StackReason: capture.OwnerStackRan,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 7, TotalNS: 121_040}}},
+		{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-w", PID: 3150, TID: 3170, Count: 4, TotalNS: 70_000_000,
+			Stack:  []string{"__schedule+0x618", "__cond_resched+0x2c", "generic_perform_write+0x11d", "ext4_buffered_write_iter+0x5a", "vfs_write+0x26b"},
+			States: []capture.OwnerState{{State: capture.OwnerRunnable, Count: 3, TotalNS: 60_000_000}, {State: capture.OwnerOnCPU, Count: 1, TotalNS: 10_000_000}}},
+		{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-w", PID: 3150, TID: 3170, Count: 1, TotalNS: 6_000_000, StackReason: capture.OwnerStackRan,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 6_000_000}}},
+		{Type: "rwsem:W", Lock: inode, Comm: "ct-inode-0", PID: 3150, TID: 3164, Count: 1, TotalNS: 5_000_000, StackReason: capture.OwnerStackRan,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 5_000_000}}},
+		{Type: "mutex", Lock: pipe, Comm: "ct-pipe-1", PID: 3200, TID: 3203, Count: 7, TotalNS: 14_010, StackReason: capture.OwnerStackRan,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 7, TotalNS: 14_010}}},
+		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Name: "runqueues+0x1c0", Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
+	}
+	capture.SortOwners(c.Owners)
+	return c
+}
+
 // hostileDiff compares two captures whose every string tries to run script in the page.
 func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 	t.Helper()

@@ -122,7 +122,14 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		},
 	}
 	if len(c.Owners) > 0 {
-		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, tab))
+		links := newOwnerLinks(c.Owners, c.Records, tab)
+		threads, locks := &p.Tables.Views[0], &p.Tables.Views[2]
+		threads.insertAfter("tid", links.toOwners(len(order), func(i int) lockKey {
+			r := &c.Records[order[i]]
+			return lockKey{r.Type, r.Lock}
+		}))
+		locks.insertAfter("type", links.toOwners(len(byLock), func(i int) lockKey { return lockKey{byLock[i].Type, byLock[i].Lock} }))
+		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, tab, links))
 	}
 
 	embedded := *c

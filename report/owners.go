@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/klockstat/klockstat/capture"
@@ -8,8 +9,9 @@ import (
 
 // ownerView is the "Blocked by" table: the lock owners ranked by the wait charged to them (capture
 // order, capture.SortOwners), with the wait split by the owner's state when each wait began. Its
-// lock ids are those of the other views, so the filter box finds an owner's waiters by them.
-func ownerView(owners []capture.Owner, tab *strtab) view {
+// lock ids are those of the other views, so the filter box finds an owner's waiters by them, and its
+// column "Waiters" leads to their records (links).
+func ownerView(owners []capture.Owner, tab *strtab, links *ownerLinks) view {
 	n := len(owners)
 	names, types, locks, lockTitles := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	stacks, notes := make([]int32, n), make([]int32, n)
@@ -38,7 +40,7 @@ func ownerView(owners []capture.Owner, tab *strtab) view {
 	pid, tid := intColumn("pid", "PID", pids), intColumn("tid", "TID", tids)
 	pid.Search, tid.Search = true, true
 	cols := []column{textColumn("owner", "Owner", "", names), pid, tid, textColumn("type", "Type", "", types), lock,
-		sum(intColumn("count", "Waits", counts)), sum(nsColumn("total", "Wait charged", totals))}
+		links.toWaiters(owners), sum(intColumn("count", "Waits", counts)), sum(nsColumn("total", "Wait charged", totals))}
 	labels := map[string]string{
 		capture.OwnerOnCPU: "On CPU", capture.OwnerRunnable: "Runnable", capture.OwnerSleeping: "Sleeping",
 		capture.OwnerDiskSleep: "Uninterruptible (D)", capture.OwnerOther: "Other",
@@ -53,6 +55,105 @@ func ownerView(owners []capture.Owner, tab *strtab) view {
 	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began, " +
 		"and to the owner's kernel stack as it first left its CPU holding the lock",
 		Rows: n, SortKey: "total", Columns: cols}
+}
+
+// lockKey is what an owner and the records of its waiters share: the lock's type and address.
+type lockKey struct {
+	typ  string
+	lock capture.Addr
+}
+
+// ownerLinks link the rows of "Blocked by" and the rows of the waiters (the records, and the locks
+// they merge into), both ways, by lock: an owner's row leads to the records of the waits on its lock,
+// a record's to the owners of its lock. Each lock with owners is a key, numbered in the owners' order.
+type ownerLinks struct {
+	keys    map[lockKey]int32
+	threads []int // per key, the threads that waited on the lock, in the records
+	// per key, the owner's name when the lock had one owner thread (or one unknown owner), else -1
+	owner  []int32
+	owners []int    // per key, the distinct owners
+	lock   []string // per key, the lock named for a sentence: "rwsem:W mmap_lock (lock 1a2b…)"
+	tab    *strtab
+}
+
+func newOwnerLinks(owners []capture.Owner, records []capture.Record, tab *strtab) *ownerLinks {
+	l := &ownerLinks{keys: map[lockKey]int32{}, tab: tab}
+	named := map[lockKey]map[string]bool{}
+	for _, o := range owners {
+		k := lockKey{o.Type, o.Lock}
+		if _, ok := l.keys[k]; !ok {
+			l.keys[k] = int32(len(l.lock))
+			text, title := lockTexts(tab, o.Name, o.Lock)
+			name := o.Type + " " + tab.strings[title]
+			if o.Name != "" {
+				name = o.Type + " " + tab.strings[text] + " (" + tab.strings[title] + ")"
+			}
+			l.lock = append(l.lock, name)
+			l.threads, l.owner, l.owners = append(l.threads, 0), append(l.owner, tab.str(ownerText(o))), append(l.owners, 0)
+			named[k] = map[string]bool{}
+		}
+		named[k][ownerText(o)] = true
+	}
+	for k, names := range named {
+		if i := l.keys[k]; len(names) > 1 {
+			l.owner[i] = -1
+		}
+		l.owners[l.keys[k]] = len(names)
+	}
+	type thread struct {
+		key      int32
+		pid, tid uint32
+	}
+	seen := map[thread]bool{}
+	for _, r := range records {
+		k, ok := l.keys[lockKey{r.Type, r.Lock}]
+		if t := (thread{k, r.PID, r.TID}); ok && !seen[t] {
+			seen[t] = true
+			l.threads[k]++
+		}
+	}
+	return l
+}
+
+// toWaiters is the column of "Blocked by" that leads from each owner to the records of its lock.
+func (l *ownerLinks) toWaiters(owners []capture.Owner) column {
+	keys := make([]int32, len(owners))
+	for i, o := range owners {
+		keys[i] = l.keys[lockKey{o.Type, o.Lock}]
+		if l.threads[keys[i]] == 0 {
+			keys[i] = -1
+		}
+	}
+	link := &columnLink{Target: "threads", None: [2]int32{l.tab.str("none recorded"),
+		l.tab.str("no record of a wait on this lock: the waits were lost, or are still open at the end of the capture")}}
+	for k, n := range l.threads {
+		link.Labels = append(link.Labels, l.tab.str(fmt.Sprintf("%d %s", n, plural(n, "thread", "threads"))))
+		link.Titles = append(link.Titles, l.tab.str("The waits on "+l.lock[k]))
+	}
+	return column{Key: "waiters", Label: "Waiters", Kind: kindLink, Link: link, text: keys}
+}
+
+// toOwners is a column of the waiters' rows that leads from each to the owners of its lock: n rows,
+// row i's lock being key(i).
+func (l *ownerLinks) toOwners(n int, key func(i int) lockKey) column {
+	keys := make([]int32, n)
+	for i := range keys {
+		k, ok := l.keys[key(i)]
+		if !ok {
+			k = -1
+		}
+		keys[i] = k
+	}
+	link := &columnLink{Target: "owners", None: [2]int32{l.tab.str("none recorded"),
+		l.tab.str("no owner was charged with a wait on this lock: its waits were still open at the end of the capture, or their owners were lost")}}
+	for k, name := range l.owner {
+		if name < 0 {
+			name = l.tab.str(fmt.Sprintf("%d owners", l.owners[k]))
+		}
+		link.Labels = append(link.Labels, name)
+		link.Titles = append(link.Titles, l.tab.str("The owners of "+l.lock[k]))
+	}
+	return column{Key: "blocked_by", Label: "Blocked by", Kind: kindLink, Link: link, text: keys}
 }
 
 // hashedOwners is owners with their locks and frames hashed as tab hashes the rest of the page.

@@ -37,6 +37,7 @@ type testColumn struct {
 	Sum    bool              `json:"sum"`
 	Values []json.RawMessage `json:"values"`
 	Titles []int32           `json:"titles"`
+	Link   *columnLink       `json:"link"`
 }
 
 // dataOf decodes the page data of page.
@@ -131,8 +132,32 @@ func (d *testData) cell(t testing.TB, v *testView, key string, row int) string {
 			return "various"
 		}
 		return d.text(i)
+	case kindLink:
+		return d.text(int(d.linkTexts(t, v, key, row)[0]))
 	}
 	return raw
+}
+
+// linkTexts are the label and the title of a link cell: its key's, or the link's None.
+func (d *testData) linkTexts(t testing.TB, v *testView, key string, row int) [2]int32 {
+	t.Helper()
+	c := d.column(t, v, key)
+	k := d.linkKey(t, v, key, row)
+	if k < 0 {
+		return c.Link.None
+	}
+	return [2]int32{c.Link.Labels[k], c.Link.Titles[k]}
+}
+
+// linkKey is the key of a link cell, -1 for none.
+func (d *testData) linkKey(t testing.TB, v *testView, key string, row int) int {
+	t.Helper()
+	c := d.column(t, v, key)
+	k, err := strconv.Atoi(string(c.Values[row]))
+	if err != nil || k >= len(c.Link.Labels) {
+		t.Fatalf("view %s column %s row %d: link key %s of %d", v.ID, key, row, c.Values[row], len(c.Link.Labels))
+	}
+	return k
 }
 
 // title is the tooltip of a text cell, "" where it has none.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/klockstat/klockstat/capture"
@@ -26,6 +27,7 @@ const (
 	kindNum    = "num"    // a number shown with Decimals decimals (per-second rates)
 	kindDelta  = "delta"  // a signed change of a value of Unit ("ns" or "num"), coloured by sign
 	kindRatio  = "ratio"  // after / before; -1 means from nothing ("new"), 0 to nothing ("gone")
+	kindLink   = "link"   // a link key (columnLink); -1 shows the link's None text
 )
 
 // A number column's missing value (a side a diff row is not in) is NaN, written as null: "–".
@@ -45,11 +47,30 @@ type column struct {
 	// Ref names the column of the embedded capture's records holding the values, which are not
 	// repeated here: the view "By thread" is the records.
 	Ref string `json:"ref,omitempty"`
+	// Link makes each value a control that shows the rows of another view with the same value.
+	Link *columnLink `json:"link,omitempty"`
 
 	text   []int32 // text, status and stack kinds
 	titles []int32 // a tooltip per row of a text column (string index, -1 for none), or nil
 	ints   []uint64
 	floats []float64
+}
+
+// columnLink is what a link column's values lead to: the rows of view Target whose own link column
+// holds the same key. Its texts are string indexes, per key: Labels the control's, Titles the
+// sentence naming the rows it shows, which the target view shows above them; None the text and title
+// of a row without a key.
+type columnLink struct {
+	Target string   `json:"target"`
+	Labels []int32  `json:"labels"`
+	Titles []int32  `json:"titles"`
+	None   [2]int32 `json:"none"`
+}
+
+// insertAfter inserts c into v after the column of the given key.
+func (v *view) insertAfter(key string, c column) {
+	i := slices.IndexFunc(v.Columns, func(c column) bool { return c.Key == key })
+	v.Columns = slices.Insert(v.Columns, i+1, c)
 }
 
 // view is one table: its rows, in the order Go sorted them, and how that order is labelled.

@@ -172,6 +172,23 @@
       return td;
     }
 
+    // linkCell renders key of a link column: a button that shows the rows of the link's target view
+    // with the same key (view.follow), or the link's text for rows without one.
+    function linkCell(view, link, key) {
+      if (key < 0) {
+        const td = el("td", "muted", text(link.none[0]));
+        td.setAttribute("title", text(link.none[1]));
+        return td;
+      }
+      const td = el("td");
+      const button = el("button", "link", text(link.labels[key]));
+      button.type = "button";
+      button.setAttribute("title", text(link.titles[key]));
+      button.addEventListener("click", () => view.follow(link.target, key, text(link.titles[key])));
+      td.appendChild(button);
+      return td;
+    }
+
     // cell renders value v of column c in row r of view view.
     function cell(view, c, r) {
       const v = c.values[r];
@@ -194,6 +211,8 @@
           return el("td", "status-" + text(v), text(v));
         case "stack":
           return stackCell(v);
+        case "link":
+          return linkCell(view, c.link, v);
         case "int":
           td = el("td", "num", lowerBound + String(v));
           break;
@@ -273,6 +292,11 @@
               break;
             case "stack":
               if (v >= 0 && stacks[v]) {
+                return true;
+              }
+              break;
+            case "link":
+              if (v >= 0 && strings[c.link.labels[v]]) {
                 return true;
               }
               break;
@@ -359,16 +383,41 @@
       p.next.disabled = view.page >= pages - 1;
     }
 
+    // filter shows the rows that match q and, when the view is pinned to a link's key (a link of
+    // another view was followed), have that key.
     function filter(view, q) {
       view.query = q;
-      if (q === "") {
-        view.shown = view.order;
-      } else {
-        const match = matcher(view, q);
-        view.shown = view.order.filter(match);
+      let rows = view.order;
+      if (view.pin) {
+        const keys = view.columns.find((c) => c.kind === "link").values;
+        rows = rows.filter((r) => keys[r] === view.pin.key);
       }
+      if (q !== "") {
+        rows = rows.filter(matcher(view, q));
+      }
+      view.shown = rows;
       view.page = 0;
       render(view);
+    }
+
+    // showPin says above the table which link's rows it is pinned to, with a button that unpins it.
+    function showPin(view) {
+      const box = view.pinBox;
+      if (!view.pin) {
+        box.hidden = true;
+        box.replaceChildren();
+        return;
+      }
+      const all = el("button", "", "Show all rows");
+      all.type = "button";
+      all.addEventListener("click", () => {
+        view.pin = null;
+        filter(view, view.query);
+        showPin(view);
+        view.search.focus();
+      });
+      box.replaceChildren(el("span", "", view.pin.text), all);
+      box.hidden = false;
     }
 
     function sortBy(view, key) {
@@ -436,8 +485,8 @@
       for (const th of table.querySelectorAll("th[data-col]")) {
         const key = th.dataset.col;
         const c = view.columns.find((col) => col.key === key);
-        if (c.kind === "stack") {
-          continue; // the filter finds frames
+        if (c.kind === "stack" || c.kind === "link") {
+          continue; // the filter finds frames and links' texts
         }
         th.tabIndex = 0;
         th.classList.add("sortable");
@@ -451,7 +500,10 @@
         });
       }
       view.pager = pager(view, section.querySelector(".pager"));
-      filter(view, section.querySelector("input[type=search]").value.trim().toLowerCase());
+      view.pinBox = section.querySelector(".pin");
+      view.search = section.querySelector("input[type=search]");
+      showPin(view);
+      filter(view, view.search.value.trim().toLowerCase());
     }
 
     return { show, filter };
@@ -477,6 +529,7 @@
         if (!views[id]) {
           views[id] = makeView(data, byID.get(id));
           views[id].size = size;
+          views[id].follow = (target, key, text) => follow(target, key, text);
         }
         return views[id];
       };
@@ -488,6 +541,15 @@
           tab.setAttribute("aria-selected", String(tab.dataset.view === id));
         }
         table.show(view(id), section);
+      };
+      // Following a link shows the target view's rows of the link's key, and only them: the filter
+      // typed for the view left behind would hide them.
+      const follow = (target, key, text) => {
+        const v = view(target);
+        v.pin = { key, text };
+        section.querySelector("input[type=search]").value = "";
+        select(target);
+        section.querySelector(".pin button").focus();
       };
       for (const tab of tabs) {
         tab.addEventListener("click", () => select(tab.dataset.view));

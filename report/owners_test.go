@@ -1,0 +1,114 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// TestHTMLOwnerLinks links the rows of "Blocked by" and the waiters' rows both ways: an owner's row
+// and a record's or a lock's share a key exactly when they name the same lock type and address, each
+// key's control says how many threads waited or who owned the lock, and a waiter's row whose lock no
+// owner was charged for has no key and says why.
+func TestHTMLOwnerLinks(t *testing.T) {
+	c := ownedCapture(t)
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
+	owners, threads, locks := d.view(t, "owners"), d.view(t, "threads"), d.view(t, "locks")
+	if owners.Rows != len(c.Owners) {
+		t.Fatalf("%d owner rows, want %d", owners.Rows, len(c.Owners))
+	}
+
+	keyOf := map[lockKey]int{} // the key of each lock, as the owners' rows have it
+	for i, o := range c.Owners {
+		k := d.linkKey(t, owners, "waiters", i)
+		lock := lockKey{o.Type, o.Lock}
+		if prev, ok := keyOf[lock]; ok && prev != k {
+			t.Errorf("owner rows of %s %v have keys %d and %d", o.Type, o.Lock, prev, k)
+		}
+		keyOf[lock] = k
+		waiters := map[uint32]bool{}
+		for _, r := range c.Records {
+			if r.Type == o.Type && r.Lock == o.Lock {
+				waiters[r.TID] = true
+			}
+		}
+		want := fmt.Sprintf("%d %s", len(waiters), plural(len(waiters), "thread", "threads"))
+		if got := d.cell(t, owners, "waiters", i); got != want {
+			t.Errorf("owner row %d (%s): waiters %q, want %q", i, ownerText(o), got, want)
+		}
+		title := d.text(int(d.linkTexts(t, owners, "waiters", i)[1]))
+		if !strings.HasPrefix(title, "The waits on "+o.Type+" ") || strings.Contains(title, fmt.Sprintf("%x", uint64(o.Lock))) {
+			t.Errorf("owner row %d's link is titled %q: want the waits on its lock, by hashed id", i, title)
+		}
+	}
+	if len(keyOf) != 5 {
+		t.Errorf("%d keys for the owners' 5 locks: %v", len(keyOf), keyOf)
+	}
+
+	// The owners each waiter's row leads to, by the names the capture gives them.
+	ownersOf := func(lock lockKey) string {
+		names := map[string]bool{}
+		for _, o := range c.Owners {
+			if (lockKey{o.Type, o.Lock}) == lock {
+				names[visible(ownerText(o))] = true
+			}
+		}
+		switch len(names) {
+		case 0:
+			return "none recorded"
+		case 1:
+			for name := range names {
+				return name
+			}
+		}
+		return fmt.Sprintf("%d owners", len(names))
+	}
+	check := func(v *testView, row int, lock lockKey) {
+		t.Helper()
+		want, ok := keyOf[lock]
+		if !ok {
+			want = -1
+		}
+		if got := d.linkKey(t, v, "blocked_by", row); got != want {
+			t.Errorf("%s row %d (%s %v): key %d, want %d, the owners'", v.ID, row, lock.typ, lock.lock, got, want)
+		}
+		if got, name := d.cell(t, v, "blocked_by", row), ownersOf(lock); got != name {
+			t.Errorf("%s row %d (%s %v): blocked by %q, want %q", v.ID, row, lock.typ, lock.lock, got, name)
+		}
+	}
+	unowned := 0
+	for i, r := range sortedRecords(c) {
+		check(threads, i, lockKey{r.Type, r.Lock})
+		if _, ok := keyOf[lockKey{r.Type, r.Lock}]; !ok {
+			unowned++
+			if title := d.text(int(d.linkTexts(t, threads, "blocked_by", i)[1])); !strings.Contains(title, "still open") {
+				t.Errorf("a record without owners says %q", title)
+			}
+		}
+	}
+	if unowned != 2 {
+		t.Errorf("%d records without owners, want those of the 2 hostile lock types", unowned)
+	}
+	for i, g := range capture.GroupBy(c.Records, capture.ByLock) {
+		check(locks, i, lockKey{g.Type, g.Lock})
+	}
+	for _, v := range []*testView{d.view(t, "callers"), d.view(t, "cgroups")} {
+		if keys := strings.Join(v.keys(), " "); strings.Contains(keys, "blocked_by") {
+			t.Errorf("view %s, which merges locks, links to owners: %s", v.ID, keys)
+		}
+	}
+}
+
+// TestHTMLNoOwnerLinks leaves the views of a capture without owners as they were: no "Blocked by",
+// no column leading to it.
+func TestHTMLNoOwnerLinks(t *testing.T) {
+	c, _ := knownCapture(t)
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
+	for _, v := range d.Views {
+		if v.ID == "owners" || strings.Contains(strings.Join(v.keys(), " "), "blocked_by") {
+			t.Errorf("a capture without owners has view %s with columns %q", v.ID, v.keys())
+		}
+	}
+}
