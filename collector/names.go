@@ -97,6 +97,20 @@ func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
 	return warnings, nil
 }
 
+// nameOwners names the owners' locks as the records name them, once nameLocks has named what the
+// programs could not: an owner and its waiters' records then show a lock by the same name.
+func nameOwners(owners []capture.Owner, records []capture.Record) {
+	names := map[capture.Addr]string{}
+	for _, r := range records {
+		if r.Name != "" {
+			names[r.Lock] = r.Name
+		}
+	}
+	for i := range owners {
+		owners[i].Name = names[owners[i].Lock]
+	}
+}
+
 // name is how a label reads in the capture: rq_lock, a slab cache with
 // perf's "&" (a field of an object of that cache), or the lock of a
 // process named by its command.

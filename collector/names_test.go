@@ -93,6 +93,30 @@ func TestLockNames(t *testing.T) {
 	})
 }
 
+// TestNameOwners names each owner's lock as the records of any type name it, and leaves the locks
+// no record names unnamed.
+func TestNameOwners(t *testing.T) {
+	inode, rq, other := capture.Addr(0xffff8881237e5a10), capture.Addr(0xffff88813bd2f1c0), capture.Addr(0xffff88810a6b3c40)
+	records := []capture.Record{
+		{Type: "rwsem:W", Lock: inode, Name: "&ext4_inode_cache"},
+		{Type: "spinlock", Lock: rq, Name: ""},
+	}
+	owners := []capture.Owner{
+		{Type: "rwsem:W", Lock: inode, Comm: "hog"},
+		{Type: "rwsem:R", Lock: inode, Reason: capture.OwnerNone},
+		{Type: "spinlock", Lock: rq, Name: "stale", Reason: capture.OwnerNoField},
+		{Type: "mutex", Lock: other, Comm: "pipe"},
+	}
+	nameOwners(owners, records)
+	var got []string
+	for _, o := range owners {
+		got = append(got, o.Name)
+	}
+	if want := []string{"&ext4_inode_cache", "&ext4_inode_cache", "", ""}; !slices.Equal(got, want) {
+		t.Errorf("owners' locks named %q, want %q", got, want)
+	}
+}
+
 // checkNamed requires records that match to exist, and every one of them
 // to have a name that fits.
 func checkNamed(t *testing.T, cp *capture.Capture, what string, match func(capture.Record) bool, fits func(string) bool) {

@@ -185,6 +185,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	} else {
 		m.Warnings = append(m.Warnings, warnings...)
 	}
+	nameOwners(cp.Owners, cp.Records)
 	m.Warnings = append(m.Warnings, c.cgroups.name(cp.Records)...)
 	if n := counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)", n))
@@ -512,13 +513,8 @@ var ownerStackReasons = map[lockstatOwnerStackReason]string{
 
 // readOwners reads the owners map into owners, and charges the waits of
 // spinning locks, which record no owner, to that reason from the records.
+// Their locks are named later, by nameOwners.
 func (b *builder) readOwners(m *ebpf.Map) ([]capture.Owner, error) {
-	names := map[capture.Addr]string{}
-	for _, r := range b.records {
-		if r.Name != "" {
-			names[r.Lock] = r.Name
-		}
-	}
 	var (
 		k      lockstatOwnerKey
 		v      lockstatOwnerStats
@@ -534,7 +530,7 @@ func (b *builder) readOwners(m *ebpf.Map) ([]capture.Owner, error) {
 			return nil, err
 		}
 		o := capture.Owner{
-			Type: b.spec.Types[k.Type].Name, Lock: capture.Addr(k.Lock), Name: names[capture.Addr(k.Lock)],
+			Type: b.spec.Types[k.Type].Name, Lock: capture.Addr(k.Lock),
 			Count: v.Count, TotalNS: v.TotalNs, Stack: stack, StackReason: ownerStackReasons[lockstatOwnerStackReason(k.StackReason)],
 		}
 		if lockstatOwnerReason(k.Reason) == lockstatOwnerReasonOWNER_KNOWN {
@@ -564,7 +560,7 @@ func (b *builder) readOwners(m *ebpf.Map) ([]capture.Owner, error) {
 		key := r.Type + "\x00" + r.Lock.String()
 		o, ok := spinning[key]
 		if !ok {
-			o = capture.Owner{Type: r.Type, Lock: r.Lock, Name: r.Name, Reason: capture.OwnerNoField, Stack: []string{}}
+			o = capture.Owner{Type: r.Type, Lock: r.Lock, Reason: capture.OwnerNoField, Stack: []string{}}
 		}
 		o.Count += r.Count
 		o.TotalNS += r.TotalNS
