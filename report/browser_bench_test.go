@@ -109,9 +109,32 @@ func chromiumMarks(b *testing.B, dir, url string) pageMarks {
 	return parseMarks(b, text)
 }
 
-// firefoxMarks opens url in a new headless Firefox, offline (its proxy is a closed port), through
-// WebDriver BiDi (no geckodriver needed), and returns the page's marks.
+// firefoxMarks opens url in a new headless Firefox, offline, and returns the page's marks.
 func firefoxMarks(b *testing.B, dir, url string) pageMarks {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	firefox := openFirefox(b, ctx, dir, url)
+	for ctx.Err() == nil {
+		if marks, ok := firefox.evaluate(readMarks); ok {
+			return parseMarks(b, marks)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Fatalf("Firefox did not show the tables of %s: %v", url, ctx.Err())
+	return pageMarks{}
+}
+
+// firefoxPage is a page open in a headless Firefox, driven through WebDriver BiDi.
+type firefoxPage struct {
+	*bidiSession
+	context string // the browsing context showing the page
+}
+
+// openFirefox starts a headless Firefox that keeps its profile in dir and is offline (its proxy is a
+// closed port), through WebDriver BiDi (no geckodriver needed), and navigates it to url without
+// waiting for the page to load. Firefox is killed when ctx ends or the test does.
+func openFirefox(tb testing.TB, ctx context.Context, dir, url string) *firefoxPage {
+	tb.Helper()
 	prefs := `user_pref("network.proxy.type", 1);
 user_pref("network.proxy.http", "127.0.0.1");
 user_pref("network.proxy.http_port", 9);
@@ -124,24 +147,22 @@ user_pref("toolkit.telemetry.enabled", false);
 user_pref("app.update.enabled", false);
 `
 	if err := os.WriteFile(filepath.Join(dir, "user.js"), []byte(prefs), 0o644); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	const origin = "http://localhost"
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, firefoxPath, "--headless", "--no-remote", "--profile", dir,
 		"--remote-debugging-port", "0", "--remote-allow-origins", origin, "--window-size", "1400,1000")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		b.Fatalf("starting %s: %v", firefoxPath, err)
+		tb.Fatalf("starting %s: %v", firefoxPath, err)
 	}
-	defer func() {
+	tb.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-	}()
+	})
 	// Firefox says on stderr where WebDriver BiDi listens; the rest of its stderr is drained.
 	listening := regexp.MustCompile(`WebDriver BiDi listening on (ws://\S+)`)
 	endpoint := make(chan string, 1)
@@ -156,14 +177,14 @@ user_pref("app.update.enabled", false);
 	}()
 	ws, ok := <-endpoint
 	if !ok {
-		b.Fatalf("%s did not say where WebDriver BiDi listens", firefoxPath)
+		tb.Fatalf("%s did not say where WebDriver BiDi listens", firefoxPath)
 	}
 	conn, err := websocket.Dial(ws+"/session", "", origin)
 	if err != nil {
-		b.Fatalf("connecting to %s: %v", ws, err)
+		tb.Fatalf("connecting to %s: %v", ws, err)
 	}
-	defer conn.Close()
-	bidi := &bidiSession{b: b, conn: conn}
+	tb.Cleanup(func() { conn.Close() })
+	bidi := &bidiSession{tb: tb, conn: conn}
 	bidi.call("session.new", map[string]any{"capabilities": map[string]any{}})
 	var tree struct {
 		Contexts []struct {
@@ -172,46 +193,47 @@ user_pref("app.update.enabled", false);
 	}
 	bidi.result(bidi.call("browsingContext.getTree", map[string]any{}), &tree)
 	if len(tree.Contexts) == 0 {
-		b.Fatal("Firefox has no browsing context")
+		tb.Fatal("Firefox has no browsing context")
 	}
-	browsingContext := tree.Contexts[0].Context
-	bidi.call("browsingContext.navigate", map[string]any{"context": browsingContext, "url": url, "wait": "none"})
-	for ctx.Err() == nil {
-		var evaluated struct {
-			Type   string `json:"type"`
-			Result struct {
-				Type  string `json:"type"`
-				Value string `json:"value"`
-			} `json:"result"`
-		}
-		bidi.result(bidi.call("script.evaluate", map[string]any{
-			"expression": readMarks, "target": map[string]any{"context": browsingContext}, "awaitPromise": false,
-		}), &evaluated)
-		if evaluated.Type != "success" {
-			b.Fatalf("evaluating in Firefox: %+v", evaluated)
-		}
-		if evaluated.Result.Type == "string" {
-			return parseMarks(b, evaluated.Result.Value)
-		}
-		time.Sleep(10 * time.Millisecond)
+	page := &firefoxPage{bidiSession: bidi, context: tree.Contexts[0].Context}
+	bidi.call("browsingContext.navigate", map[string]any{"context": page.context, "url": url, "wait": "none"})
+	return page
+}
+
+// evaluate runs expression in the page and returns its value when it is a string; ok is false when
+// it is anything else (null: not yet).
+func (p *firefoxPage) evaluate(expression string) (value string, ok bool) {
+	p.tb.Helper()
+	var evaluated struct {
+		Type   string `json:"type"`
+		Result struct {
+			Type  string `json:"type"`
+			Value string `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
 	}
-	b.Fatalf("Firefox did not show the tables of %s: %v", url, ctx.Err())
-	return pageMarks{}
+	p.result(p.call("script.evaluate", map[string]any{
+		"expression": expression, "target": map[string]any{"context": p.context}, "awaitPromise": false,
+	}), &evaluated)
+	if evaluated.Type != "success" {
+		p.tb.Fatalf("evaluating in Firefox: %s: %s", evaluated.Type, evaluated.ExceptionDetails)
+	}
+	return evaluated.Result.Value, evaluated.Result.Type == "string"
 }
 
 // bidiSession sends WebDriver BiDi commands one at a time and returns their results.
 type bidiSession struct {
-	b    *testing.B
+	tb   testing.TB
 	conn *websocket.Conn
 	id   int
 }
 
 // call sends a command and returns its result, skipping the events that come before it.
 func (s *bidiSession) call(method string, params any) json.RawMessage {
-	s.b.Helper()
+	s.tb.Helper()
 	s.id++
 	if err := websocket.JSON.Send(s.conn, map[string]any{"id": s.id, "method": method, "params": params}); err != nil {
-		s.b.Fatalf("WebDriver BiDi %s: %v", method, err)
+		s.tb.Fatalf("WebDriver BiDi %s: %v", method, err)
 	}
 	for {
 		var reply struct {
@@ -222,10 +244,10 @@ func (s *bidiSession) call(method string, params any) json.RawMessage {
 			Message string          `json:"message"`
 		}
 		if err := websocket.JSON.Receive(s.conn, &reply); err != nil {
-			s.b.Fatalf("WebDriver BiDi %s: %v", method, err)
+			s.tb.Fatalf("WebDriver BiDi %s: %v", method, err)
 		}
 		if reply.Type == "error" {
-			s.b.Fatalf("WebDriver BiDi %s: %s: %s", method, reply.Error, reply.Message)
+			s.tb.Fatalf("WebDriver BiDi %s: %s: %s", method, reply.Error, reply.Message)
 		}
 		if reply.ID == s.id {
 			return reply.Result
@@ -234,9 +256,9 @@ func (s *bidiSession) call(method string, params any) json.RawMessage {
 }
 
 func (s *bidiSession) result(raw json.RawMessage, v any) {
-	s.b.Helper()
+	s.tb.Helper()
 	if err := json.Unmarshal(raw, v); err != nil {
-		s.b.Fatalf("WebDriver BiDi result %s: %v", raw, err)
+		s.tb.Fatalf("WebDriver BiDi result %s: %v", raw, err)
 	}
 }
 

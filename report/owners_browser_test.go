@@ -2,9 +2,14 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -32,6 +37,20 @@ func pinText(t *testing.T, ctx context.Context, section string) string {
 func selectedView(t *testing.T, ctx context.Context, section string) string {
 	t.Helper()
 	return eval[string](t, ctx, fmt.Sprintf(`document.querySelector('#%s .tab[aria-selected="true"]').dataset.view`, section))
+}
+
+// mmapWriters are the threads that waited to write the mmap_lock, as "By thread" shows them, and the
+// stack of the first.
+func mmapWriters(c *capture.Capture) (tids []string, stack []string) {
+	for _, r := range sortedRecords(c) {
+		if r.Type == "rwsem:W" && r.Name == "mmap_lock" {
+			tids = append(tids, fmt.Sprint(r.TID))
+			if stack == nil {
+				stack = r.Stack
+			}
+		}
+	}
+	return tids, stack
 }
 
 // TestBrowserBlockedBy opens the report of a capture with owners from file:// and reads "Blocked by"
@@ -106,16 +125,7 @@ func TestBrowserBlockedBy(t *testing.T) {
 		// Keyboard only: the link is a button that Tab reaches and Enter presses.
 		do(t, ctx, "following the owner's link", chromedp.Focus(chromedp.CSS(fmt.Sprintf(`#table-locks tbody tr:nth-child(%d) button.link`, row))),
 			chromedp.KeyEvent(kb.Enter))
-		var want []string
-		var stack []string
-		for _, r := range sortedRecords(c) {
-			if r.Type == "rwsem:W" && r.Name == "mmap_lock" {
-				want = append(want, fmt.Sprint(r.TID))
-				if stack == nil {
-					stack = r.Stack
-				}
-			}
-		}
+		want, stack := mmapWriters(c)
 		waitRows(t, ctx, "table-locks", len(want))
 		if v := selectedView(t, ctx, "locks"); v != "threads" {
 			t.Errorf("the owner's link shows view %q, want threads", v)
@@ -196,4 +206,101 @@ func TestBrowserBlockedBy(t *testing.T) {
 		}
 		checkNoMarkup(t, ctx)
 	})
+}
+
+// followOwnerLinks is the script that TestFirefoxBlockedBy runs once the page has drawn its tables (null
+// before): it follows the link of the owner named %q to its waiters, then the link of waiter 3106 back
+// to its owners, and returns what each showed, as JSON.
+const followOwnerLinks = `(() => {
+	if (!document.documentElement.classList.contains("js")) {
+		return null;
+	}
+	const table = document.getElementById("table-locks");
+	const rows = () => [...table.tBodies[0].rows].filter((r) => !r.classList.contains("empty-row"));
+	const column = (key) => rows().map((r) => r.cells[table.dataset.cols.split(" ").indexOf(key)].textContent);
+	const view = () => document.querySelector('#locks .tab[aria-selected="true"]').dataset.view;
+	const pin = () => document.querySelector("#locks .pin span").textContent;
+	const out = {};
+	document.querySelector('#locks .tab[data-view="owners"]').click();
+	out.owners = column("owner");
+	rows()[out.owners.indexOf(%q)].querySelector("button.link").click();
+	out.waitersView = view();
+	out.waiters = column("tid");
+	out.waitersPin = pin();
+	rows()[out.waiters.indexOf("3106")].querySelector("button.link").click();
+	out.ownersView = view();
+	out.ownersOfLock = column("owner").map((o, i) => o + " " + column("type")[i]);
+	out.ownersPin = pin();
+	out.markup = document.querySelectorAll("body svg, body img, body iframe").length;
+	return JSON.stringify(out);
+})()`
+
+// TestFirefoxBlockedBy follows the links of "Blocked by" both ways in Firefox ESR, offline from
+// file://, as TestBrowserBlockedBy does in Chromium: the page's script must work in both.
+func TestFirefoxBlockedBy(t *testing.T) {
+	if _, err := os.Stat(firefoxPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: CI must install the Debian package firefox-esr", firefoxPath)
+		}
+		t.Skipf("%s is missing (apt-get install firefox-esr), skipping the browser test", firefoxPath)
+	}
+	c := ownedCapture(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, c, HTMLOptions{Top: 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	profile := filepath.Join(dir, "profile")
+	if err := os.Mkdir(profile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	firefox := openFirefox(t, ctx, profile, "file://"+path)
+	hostile := visible(ownerComm) + " 3099/3110"
+	var shown struct {
+		Owners, Waiters, OwnersOfLock []string
+		WaitersView, WaitersPin       string
+		OwnersView, OwnersPin         string
+		Markup                        int
+	}
+	for {
+		out, ok := firefox.evaluate(fmt.Sprintf(followOwnerLinks, hostile))
+		if ok {
+			if err := json.Unmarshal([]byte(out), &shown); err != nil {
+				t.Fatalf("what Firefox showed, %s: %v", out, err)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("Firefox did not draw the tables: %v", ctx.Err())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var owners []string
+	for _, o := range c.Owners {
+		owners = append(owners, visible(ownerText(o)))
+	}
+	if !slices.Equal(shown.Owners, owners) {
+		t.Errorf("Firefox shows the owners %q, want %q", shown.Owners, owners)
+	}
+	if tids, _ := mmapWriters(c); shown.WaitersView != "threads" || !slices.Equal(shown.Waiters, tids) {
+		t.Errorf("the owner's link shows %s %q, want threads %q", shown.WaitersView, shown.Waiters, tids)
+	}
+	if shown.OwnersView != "owners" || !slices.Equal(shown.OwnersOfLock, []string{hostile + " rwsem:W"}) {
+		t.Errorf("the waiter's link shows %s %q, want the owner %q", shown.OwnersView, shown.OwnersOfLock, hostile)
+	}
+	if !strings.HasPrefix(shown.WaitersPin, "The waits on rwsem:W mmap_lock (lock ") || !strings.HasPrefix(shown.OwnersPin, "The owners of rwsem:W mmap_lock (lock ") {
+		t.Errorf("the views followed to are introduced as %q and %q", shown.WaitersPin, shown.OwnersPin)
+	}
+	if shown.Markup > 0 {
+		t.Errorf("hostile strings became %d elements", shown.Markup)
+	}
 }
