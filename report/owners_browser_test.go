@@ -100,6 +100,9 @@ func TestBrowserBlockedBy(t *testing.T) {
 			}
 		}
 		checkFirstStack(t, ctx, "table-locks", c.Owners[0].Stack)
+		if cls := eval[string](t, ctx, `document.querySelector('#table-locks th[data-col="waiters"]').className`); strings.Contains(cls, "num") {
+			t.Errorf("the heading of the waiters' links is aligned as numbers are: class %q", cls)
+		}
 
 		// The hostile name is one text node, shown with its bidi control made visible.
 		row := rowWhere(t, ctx, "table-locks", "owner", hostile)

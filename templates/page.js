@@ -147,6 +147,8 @@
     const text = (i) => (i in data.shown ? data.shown[i] : data.strings[i]);
 
     const muted = (cls) => el("td", cls + " muted", "–");
+    // Columns of words, aligned left and sorted A to Z first; the others hold numbers.
+    const textual = (c) => c.kind === "text" || c.kind === "status" || c.kind === "stack" || c.kind === "link";
     const change = (v) => (v > 0 ? "num worse" : v < 0 ? "num better" : "num");
 
     function stackCell(i) {
@@ -317,7 +319,7 @@
       const bottom = el("tr");
       for (let i = 0; i < view.columns.length; i++) {
         const c = view.columns[i];
-        const th = el("th", c.kind === "text" || c.kind === "status" || c.kind === "stack" ? "" : "num", c.label);
+        const th = el("th", textual(c) ? "" : "num", c.label);
         th.dataset.col = c.key;
         th.scope = "col";
         if (!grouped || !c.group) {
@@ -422,7 +424,7 @@
 
     function sortBy(view, key) {
       const c = view.columns.find((col) => col.key === key);
-      const num = !(c.kind === "text" || c.kind === "status" || c.kind === "stack");
+      const num = !textual(c);
       view.sortDesc = view.sortKey === key ? !view.sortDesc : num;
       view.sortKey = key;
       const dir = view.sortDesc ? -1 : 1;
