@@ -13,8 +13,8 @@ import (
 // change with every boot and run, so a row is what survives a reboot: the lock type, the function of
 // the caller (without its offset, which moves with every kernel build), the lock's name when it is a
 // named kernel symbol, and with DiffOptions.ByThread the thread name; Diff.Cgroups matches the waiters'
-// cgroups by path. Each of these is matched
-// exactly; see rowKey for the cases that never match.
+// cgroups by path, and Diff.Owners the lock owners by lock, thread name and stack (see OwnerDiff).
+// Each of these is matched exactly; see rowKey for the cases that never match.
 
 // DiffOptions tune Compare.
 type DiffOptions struct {
@@ -94,6 +94,7 @@ type Diff struct {
 	Locks     []DiffRow   // by lock type and lock name, all callers merged (Caller empty); in the same order
 	Cgroups   []DiffRow   // by lock type and cgroup path, all locks and callers merged; in the same order
 	Types     []TypeDiff  // by absolute change in total wait, largest first
+	Owners    []OwnerDiff // the lock owners waits were charged to (see OwnerDiff), by absolute change in wait charged; empty unless OwnersCompared
 	Captures  [2]*Capture // before and after, as compared: BeforeSide and AfterSide index them
 
 	totals   [2]Totals // of each, unscaled
@@ -124,6 +125,7 @@ func Compare(b, a *Capture, o DiffOptions) *Diff {
 	d.Locks = d.compareBy(FieldType | FieldName)
 	d.Cgroups = d.compareBy(FieldType | FieldCgroup)
 	d.Types = d.compareTypes()
+	d.Owners = d.compareOwners()
 	return d
 }
 

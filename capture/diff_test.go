@@ -415,3 +415,181 @@ func TestCompareCgroups(t *testing.T) {
 		t.Errorf("with ByCgroup, %d rows, want one per cgroup and side as by cgroup: %d", len(d.Rows), len(want))
 	}
 }
+
+// ownerID names an owner of a diff for comparisons in tests.
+func ownerID(o capture.OwnerDiff) string {
+	return fmt.Sprintf("%s %s|%s|%s|%s|%s|%s", o.Status, o.Type, o.Name, o.Comm, o.Reason, strings.Join(o.Stack, "<"), o.StackReason)
+}
+
+// owned is a known owner of the given thread and stack, charged total ns in count waits, split by
+// states as state, total ns pairs.
+func owned(typ, name, comm string, tid uint32, lock capture.Addr, stack []string, count, total uint64, states ...any) capture.Owner {
+	o := capture.Owner{Type: typ, Lock: lock, Name: name, Comm: comm, PID: tid, TID: tid, Stack: stack, Count: count, TotalNS: total}
+	if len(stack) == 0 {
+		o.StackReason = capture.OwnerStackRan
+	}
+	for i := 0; i < len(states); i += 2 {
+		o.States = append(o.States, capture.OwnerState{State: states[i].(string), Count: 1, TotalNS: states[i+1].(uint64)})
+	}
+	return o
+}
+
+// TestCompareOwners matches owners by lock type, lock name, thread name and stack functions, or
+// by the reason an owner is unknown, after merging the entries of one capture that agree in those.
+func TestCompareOwners(t *testing.T) {
+	write := []string{"__schedule+0x618", "io_schedule+0x46", "ext4_buffered_write_iter+0x5c"}
+	writeElsewhere := []string{"__schedule+0x610", "io_schedule+0x40", "ext4_buffered_write_iter+0x60"} // another kernel build
+	resched := []string{"__schedule+0x618", "__cond_resched+0x2a", "generic_perform_write+0x11c"}
+	module := []string{"__schedule+0x618", "0xffffffffc0a81234"}
+	const inode, inode2 = capture.Addr(0xffff8881237e5a10), capture.Addr(0xffff8881237e6b20)
+	tests := []struct {
+		name          string
+		before, after []capture.Owner
+		hashed        bool
+		want          []string
+	}{{
+		name: "the same thread name under other thread ids and locks merges, and matches at other offsets",
+		before: []capture.Owner{
+			owned("rwsem:W", "", "ct-hog", 11, inode, write, 2, 3_000, capture.OwnerDiskSleep, uint64(3_000)),
+			owned("rwsem:W", "", "ct-hog", 12, inode2, write, 1, 1_000, capture.OwnerOnCPU, uint64(1_000)),
+		},
+		after: []capture.Owner{owned("rwsem:W", "", "ct-hog", 21, inode, writeElsewhere, 5, 8_000, capture.OwnerRunnable, uint64(8_000))},
+		want:  []string{"matched rwsem:W||ct-hog||__schedule<io_schedule<ext4_buffered_write_iter|"},
+	}, {
+		name:   "another stack, another thread name or another lock name stays apart",
+		before: []capture.Owner{owned("rwsem:W", "", "ct-hog", 11, inode, write, 1, 1_000)},
+		after: []capture.Owner{
+			owned("rwsem:W", "", "ct-hog", 11, inode, resched, 1, 2_000),
+			owned("rwsem:W", "", "ct-hog2", 12, inode, write, 1, 3_000),
+			owned("rwsem:W", "mmap_lock", "ct-hog", 11, inode, write, 1, 4_000),
+			owned("rwsem:W", "", "ct-hog", 11, inode, nil, 1, 5_000),
+		},
+		want: []string{
+			"gone rwsem:W||ct-hog||__schedule<io_schedule<ext4_buffered_write_iter|",
+			"new rwsem:W||ct-hog||__schedule<__cond_resched<generic_perform_write|",
+			"new rwsem:W||ct-hog||" + "|" + capture.OwnerStackRan,
+			"new rwsem:W||ct-hog2||__schedule<io_schedule<ext4_buffered_write_iter|",
+			"new rwsem:W|mmap_lock|ct-hog||__schedule<io_schedule<ext4_buffered_write_iter|",
+		},
+	}, {
+		name: "unknown owners match by reason",
+		before: []capture.Owner{
+			{Type: "spinlock", Lock: 1, Name: "jiffies_lock", Reason: capture.OwnerNoField, Count: 2, TotalNS: 500},
+			{Type: "spinlock", Lock: 2, Name: "jiffies_lock", Reason: capture.OwnerNoField, Count: 1, TotalNS: 100},
+			{Type: "rwsem:R", Lock: inode, Reason: capture.OwnerReaders, Count: 1, TotalNS: 700},
+		},
+		after: []capture.Owner{
+			{Type: "spinlock", Lock: 3, Name: "jiffies_lock", Reason: capture.OwnerNoField, Count: 1, TotalNS: 900},
+			{Type: "rwsem:R", Lock: inode, Reason: capture.OwnerNone, Count: 1, TotalNS: 700},
+		},
+		want: []string{
+			"matched spinlock|jiffies_lock||" + capture.OwnerNoField + "||",
+			"gone rwsem:R|||" + capture.OwnerReaders + "||",
+			"new rwsem:R|||" + capture.OwnerNone + "||",
+		},
+	}, {
+		name:   "a stack with a raw address never matches, even with the same value",
+		before: []capture.Owner{owned("mutex", "", "w", 1, 1, module, 1, 100), owned("mutex", "", "w", 2, 1, module, 1, 100)},
+		after:  []capture.Owner{owned("mutex", "", "w", 1, 1, module, 1, 100)},
+		want:   []string{"gone mutex||w||__schedule<0xffffffffc0a81234|", "new mutex||w||__schedule<0xffffffffc0a81234|"},
+	}, {
+		name:   "a stack with a hashed id never matches",
+		hashed: true,
+		before: []capture.Owner{owned("mutex", "", "w", 1, 1, []string{"__schedule+0x618", "000000001a2b3c4d"}, 1, 100)},
+		after:  []capture.Owner{owned("mutex", "", "w", 1, 1, []string{"__schedule+0x618", "000000001a2b3c4d"}, 1, 100)},
+		want:   []string{"gone mutex||w||__schedule<000000001a2b3c4d|", "new mutex||w||__schedule<000000001a2b3c4d|"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, a := capturetest.Of(t, 1e9), capturetest.Of(t, 1e9)
+			b.Owners, a.Owners = tt.before, tt.after
+			b.Meta.AddressesHashed, a.Meta.AddressesHashed = tt.hashed, tt.hashed
+			d := capture.Compare(b, a, capture.DiffOptions{})
+			var got []string
+			for _, o := range d.Owners {
+				got = append(got, ownerID(o))
+			}
+			want := slices.Clone(tt.want)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("owners\n%q\nwant\n%q", got, want)
+			}
+			// Every entry's waits are in exactly one owner of its side.
+			for side, c := range d.Captures {
+				var entries int
+				var count, total float64
+				for _, o := range d.Owners {
+					v := []capture.OwnerDiffValues{o.Before, o.After}[side]
+					entries, count, total = entries+v.Entries, count+v.Count, total+v.TotalNS
+				}
+				var wantCount, wantTotal uint64
+				for _, o := range c.Owners {
+					wantCount, wantTotal = wantCount+o.Count, wantTotal+o.TotalNS
+				}
+				if entries != len(c.Owners) || count != float64(wantCount) || total != float64(wantTotal) {
+					t.Errorf("side %d: owners hold %d entries, %v waits and %v ns, want %d, %d and %d", side, entries, count, total, len(c.Owners), wantCount, wantTotal)
+				}
+			}
+		})
+	}
+}
+
+// TestCompareOwnerValues sums the states of merged entries, scales them per second as the rows,
+// and keeps the heaviest entry's stack as captured.
+func TestCompareOwnerValues(t *testing.T) {
+	write := []string{"__schedule+0x618", "io_schedule+0x46"}
+	b := capturetest.Of(t, 2e9)
+	b.Owners = []capture.Owner{
+		owned("rwsem:W", "", "ct-hog", 11, 1, write, 3, 6_000, capture.OwnerDiskSleep, uint64(4_000), capture.OwnerOnCPU, uint64(2_000)),
+		owned("rwsem:W", "", "ct-hog", 12, 1, []string{"__schedule+0x610", "io_schedule+0x40"}, 1, 2_000, capture.OwnerOnCPU, uint64(2_000)),
+		{Type: "spinlock", Lock: 2, Reason: capture.OwnerNoField, Count: 1, TotalNS: 10},
+	}
+	a := capturetest.Of(t, 4e9)
+	a.Owners = []capture.Owner{{Type: "spinlock", Lock: 2, Reason: capture.OwnerNoField, Count: 4, TotalNS: 40}}
+	d := capture.Compare(b, a, capture.DiffOptions{})
+	if len(d.Owners) != 2 {
+		t.Fatalf("owners %+v, want the writer gone and the spinlock matched", d.Owners)
+	}
+	hog := d.Owners[0]
+	if hog.Status != capture.Gone || hog.Before.Count != 2 || hog.Before.TotalNS != 4_000 || hog.Before.Entries != 2 {
+		t.Errorf("the writer per second of 2 s: %+v, want gone, 2 waits, 4000 ns, 2 entries", hog)
+	}
+	if !slices.Equal(hog.Before.Stack, write) {
+		t.Errorf("the writer's stack %q, want the heaviest entry's as captured, %q", hog.Before.Stack, write)
+	}
+	// 4000 ns asleep and 4000 ns on a CPU of 8000 ns charged.
+	if on, disk := hog.Before.Share(capture.OwnerOnCPU), hog.Before.Share(capture.OwnerDiskSleep); on != 0.5 || disk != 0.5 {
+		t.Errorf("shares on_cpu %v, disk_sleep %v; want 0.5 and 0.5", on, disk)
+	}
+	if s := hog.After.Share(capture.OwnerOnCPU); !math.IsNaN(s) {
+		t.Errorf("share on the side the owner is missing from: %v, want NaN", s)
+	}
+	spin := d.Owners[1]
+	if spin.Status != capture.Matched || spin.Before.TotalNS != 5 || spin.After.TotalNS != 10 || spin.After.Count != 1 || spin.After.States != nil {
+		t.Errorf("the spinlock's unknown owner: %+v, want matched, 5 -> 10 ns/s, 1 wait/s, no states", spin)
+	}
+	if s := spin.After.Share(capture.OwnerOnCPU); !math.IsNaN(s) {
+		t.Errorf("an unknown owner's share of on_cpu %v, want NaN", s)
+	}
+}
+
+// TestCompareOwnersMissing: a capture without owners (taken without --owners) is compared with no
+// owner, rather than showing every owner of the other as new or gone.
+func TestCompareOwnersMissing(t *testing.T) {
+	with, without := capturetest.Of(t, 1e9), capturetest.Of(t, 1e9)
+	with.Owners = []capture.Owner{owned("mutex", "", "w", 1, 1, nil, 1, 100)}
+	for _, tt := range []struct {
+		b, a    *capture.Capture
+		missing [2]bool
+	}{{with, without, [2]bool{false, true}}, {without, with, [2]bool{true, false}}, {without, without, [2]bool{true, true}}, {with, with, [2]bool{}}} {
+		d := capture.Compare(tt.b, tt.a, capture.DiffOptions{})
+		if got := d.OwnersMissing(); got != tt.missing {
+			t.Errorf("OwnersMissing() = %v, want %v", got, tt.missing)
+		}
+		compared := tt.missing == [2]bool{}
+		if d.OwnersCompared() != compared || (len(d.Owners) > 0) != compared {
+			t.Errorf("missing %v: compared %v with %d owners", tt.missing, d.OwnersCompared(), len(d.Owners))
+		}
+	}
+}
