@@ -473,7 +473,8 @@ func runDiff(args []string, stdout, stderr io.Writer) (int, error) {
 
 Compares two captures (capture JSON files or klockstat HTML reports): rows
 are matched by lock type, caller function and lock name, threads merged,
-totals per second of capture.
+totals per second of capture; lock owners (--owners in both) by lock type,
+lock name, thread name and stack functions.
 
 Flags:
 %s`, fs.FlagUsages())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,7 +276,8 @@ func writeCapture(t *testing.T, path string, totalNS uint64) {
 	writeCaptureOf(t, path, totalNS, 1)
 }
 
-// writeCaptureOf writes a capture of n one-wait records of totalNS each, of threads 8 to 8+n-1.
+// writeCaptureOf writes a capture of n one-wait records of totalNS each, of threads 8 to 8+n-1,
+// with their waits charged to the pipe's owner, thread 7 "pipe-hog", asleep in the pipe's write.
 func writeCaptureOf(t *testing.T, path string, totalNS uint64, n int) {
 	t.Helper()
 	c := &capture.Capture{
@@ -288,6 +290,9 @@ func writeCaptureOf(t *testing.T, path string, totalNS uint64, n int) {
 		h.Add(totalNS)
 	}
 	c.Histograms = []capture.Histogram{h}
+	c.Owners = []capture.Owner{{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "pipe-hog", PID: 7, TID: 7,
+		Stack: []string{"__schedule+0x618", "schedule+0x27", "anon_pipe_write+0x1c2"}, Count: uint64(n), TotalNS: uint64(n) * totalNS,
+		States: []capture.OwnerState{{State: capture.OwnerSleeping, Count: uint64(n), TotalNS: uint64(n) * totalNS}}}}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +323,10 @@ func TestDiffFailOver(t *testing.T) {
 		}
 		if !strings.Contains(stdout.String(), "anon_pipe_write") {
 			t.Errorf("summary lacks the caller:\n%s", stdout.String())
+		}
+		// The pipe's owner, matched and grown as its waiters' wait.
+		if owner := regexp.MustCompile(`(?m)^.*\+50\.0%.*sleeping 100->100%.*pipe-hog +anon_pipe_write\+0x1c2$`); !owner.MatchString(stdout.String()) {
+			t.Errorf("summary lacks the owner's row:\n%s", stdout.String())
 		}
 		if tc.want == 1 && !strings.Contains(stderr.String(), "anon_pipe_write") {
 			t.Errorf("--fail-over does not name the row that grew:\n%s", stderr.String())

@@ -120,6 +120,25 @@ func TestBrowserDiff(t *testing.T) {
 		i := slices.IndexFunc(d.Rows, func(r capture.DiffRow) bool { return r.Comm == svgComm })
 		checkFirstStack(t, ctx, "table-diff-rows", heaviestStack(d.Rows[i]))
 	})
+	t.Run("blocked by", func(t *testing.T) {
+		// The owners by absolute change in wait charged, a page of them; hostile and bidi thread
+		// names only text.
+		waitRows(t, ctx, "table-diff-owners", top)
+		var want []string
+		for _, o := range d.Owners[:top] {
+			want = append(want, visible(ownerDiffText(o)))
+		}
+		if got := shownColumn(t, ctx, "table-diff-owners", "owner"); !slices.Equal(got, want) {
+			t.Errorf("owners shown %q, want %q", got, want)
+		}
+		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-diff-owners"), "exe."))
+		waitRows(t, ctx, "table-diff-owners", 1)
+		if got := shownColumn(t, ctx, "table-diff-owners", "owner"); !slices.Equal(got, []string{"exe.<U+202E>txt"}) {
+			t.Errorf("the bidi-named owner shown as %q", got)
+		}
+		checkNoMarkup(t, ctx)
+		clearFilter(t, ctx, "diff-owners")
+	})
 }
 
 // TestBrowserDiffBig compares two big captures thread by thread: the page must load, show one page

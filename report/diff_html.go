@@ -38,6 +38,8 @@ type diffPage struct {
 	Basis  string
 	Sides  []sideField
 	Tables []tables
+	// OwnersNote says why the lock owners are not compared when only one capture has them.
+	OwnersNote string
 }
 
 // sideField is one line of the side-by-side header: a field of both captures.
@@ -58,6 +60,7 @@ func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffP
 	p.Empty = len(d.Rows) == 0
 	p.AddrHashed = tab.hasher != nil || b.AddressesHashed && af.AddressesHashed
 	p.FooterNote = "the page does not embed the captures: keep their JSON or reports"
+	p.OwnersNote = ownersNotCompared(d)
 	p.Highlights = diffHighlights(d, tab)
 	if p.Empty {
 		return p, nil
@@ -94,7 +97,13 @@ func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffP
 			rowView("cgroups", "By cgroup", "one row per lock type and cgroup path of the waiters, all locks and callers merged", d.Cgroups, d, per, p99, tab, capture.FieldCgroup),
 		},
 	}}
-	data := pageData{tab: tab, views: append(append([]view{}, p.Tables[0].Views...), p.Tables[1].Views...)}
+	if d.OwnersCompared() {
+		p.Tables = append(p.Tables, ownerDiffTables(d, o.Top, per, tab))
+	}
+	data := pageData{tab: tab}
+	for _, t := range p.Tables {
+		data.views = append(data.views, t.Views...)
+	}
 	if p.Data, err = data.encode(); err != nil {
 		return nil, err
 	}
@@ -316,10 +325,7 @@ func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff,
 	for i, r := range rows {
 		present := [2]bool{r.Status != capture.New, r.Status != capture.Gone}
 		statuses[i], types[i], comms[i], cgroups[i] = tab.str(r.Status.String()), tab.str(r.Type), tab.str(r.Comm), tab.str(r.Cgroup)
-		locks[i], lockTitles[i] = tab.str(r.Name), -1
-		if r.Name == "" {
-			locks[i], lockTitles[i] = tab.str("unnamed"), tab.str("all lock instances without a kernel symbol")
-		}
+		locks[i], lockTitles[i] = lockNameTexts(tab, r.Name)
 		callers[i] = tab.str(callerText(tab.strings[tab.frame(r.Caller)]))
 		p99s[i], p99Titles[i] = perType, tab.str(p99[r.Type])
 		stack := r.After.Stack
@@ -353,6 +359,15 @@ func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff,
 	p99Column.titles = p99Titles
 	cols = append(cols, p99Column, column{Key: "stack", Label: "Heaviest stack", Kind: kindStack, text: stacks})
 	return view{ID: id, Title: title, Caption: caption, Rows: n, Columns: cols}
+}
+
+// lockNameTexts are a diff's lock name and its tooltip: a diff matches locks by name, and merges
+// the locks without one.
+func lockNameTexts(tab *strtab, name string) (text, title int32) {
+	if name == "" {
+		return tab.str("unnamed"), tab.str("all lock instances without a kernel symbol")
+	}
+	return tab.str(name), -1
 }
 
 // typeP99 returns, by lock type, the tooltip of a row's p99 cell: a record keeps no distribution, so

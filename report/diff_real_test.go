@@ -16,13 +16,16 @@ import (
 // compares the two: the rows of mmap_lock must match across the runs, although every address differs
 // (another process, another mm), and the wait per second on it must grow with the threads. The first
 // capture is read from its HTML report and the second from its JSON, as klockstat diff takes either.
+// Both charge the waits to the lock owners, and some owner of mmap_lock must match across the runs
+// too: a writer thread of the same name and stack functions, or the reason the owner is unknown
+// (held by readers), which a loaded machine cannot keep apart as it can the writers' stacks.
 func TestDiffRealThreads(t *testing.T) {
 	testenv.RequireRoot(t)
 	klockstat, contend := testenv.Build(t, "."), testenv.Build(t, "./examples/contend")
 	dir := t.TempDir()
 	run := func(threads string, output ...string) *capture.Capture {
 		t.Helper()
-		args := append(append([]string{"-q"}, output...), "--", contend, "-lock", "mmap", "-threads", threads, "-duration", "2s")
+		args := append(append([]string{"-q", "--owners"}, output...), "--", contend, "-lock", "mmap", "-threads", threads, "-duration", "2s")
 		cmd := exec.Command(klockstat, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
@@ -76,6 +79,18 @@ func TestDiffRealThreads(t *testing.T) {
 	if waitB <= 0 || waitA <= waitB {
 		t.Errorf("mmap_lock wait per second: %s with 2 threads, %s with 8; want it to grow", FormatDuration(waitB), FormatDuration(waitA))
 	}
+	if !d.OwnersCompared() {
+		t.Fatalf("two captures with --owners, owners not compared: %d and %d owners", len(before.Owners), len(after.Owners))
+	}
+	ownersMatched := 0
+	for _, o := range d.Owners {
+		if o.Status == capture.Matched && o.Name == "mmap_lock" && (strings.HasPrefix(o.Comm, "ct-mmap-") || o.Reason != "") {
+			ownersMatched++
+		}
+	}
+	if ownersMatched == 0 {
+		t.Errorf("no owner of mmap_lock matched across the two runs:\n%s", summary.String())
+	}
 	totalB, totalA, pct := d.TotalWaitChange()
 	if ok, grew := d.FailOver(pct); !ok || grew != nil {
 		t.Errorf("FailOver(%v) at a change of exactly %v%% fails", pct, pct)
@@ -88,7 +103,7 @@ func TestDiffRealThreads(t *testing.T) {
 	if err := WriteDiffHTML(&page, d, HTMLOptions{Top: 20}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(page.Bytes(), []byte("mmap_lock")) {
-		t.Error("the diff page does not show mmap_lock")
+	if !bytes.Contains(page.Bytes(), []byte("mmap_lock")) || !bytes.Contains(page.Bytes(), []byte(`id="diff-owners"`)) {
+		t.Error("the diff page does not show mmap_lock, or no owners")
 	}
 }

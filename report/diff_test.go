@@ -31,6 +31,27 @@ func TestWriteDiffSummary(t *testing.T) {
 		capturetest.Rec("rwsem:R", "", "new+0x1", "x", 1, 1, 1, 6_000_000))
 	a.Meta.Probe = "tracepoint"
 	a.Meta.CommandLine = []string{"klockstat", "--", "evil\x1b]0;x\x07"}
+	// The owners: one thread name under two thread ids merges, and matches its stack at other
+	// offsets; the terminal's hostile thread name holds the mutex on its CPU.
+	fault := func(off string) []string {
+		return []string{"__schedule+0x618", "io_schedule+0x46", "filemap_fault+" + off, "__do_fault+0x3a"}
+	}
+	b.Owners = []capture.Owner{
+		{Type: "rwsem:W", Name: "mmap_lock", Comm: "ct-hog", PID: 5, TID: 5, Stack: fault("0x10"), Count: 2, TotalNS: 2_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 1, TotalNS: 1_600_000}, {State: capture.OwnerOnCPU, Count: 1, TotalNS: 400_000}}},
+		{Type: "rwsem:W", Name: "mmap_lock", Comm: "ct-hog", PID: 5, TID: 6, Stack: fault("0x10"), Count: 1, TotalNS: 2_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 1, TotalNS: 2_000_000}}},
+		{Type: "mutex", Comm: "\x1b[31m", PID: 7, TID: 7, StackReason: capture.OwnerStackRan, Count: 1, TotalNS: 9_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 9_000_000}}},
+		{Type: "spinlock", Reason: capture.OwnerNoField, Count: 1, TotalNS: 1_000_000},
+	}
+	a.Owners = []capture.Owner{
+		{Type: "rwsem:W", Name: "mmap_lock", Comm: "ct-hog", PID: 50, TID: 50, Stack: fault("0x14"), Count: 4, TotalNS: 40_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 3, TotalNS: 30_000_000}, {State: capture.OwnerDiskSleep, Count: 1, TotalNS: 10_000_000}}},
+		{Type: "mutex", Comm: "\x1b[31m", PID: 70, TID: 70, StackReason: capture.OwnerStackRan, Count: 1, TotalNS: 2_000_000,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 2_000_000}}},
+		{Type: "rwsem:R", Reason: capture.OwnerReaders, Count: 1, TotalNS: 6_000_000},
+	}
 	d := capture.Compare(b, a, capture.DiffOptions{})
 	out := diffSummary(t, d, 3)
 	if strings.ContainsAny(out, "\x1b\x07") {
@@ -68,6 +89,14 @@ func TestWriteDiffSummary(t *testing.T) {
 		"   new   ",
 		"... 2 more rows not shown\n",
 		"\n3 matched, 1 new, 1 gone row, matched by lock type, caller function, lock name\n",
+		// The owners, per second: ct-hog 2 ms -> 10 ms, asleep on I/O for 3.6 of its 4 ms before,
+		// for 10 of its 40 ms after; the mutex's owner 4.5 ms -> 0.5 ms, then 1.5 ms new to readers.
+		"\nblocked by: the lock owners waits were charged to per second of capture\n",
+		" 2.00 ms    10.00 ms   +8.00 ms   +400.0%   disk_sleep 90->25%, on_cpu 10->75%   rwsem:W   mmap_lock                     ct-hog   io_schedule+0x46 < filemap_fault+0x14 < __do_fault+0x3a\n",
+		" 4.50 ms   500.00 us   -4.00 ms    -88.9%                     on_cpu 100->100%     mutex           -                      ?[31m   none: " + capture.OwnerStackRan + "\n",
+		"    0 ns     1.50 ms   +1.50 ms       new                                    -   rwsem:R           -   unknown: " + capture.OwnerReaders + "   -\n",
+		"... 1 more owner not shown\n",
+		"2 matched, 1 new, 1 gone owner, matched by lock type, lock name, owner thread name and owner stack (functions), or why the owner is unknown\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -91,8 +120,15 @@ func TestWriteDiffSummary(t *testing.T) {
 	if !strings.Contains(abs, "total wait: 12.00 ms -> 48.00 ms (+300.0%)") || !strings.Contains(abs, "   thread   caller") || strings.Contains(abs, "/s") {
 		t.Errorf("absolute, by thread:\n%s", abs)
 	}
-	if empty := diffSummary(t, capture.Compare(capturetest.Of(t, 1e9), capturetest.Of(t, 1e9), capture.DiffOptions{}), 5); !strings.Contains(empty, "no lock contention recorded in either capture") {
-		t.Errorf("empty diff:\n%s", empty)
+	if empty := diffSummary(t, capture.Compare(capturetest.Of(t, 1e9), capturetest.Of(t, 1e9), capture.DiffOptions{}), 5); !strings.Contains(empty, "no lock contention recorded in either capture") || strings.Contains(empty, "owners") {
+		t.Errorf("empty diff, without owners in either capture:\n%s", empty)
+	}
+	// A capture without owners (without --owners) against one with: one line, no owner new or gone.
+	withoutOwners := *a
+	withoutOwners.Owners = nil
+	one := diffSummary(t, capture.Compare(b, &withoutOwners, capture.DiffOptions{}), 0)
+	if !strings.Contains(one, "\nLock owners not compared: the after capture has none (taken without --owners).\n") || strings.Contains(one, "blocked by") || strings.Contains(one, "ct-hog") {
+		t.Errorf("diff against a capture without owners:\n%s", one)
 	}
 }
 
@@ -373,5 +409,75 @@ func TestWriteDiffSummaryByCgroup(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestDiffHTMLBlockedBy checks the "Blocked by" table of the diff page against the owners of the
+// diff: wait charged before and after per second, the owners' states as shares, hostile thread
+// names as text, bidirectional controls shown, raw addresses of owner stacks hashed; and the one
+// line that replaces the table when a capture has no owners.
+func TestDiffHTMLBlockedBy(t *testing.T) {
+	d := hostileDiff(t, capture.DiffOptions{})
+	page := renderDiff(t, d, HTMLOptions{Top: 3})
+	if bytes.ContainsRune(page, '\u202e') {
+		t.Error("the page holds U+202E as it is")
+	}
+	data := dataOf(t, page)
+	v := data.view(t, "owner-changes")
+	if v.Rows != 4 || v.Title != "Blocked by" {
+		t.Fatalf("owner view %q with %d rows, want Blocked by with 4", v.Title, v.Rows)
+	}
+	// Per second of 1 s before and 2 s after: the hostile owner 5 us -> 25 us, asleep on I/O for
+	// all of it before, on a CPU for 30 of its 50 us after; the spinlock's unknown owner gone (2
+	// us), the bidi-named one 1 us -> 350 ns, the one with a module frame gone (300 ns).
+	want := []struct{ status, owner, lock, totalB, totalA, totalD, diskB, diskA, diskD, onA, runnableB string }{
+		{"matched", imgCanary, imgCanary, "5000", "25000", "20000", "100", "40", "-60", "60", "0"},
+		{"gone", "unknown: " + capture.OwnerNoField, "unnamed", "2000", "null", "-2000", "null", "null", "null", "null", "null"},
+		{"matched", "exe.<U+202E>txt", "unnamed", "1000", "350", "-650", "0", "0", "0", "100", "0"},
+		{"gone", scriptBreak, "unnamed", "300", "null", "-300", "0", "null", "null", "null", "100"},
+	}
+	for i, w := range want {
+		var got []string
+		for _, key := range []string{"status", "owner", "lock", "total_b", "total_a", "total_d", "disk_sleep_b", "disk_sleep_a", "disk_sleep_d", "on_cpu_a", "runnable_b"} {
+			got = append(got, data.cell(t, v, key, i))
+		}
+		if exp := []string{w.status, w.owner, w.lock, w.totalB, w.totalA, w.totalD, w.diskB, w.diskA, w.diskD, w.onA, w.runnableB}; !slices.Equal(got, exp) {
+			t.Errorf("owner row %d: %q, want %q", i, got, exp)
+		}
+	}
+	// No owner slept interruptibly or was stopped: no columns of dashes for those states.
+	for _, c := range v.Columns {
+		if strings.HasPrefix(c.Key, capture.OwnerSleeping) || strings.HasPrefix(c.Key, capture.OwnerOther) {
+			t.Errorf("a column %s for a state no owner was in", c.Key)
+		}
+	}
+	if got := data.cell(t, v, "stack", 0); got != svgComm+"+0x20\n"+scriptBreak {
+		t.Errorf("the matched owner's stack %q, want the after side's heaviest as captured", got)
+	}
+	if stack, why := data.cell(t, v, "stack", 2), data.cell(t, v, "stack_reason", 2); stack != "" || why != capture.OwnerStackRan {
+		t.Errorf("the owner without a stack: stack %q, why %q", stack, why)
+	}
+	if got := data.cell(t, v, "stack", 3); strings.Contains(got, "ffffffffc0a85678") || len(strings.Split(got, "\n")) != 2 {
+		t.Errorf("the gone owner's stack %q: want its module frame hashed", got)
+	}
+	raw := dataOf(t, renderDiff(t, d, HTMLOptions{RawAddresses: true}))
+	if got := raw.cell(t, raw.view(t, "owner-changes"), "stack", 3); got != "__schedule+0x618\n0xffffffffc0a85678" {
+		t.Errorf("the gone owner's stack with raw addresses %q", got)
+	}
+
+	// Against a capture without owners, one line says so.
+	b, a := d.Captures[capture.BeforeSide], *d.Captures[capture.AfterSide]
+	a.Owners = nil
+	page = renderDiff(t, capture.Compare(b, &a, capture.DiffOptions{}), HTMLOptions{})
+	if got := textOf(elementByID(t, parseHTML(t, page), "diff-owners")); !strings.Contains(got, "Lock owners not compared: the after capture has none (taken without --owners).") {
+		t.Errorf("the page says %q where the owners would be", got)
+	}
+	if slices.ContainsFunc(dataOf(t, page).Views, func(v testView) bool { return v.ID == "owner-changes" }) {
+		t.Error("an owner table against a capture without owners")
+	}
+	b2 := *b
+	b2.Owners = nil
+	if text := textOf(parseHTML(t, renderDiff(t, capture.Compare(&b2, &a, capture.DiffOptions{}), HTMLOptions{}))); strings.Contains(text, "Lock owners") {
+		t.Error("a diff of two captures without owners speaks of owners")
 	}
 }

@@ -19,6 +19,7 @@ const (
 	commentOpen = `<!--<script>alert(2)//`
 	funcMarker  = `__f__",x:alert(3),y:"__f__`
 	funcType    = `__f__+alert(4)+__f__`
+	bidiComm    = "exe.\u202etxt" // a right-to-left override, which reorders what follows it
 )
 
 // knownCapture is a small capture with everything a report shows: several lock types, records that
@@ -147,6 +148,24 @@ func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 	}
 	a.Meta.Kernel = "6.12 " + svgComm
 	a.Meta.Comm = commentOpen
+	// The owners: a hostile thread name holding a hostile lock at hostile frames matches across
+	// the captures, as does a thread whose name reverses the text after it; an owner whose stack
+	// has a raw address goes.
+	b.Owners = []capture.Owner{
+		{Type: funcType, Lock: 0xffff888100000000, Name: imgCanary, Comm: imgCanary, PID: 1, TID: 1, Stack: []string{svgComm + "+0x10", scriptBreak}, Count: 1, TotalNS: 5_000,
+			States: []capture.OwnerState{{State: capture.OwnerDiskSleep, Count: 1, TotalNS: 5_000}}},
+		{Type: "mutex", Lock: 0xffff888100000040, Comm: bidiComm, PID: 1, TID: 2, StackReason: capture.OwnerStackRan, Count: 1, TotalNS: 1_000,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 1_000}}},
+		{Type: "mutex", Lock: 0xffff888100000040, Comm: scriptBreak, PID: 1, TID: 3, Stack: []string{"__schedule+0x618", "0xffffffffc0a85678"}, Count: 1, TotalNS: 300,
+			States: []capture.OwnerState{{State: capture.OwnerRunnable, Count: 1, TotalNS: 300}}},
+		{Type: "spinlock", Lock: 0xffff888100000080, Reason: capture.OwnerNoField, Count: 1, TotalNS: 2_000},
+	}
+	a.Owners = []capture.Owner{
+		{Type: funcType, Lock: 0xffff888100000100, Name: imgCanary, Comm: imgCanary, PID: 2, TID: 7, Stack: []string{svgComm + "+0x20", scriptBreak}, Count: 2, TotalNS: 50_000,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 30_000}, {State: capture.OwnerDiskSleep, Count: 1, TotalNS: 20_000}}},
+		{Type: "mutex", Lock: 0xffff888100000140, Comm: bidiComm, PID: 2, TID: 8, StackReason: capture.OwnerStackRan, Count: 1, TotalNS: 700,
+			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 700}}},
+	}
 	return capture.Compare(b, a, o)
 }
 

@@ -41,12 +41,8 @@ func ownerView(owners []capture.Owner, tab *strtab, links *ownerLinks) view {
 	pid.Search, tid.Search = true, true
 	cols := []column{textColumn("owner", "Owner", "", names), pid, tid, textColumn("type", "Type", "", types), lock,
 		links.toWaiters(owners), sum(intColumn("count", "Waits", counts)), sum(nsColumn("total", "Wait charged", totals))}
-	labels := map[string]string{
-		capture.OwnerOnCPU: "On CPU", capture.OwnerRunnable: "Runnable", capture.OwnerSleeping: "Sleeping",
-		capture.OwnerDiskSleep: "Uninterruptible (D)", capture.OwnerOther: "Other",
-	}
 	for k, state := range capture.OwnerStates {
-		c := sum(nsColumn(state, labels[state], states[k]))
+		c := sum(nsColumn(state, ownerStateLabels[state], states[k]))
 		c.Group = "Owner's state as the wait began"
 		cols = append(cols, c)
 	}
@@ -154,6 +150,12 @@ func (l *ownerLinks) toOwners(n int, key func(i int) lockKey) column {
 		link.Titles = append(link.Titles, l.tab.str("The owners of "+l.lock[k]))
 	}
 	return column{Key: "blocked_by", Label: "Blocked by", Kind: kindLink, Link: link, text: keys}
+}
+
+// ownerStateLabels head the columns of the owner states in the report and the diff.
+var ownerStateLabels = map[string]string{
+	capture.OwnerOnCPU: "On CPU", capture.OwnerRunnable: "Runnable", capture.OwnerSleeping: "Sleeping",
+	capture.OwnerDiskSleep: "Uninterruptible (D)", capture.OwnerOther: "Other",
 }
 
 // hashedOwners is owners with their locks and frames hashed as tab hashes the rest of the page.

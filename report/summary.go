@@ -415,12 +415,19 @@ func writeDiffSummary(b *bytes.Buffer, d *capture.Diff, top int) {
 			fmt.Fprintf(b, "... %d more %s not shown\n", omitted, plural(omitted, "row", "rows"))
 		}
 	}
+	rowStatus := func(r capture.DiffRow) capture.DiffStatus { return r.Status }
+	fmt.Fprintf(b, "\n%s, matched by lock type, caller function%s\n", matchCounts(d.Rows, rowStatus, "row", "rows"), matchedBy(d))
+	writeOwnerDiff(b, d, top)
+}
+
+// matchCounts says how many of a diff's rows or owners matched, were new and gone: "3 matched, 1
+// new, 1 gone rows".
+func matchCounts[T any](items []T, status func(T) capture.DiffStatus, one, many string) string {
 	var counts [3]int
-	for _, r := range d.Rows {
-		counts[r.Status]++
+	for _, x := range items {
+		counts[status(x)]++
 	}
-	fmt.Fprintf(b, "\n%d matched, %d new, %d gone %s, matched by lock type, caller function%s\n",
-		counts[capture.Matched], counts[capture.New], counts[capture.Gone], plural(counts[capture.Gone], "row", "rows"), matchedBy(d))
+	return fmt.Sprintf("%d matched, %d new, %d gone %s", counts[capture.Matched], counts[capture.New], counts[capture.Gone], plural(counts[capture.Gone], one, many))
 }
 
 // captureLine says in one line which capture this is: host, kernel, duration and command line.
@@ -494,13 +501,19 @@ func rowsTable(d *capture.Diff, rows []capture.DiffRow) [][]string {
 
 // rowChange is a row's change in total wait in percent, or whether it is new or gone.
 func rowChange(r capture.DiffRow) string {
-	switch r.Status {
+	return statusChange(r.Status, r.Before.TotalNS, r.After.TotalNS)
+}
+
+// statusChange is the change from before to after of a row or an owner of a diff in percent, or
+// whether it is new or gone.
+func statusChange(status capture.DiffStatus, before, after float64) string {
+	switch status {
 	case capture.New:
 		return "new"
 	case capture.Gone:
 		return "gone"
 	}
-	return formatPct(capture.ChangePct(r.Before.TotalNS, r.After.TotalNS))
+	return formatPct(capture.ChangePct(before, after))
 }
 
 func meanText(v capture.DiffValues) string {
