@@ -345,13 +345,31 @@ func FuzzCompare(f *testing.F) {
 	f.Add("mutex", "", "0xffffffffc0a81234", svgComm, "0xffffffffc0a81234", scriptBreak, false, true)
 	f.Add("spinlock", imgCanary, "000000001a2b3c4d", "", "000000001a2b3c4d", "", true, true)
 	f.Fuzz(func(t *testing.T, typ, name, callerB, commB, callerA, commA string, byThread, hashed bool) {
-		if typ == "" || strings.ContainsAny(typ, " \t\n") {
+		if capture.CheckTypeName(typ) != nil {
 			t.Skip() // not a valid lock type
 		}
 		b := capturetest.Of(t, 1e9, capturetest.Rec(typ, name, callerB, commB, 1, 1, 1, 100), capturetest.Rec(typ, "", callerA, commA, 1, 2, 1, 50))
 		a := capturetest.Of(t, 3e9, capturetest.Rec(typ, name, callerA, commA, 2, 1, 1, 300))
 		b.Meta.AddressesHashed, a.Meta.AddressesHashed = hashed, hashed
+		// The threads own the lock in turn, at the callers' frames: two entries before, one after.
+		owner := func(comm, frame string, tid uint32) capture.Owner {
+			return capture.Owner{Type: typ, Lock: 1, Name: name, Comm: comm, PID: 1, TID: tid, Stack: []string{frame}, Count: 1, TotalNS: 100,
+				States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 100}}}
+		}
+		b.Owners = []capture.Owner{owner(commB, callerB, 1), owner(commA, callerA, 2)}
+		a.Owners = []capture.Owner{owner(commA, callerA, 2)}
 		d := capture.Compare(b, a, capture.DiffOptions{ByThread: byThread})
+		var entries [2]int
+		for _, o := range d.Owners {
+			entries[0] += o.Before.Entries
+			entries[1] += o.After.Entries
+			if (o.Status == capture.Matched) != (o.Before.Entries > 0 && o.After.Entries > 0) {
+				t.Errorf("owner %s|%s|%q has entries %d, %d", o.Status, o.Type, o.Stack, o.Before.Entries, o.After.Entries)
+			}
+		}
+		if entries != [2]int{2, 1} {
+			t.Errorf("owners hold %v entries, want 2 and 1", entries)
+		}
 		var records [2]int
 		for _, r := range d.Rows {
 			records[0] += r.Before.Records
