@@ -158,14 +158,15 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 	cols := []column{{Key: "status", Label: "Status", Kind: kindStatus, text: statuses}, textColumn("type", "Type", "", types), lock,
 		textColumn("owner", "Owner", "", owners)}
 	cols = append(cols, total.columns("total", "Wait charged"+per, kindMeanNS, "ns", 0)...)
-	cols = append(cols, count.columns("count", "Waits charged"+per, kindNum, "num", countDecimals(d))...)
+	// The states' shares next to the wait they divide, before the number of waits.
 	for k, state := range capture.OwnerStates {
 		if !slices.ContainsFunc(shares[k].before, positive) && !slices.ContainsFunc(shares[k].after, positive) {
-			continue // no owner was found in this state: three columns of dashes
+			continue // no owner was found in this state: three columns of zeros and dashes
 		}
 		// A ratio of shares says less than their difference in points: before, after and change only.
 		cols = append(cols, shares[k].columns(state, ownerStateLabels[state]+", % of wait", kindNum, "num", 1)[:3]...)
 	}
+	cols = append(cols, count.columns("count", "Waits charged"+per, kindNum, "num", countDecimals(d))...)
 	cols = append(cols, column{Key: "stack", Label: "Owner's heaviest stack", Kind: kindStack, text: stacks},
 		textColumn("stack_reason", "Why no stack", "", notes))
 	return view{ID: "owner-changes", Title: "Blocked by", Caption: "one row per lock type, lock name, owner thread name and owner stack, or reason the owner is unknown", Rows: n, Columns: cols}
