@@ -131,6 +131,23 @@ func TestBrowserDiff(t *testing.T) {
 		if got := shownColumn(t, ctx, "table-diff-owners", "owner"); !slices.Equal(got, want) {
 			t.Errorf("owners shown %q, want %q", got, want)
 		}
+		// A state's share that changed is neither worse nor better: its change in points is shown
+		// uncoloured, beside the wait charged, whose change is.
+		texts := shownColumn(t, ctx, "table-diff-owners", "disk_sleep_d")
+		classes := shownCells(t, ctx, "table-diff-owners", "disk_sleep_d", "className")
+		waitClasses := shownCells(t, ctx, "table-diff-owners", "total_d", "className")
+		var moved int
+		for i, text := range texts {
+			if strings.Contains(classes[i], "worse") || strings.Contains(classes[i], "better") {
+				t.Errorf("owner row %d: change of a share %q coloured %q", i, text, classes[i])
+			}
+			if strings.HasSuffix(text, " pts") && text != "0.0 pts" {
+				moved++
+			}
+		}
+		if moved == 0 || !slices.ContainsFunc(waitClasses, func(c string) bool { return strings.Contains(c, "worse") }) {
+			t.Errorf("no share change in points shown (%q) or no wait change coloured (%q)", texts, waitClasses)
+		}
 		do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-diff-owners"), "exe."))
 		waitRows(t, ctx, "table-diff-owners", 1)
 		if got := shownColumn(t, ctx, "table-diff-owners", "owner"); !slices.Equal(got, []string{"exe.<U+202E>txt"}) {

@@ -163,8 +163,9 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 		if !slices.ContainsFunc(shares[k].before, positive) && !slices.ContainsFunc(shares[k].after, positive) {
 			continue // no owner was found in this state: three columns of zeros and dashes
 		}
-		// A ratio of shares says less than their difference in points: before, after and change only.
-		cols = append(cols, shares[k].columns(state, ownerStateLabels[state]+", % of wait", kindNum, "num", 1)[:3]...)
+		// A ratio of shares says less than their difference in points: before, after and change only,
+		// uncoloured, as a share that grows is no worse than one that shrinks.
+		cols = append(cols, shares[k].columns(state, ownerStateLabels[state]+", % of wait", kindNum, "points", 1)[:3]...)
 	}
 	cols = append(cols, count.columns("count", "Waits charged"+per, kindNum, "num", countDecimals(d))...)
 	cols = append(cols, column{Key: "stack", Label: "Owner's heaviest stack", Kind: kindStack, text: stacks},

@@ -25,7 +25,7 @@ const (
 	kindNS     = "ns"     // nanoseconds, shown as a duration with the exact number as tooltip
 	kindMeanNS = "nsf"    // nanoseconds with decimals (an average), tooltip with one decimal
 	kindNum    = "num"    // a number shown with Decimals decimals (per-second rates)
-	kindDelta  = "delta"  // a signed change of a value of Unit ("ns" or "num"), coloured by sign
+	kindDelta  = "delta"  // a signed change of a value of Unit ("ns", "num" or "points"), coloured by sign but in points
 	kindRatio  = "ratio"  // after / before; -1 means from nothing ("new"), 0 to nothing ("gone")
 	kindLink   = "link"   // a link key (columnLink); -1 shows the link's None text
 )
@@ -40,7 +40,7 @@ type column struct {
 	Kind     string `json:"kind"`
 	Class    string `json:"class,omitempty"` // "mono" for kernel symbols and ids
 	Group    string `json:"group,omitempty"` // a heading over consecutive columns of the same Group
-	Unit     string `json:"unit,omitempty"`  // of a delta: "ns" or "num"
+	Unit     string `json:"unit,omitempty"`  // of a delta: "ns", "num" or "points" (of a share: neither worse nor better)
 	Decimals int    `json:"decimals,omitempty"`
 	Sum      bool   `json:"sum,omitempty"`    // a sum, which a saturated row shows as a lower bound
 	Search   bool   `json:"search,omitempty"` // a number the filter looks for (PID, TID)

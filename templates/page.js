@@ -234,6 +234,8 @@
             const s = fmtNS(v);
             td = el("td", change(v), s === "0 ns" ? s : signed(v, s));
             td.setAttribute("title", v.toFixed(1) + " ns");
+          } else if (c.unit === "points") {
+            td = el("td", "num", signed(v, v.toFixed(c.decimals || 0)) + " pts");
           } else {
             td = el("td", change(v), signed(v, v.toFixed(c.decimals || 0)));
           }
