@@ -60,10 +60,11 @@ const (
 	OwnerStackRan    = "the owner did not leave its CPU holding the lock" // it ran, or slept without leaving it again, until the waits ended
 	OwnerStackFailed = "the stack walk failed, or the stack map was full"
 	OwnerStackLost   = "the owner's mark was gone (map full, or it went on to hold another contended lock)"
+	OwnerStackExited = "the owner exited before the wait ended, not seen leaving its CPU holding the lock"
 )
 
 // OwnerStackReasons are the reasons a known owner's waits have no stack.
-var OwnerStackReasons = []string{OwnerStackRan, OwnerStackFailed, OwnerStackLost}
+var OwnerStackReasons = []string{OwnerStackRan, OwnerStackFailed, OwnerStackLost, OwnerStackExited}
 
 // SortOwners orders owners by the wait charged to them, largest first (ties: waits, then type,
 // lock and thread), and each owner's states likewise.

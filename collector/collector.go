@@ -295,7 +295,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		m.MaxEntries = cfg.MapSize
 	}
 	if !cfg.Owners {
-		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerSeen.MaxEntries = 1, 1, 1
+		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerSeen.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1, 1
 	}
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {
@@ -370,8 +370,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	exit := newSchedHook(b, "sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
 	switcher := newSchedHook(b, "sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
 	loaded := append(b.Programs(progs), exit.spec)
-	ownerStacks := c.cfg.Owners && c.cfg.StackDepth > 0
-	if ownerStacks {
+	if c.cfg.Owners {
 		loaded = append(loaded, switcher.spec)
 	}
 	obj, err := newObject(spec, progs, loaded)
@@ -397,7 +396,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
 	att.probes = append(att.probes, p)
-	if ownerStacks {
+	if c.cfg.Owners {
 		l, p, err := switcher.attach(obj)
 		if err != nil {
 			att.close()
@@ -413,7 +412,8 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 
 // schedHook is a bookkeeping program on a sched tracepoint. Two exist: the
 // program that frees a thread's wait slot at sched_process_free, and the one
-// that takes lock owners' stacks as they leave a CPU at sched_switch
+// that takes lock owners' stacks as they leave a CPU at sched_switch, and
+// re-reads the owner of the lock a waiter goes back to sleep on
 // (owner.bpf.h).
 type schedHook struct {
 	spec  *ebpf.ProgramSpec

@@ -309,11 +309,13 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 			}
 			/* A thread sleeps on one lock at a time: the old end was lost. */
 			count(CNT_UNMATCHED_BEGIN, 1);
+			owner_waiting(tid, s->owner_reason, -1);
 		}
 	}
 	type = shared_flags_type(ctx, flags, type);
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
+	owner_waiting(tid, s->owner_reason, 1);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 	s->owner_from = s->ts;
@@ -485,6 +487,7 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	goto out;
 
 found:
+	owner_waiting(tid, w.owner_reason, -1);
 	if (!w.skip) {
 		count(CNT_END, 1);
 		record(&w, now - w.ts, spin_total(&w, now));
@@ -568,9 +571,14 @@ int btf_contention_end_rescue(__u64 *ctx)
  */
 static __always_inline int free_thread(__u32 tid)
 {
+	if (owners_on) {
+		struct wait_slot *s = bpf_map_lookup_elem(&thread_waits, &tid);
+
+		if (s && s->lock)
+			owner_waiting(tid, s->owner_reason, -1);
+		owner_exit(tid);
+	}
 	bpf_map_delete_elem(&thread_waits, &tid);
-	if (owners_on)
-		bpf_map_delete_elem(&owner_marks, &tid);
 	return 0;
 }
 
@@ -590,19 +598,47 @@ int tp_thread_free(struct trace_event_raw_sched_process_template *ctx)
 	return free_thread(ctx->pid);
 }
 
-/* Owners' stacks (owner.bpf.h): sched_switch runs while the task leaving
- * the CPU is still current, so its stack is the current stack. */
+/*
+ * Owners at sched_switch (owner.bpf.h), which runs while the task leaving
+ * the CPU is still current: an owner's stack is the current stack, and a
+ * waiter going back to sleep (woken without the lock: an rwsem writer, an
+ * rtmutex waiter, which announce their wait once) has the owner of its lock
+ * read again. Most switches are by neither: one array read tells them apart
+ * (owner_seen).
+ */
+static __always_inline int on_switch(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct owner_seen *seen;
+	struct wait_slot *s;
+
+	if (!tid)
+		return 0; /* idle */
+	seen = owner_seen_of(tid);
+	if (!seen)
+		return 0;
+	if (seen->waiters &&
+	    (task_state((void *)bpf_get_current_task()) & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
+		s = bpf_map_lookup_elem(&thread_waits, &tid);
+		if (s && s->lock)
+			owner_again(s, s->owner_lock, s->owner_flags);
+	}
+	if (seen->owner)
+		owner_switch(ctx, tid);
+	return 0;
+}
+
 SEC("raw_tp/sched_switch")
 int raw_owner_switch(struct bpf_raw_tracepoint_args *ctx)
 {
-	return owner_switch(ctx);
+	return on_switch(ctx);
 }
 
 /* For the perf-event tracepoint backend. */
 SEC("tracepoint/sched/sched_switch")
 int tp_owner_switch(void *ctx)
 {
-	return owner_switch(ctx);
+	return on_switch(ctx);
 }
 
 #include "funcprobe.bpf.h"

@@ -131,6 +131,12 @@ const (
 	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
 )
 
+type lockstatOwnerSeen struct {
+	_       structs.HostLayout
+	Owner   uint32
+	Waiters uint32
+}
+
 type lockstatOwnerStackReason uint32
 
 const (
@@ -138,6 +144,7 @@ const (
 	lockstatOwnerStackReasonOWNER_STACK_RAN    lockstatOwnerStackReason = 1
 	lockstatOwnerStackReasonOWNER_STACK_FAILED lockstatOwnerStackReason = 2
 	lockstatOwnerStackReasonOWNER_STACK_LOST   lockstatOwnerStackReason = 3
+	lockstatOwnerStackReasonOWNER_STACK_EXITED lockstatOwnerStackReason = 4
 )
 
 type lockstatOwnerState uint32
@@ -212,6 +219,7 @@ type lockstatWaitSlot struct {
 	SpinFrom    uint64
 	Cgroup      uint64
 	OwnerFrom   uint64
+	OwnerLock   uint64
 	OwnerTid    uint32
 	OwnerReason uint16
 	OwnerState  uint16
@@ -220,6 +228,8 @@ type lockstatWaitSlot struct {
 	Type        uint16
 	Skip        uint16
 	Repeat      uint32
+	OwnerFlags  uint32
+	Pad         uint32
 }
 
 type lockstatWaitStats struct {
@@ -250,6 +260,7 @@ const (
 	lockstatMapHoldAggregate             = "hold_aggregate"
 	lockstatMapHoldHistogram             = "hold_histogram"
 	lockstatMapHolds                     = "holds"
+	lockstatMapOwnerExits                = "owner_exits"
 	lockstatMapOwnerMarks                = "owner_marks"
 	lockstatMapOwnerSeen                 = "owner_seen"
 	lockstatMapOwners                    = "owners"
@@ -401,6 +412,7 @@ type lockstatMapSpecs struct {
 	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
 	Holds         *ebpf.MapSpec `ebpf:"holds"`
+	OwnerExits    *ebpf.MapSpec `ebpf:"owner_exits"`
 	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
 	OwnerSeen     *ebpf.MapSpec `ebpf:"owner_seen"`
 	Owners        *ebpf.MapSpec `ebpf:"owners"`
@@ -486,6 +498,7 @@ type lockstatMaps struct {
 	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
 	Holds         *ebpf.Map `ebpf:"holds"`
+	OwnerExits    *ebpf.Map `ebpf:"owner_exits"`
 	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
 	OwnerSeen     *ebpf.Map `ebpf:"owner_seen"`
 	Owners        *ebpf.Map `ebpf:"owners"`
@@ -513,6 +526,7 @@ func (m *lockstatMaps) Close() error {
 		m.HoldAggregate,
 		m.HoldHistogram,
 		m.Holds,
+		m.OwnerExits,
 		m.OwnerMarks,
 		m.OwnerSeen,
 		m.Owners,

@@ -60,7 +60,7 @@ func mapMemory(spec *ebpf.CollectionSpec, cpus int) uint64 {
 	for _, m := range spec.Maps {
 		n, key, value := uint64(m.MaxEntries), roundUp8(m.KeySize), roundUp8(m.ValueSize)
 		switch m.Type {
-		case ebpf.Hash:
+		case ebpf.Hash, ebpf.LRUHash:
 			total += (n+uint64(cpus))*(htabElemHeader+key+value) + bucketSize*nextPow2(n)
 		case ebpf.PerCPUHash:
 			total += (n+uint64(cpus))*(htabElemHeader+key+8+value*uint64(cpus)) + bucketSize*nextPow2(n)

@@ -509,6 +509,7 @@ var ownerStackReasons = map[lockstatOwnerStackReason]string{
 	lockstatOwnerStackReasonOWNER_STACK_RAN:    capture.OwnerStackRan,
 	lockstatOwnerStackReasonOWNER_STACK_FAILED: capture.OwnerStackFailed,
 	lockstatOwnerStackReasonOWNER_STACK_LOST:   capture.OwnerStackLost,
+	lockstatOwnerStackReasonOWNER_STACK_EXITED: capture.OwnerStackExited,
 }
 
 // readOwners reads the owners map into owners, and charges the waits of

@@ -124,6 +124,7 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 		/* One acquire per thread: the return of the old one was
 		 * lost, or it called this one for another lock. */
 		count(CNT_UNMATCHED_BEGIN, 1);
+		owner_waiting(tid, s->owner_reason, -1);
 	}
 	s->lock = lock;
 	s->tid = tid;
@@ -138,6 +139,7 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 		count(CNT_BEGIN, 1);
 		/* Before the acquire: the owner a wait, if it is one, waits for. */
 		owner_begin(s, lock, type_owner_flags[s->type & (MAX_TYPES - 1)], false);
+		owner_waiting(tid, s->owner_reason, 1);
 	} else {
 		s->owner_reason = OWNER_UNTRACKED;
 	}
@@ -182,6 +184,7 @@ static __always_inline int fn_exit(void *ctx, __u32 info, bool path_cache)
 	}
 	w = *s;
 	s->lock = 0;
+	owner_waiting(tid, w.owner_reason, -1);
 	if (w.skip)
 		goto out;
 	delta = now - w.ts;
@@ -200,7 +203,10 @@ static __always_inline int fn_exit(void *ctx, __u32 info, bool path_cache)
 		goto out;
 	}
 
-	contended = delta > ctl->threshold_ns;
+	/* A wait already charged in part to an owner slept for the lock
+	 * while another thread held it (on_switch): contended, however short,
+	 * so that the owners' charges stay the waits'. */
+	contended = delta > ctl->threshold_ns || w.owner_from != w.ts;
 	count(contended ? CNT_END : CNT_FAST, 1);
 	if (!contended && !(info & FN_HOLD))
 		goto out;

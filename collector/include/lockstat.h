@@ -93,6 +93,7 @@ struct wait_slot {
 	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
 	__u64 cgroup;    /* the waiter's cgroup v2 id, 0 for a wait not captured */
 	__u64 owner_from;   /* when the wait began to be charged to owner_tid */
+	__u64 owner_lock;   /* the lock whose owner word names owner_tid: this one, or on PREEMPT_RT an rwsem's inner rtmutex */
 	__u32 owner_tid;    /* the lock's owner at begin, or a later one (owner_again); its owner_marks key */
 	__u16 owner_reason; /* enum owner_reason */
 	__u16 owner_state;  /* enum owner_state */
@@ -101,6 +102,8 @@ struct wait_slot {
 	__u16 type;
 	__u16 skip;  /* begin was filtered out: pair it, record nothing */
 	__u32 repeat; /* function probes: entries of listed functions calling one another for this lock */
+	__u32 owner_flags; /* the contention flags owner_lock's owner word is read by */
+	__u32 _pad;
 };
 
 /* Whether a wait's owner is known, and why not. */
@@ -128,6 +131,7 @@ enum owner_stack_reason {
 	OWNER_STACK_RAN,       /* the owner was not seen leaving a CPU while it held the lock */
 	OWNER_STACK_FAILED,    /* the walk failed, or the stack map was full */
 	OWNER_STACK_LOST,      /* the owner's mark was gone: map full, or it went on to own another contended lock */
+	OWNER_STACK_EXITED,    /* the owner exited before the wait ended, not seen leaving a CPU holding the lock */
 };
 
 /* Waits charged to one owner of one lock and one of its stacks, or to one
@@ -152,6 +156,14 @@ struct owner_mark {
 	__u32 flags;   /* the lock's contention flags, to read its owner word */
 	__u16 taken;   /* enum owner_stack_reason: TAKEN, FAILED, or RAN while waiting for one */
 	__u16 ended;   /* the owner was seen not holding the lock: its tenure is over */
+};
+
+/* Threads whose id falls in one slot of owner_seen (owner.bpf.h): whether
+ * one was ever marked an owner, and how many have an owner-tracked wait
+ * open. */
+struct owner_seen {
+	__u32 owner;
+	__u32 waiters;
 };
 
 struct owner_stats {

@@ -12,7 +12,13 @@
  * where it blocked or was preempted while others waited. Once per tenure,
  * not once per waiter. An owner that holds the lock on its CPU for the whole
  * wait never leaves it: its waits are charged to that reason
- * (OWNER_STACK_RAN). Included by lockstat.bpf.c, after the LCB_F_* flags,
+ * (OWNER_STACK_RAN).
+ *
+ * The owner is read again when the waiter announces its wait again (a
+ * mutex's), and when it goes back to sleep without the lock (on_switch in
+ * lockstat.bpf.c, the same sched_switch program): rwsem writers and rtmutex
+ * waiters announce their wait once, then wake, lose the lock to another
+ * thread and sleep again. Included by lockstat.bpf.c, after the LCB_F_* flags,
  * count(), nesting.bpf.h and stackpath.bpf.h.
  */
 #ifndef __KLOCKSTAT_OWNER_BPF_H__
@@ -54,18 +60,38 @@ struct {
 	__uint(max_entries, 4096); /* resized by the loader */
 } owner_marks SEC(".maps");
 
-/* Threads ever marked, by tid & (OWNER_SEEN_SLOTS - 1): owner_switch, which
- * runs at every context switch, looks a thread up in owner_marks only when
- * its slot is set, an array read instead of a hash lookup. Slots are never
- * cleared: a thread that shares one with an owner only costs that lookup. */
+/* Owners that exited, by thread: their marks, moved here when they are
+ * freed, so that the waits they caused that end later keep the stack taken,
+ * or say that the owner exited, instead of finding no mark. Least recently
+ * used first out: nothing has to delete them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct owner_mark);
+	__uint(max_entries, 1024); /* 1 when owners are off */
+} owner_exits SEC(".maps");
+
+/* Threads by tid & (OWNER_SEEN_SLOTS - 1): the program at every context
+ * switch (on_switch) looks a thread up in a hash map only when its slot says
+ * that a thread of it was ever marked an owner (owner_marks), or has an
+ * owner-tracked wait open (thread_waits): an array read instead of a hash
+ * lookup for every other switch. The owner bit is never cleared: a thread
+ * that shares a slot with an owner only costs that lookup. */
 #define OWNER_SEEN_SLOTS 16384
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct owner_seen);
 	__uint(max_entries, OWNER_SEEN_SLOTS); /* 1 when owners are off */
 } owner_seen SEC(".maps");
+
+static __always_inline struct owner_seen *owner_seen_of(__u32 tid)
+{
+	__u32 slot = tid & (OWNER_SEEN_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&owner_seen, &slot);
+}
 
 /* owner_word returns the owner word of a lock announced with flags, with
  * its flag bits, and sets *reason when the lock has none. */
@@ -116,6 +142,14 @@ static __always_inline __u64 owner_word(__u64 lock, __u32 flags, __u32 *reason)
 	return 0;
 }
 
+/* task_state is a task's __state (state before Linux 5.14). */
+static __always_inline unsigned int task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
 /* owner_state is what a task was doing: see enum owner_state. */
 static __always_inline __u16 owner_state(struct task_struct *t)
 {
@@ -125,10 +159,7 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 		return OWNER_ON_CPU;
 	if (BPF_CORE_READ(t, on_rq))
 		return OWNER_RUNNABLE;
-	if (bpf_core_field_exists(t->__state))
-		state = BPF_CORE_READ(t, __state);
-	else
-		state = BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+	state = task_state(t);
 	if (state & TASK_UNINTERRUPTIBLE)
 		return OWNER_SLEEP_D;
 	if (state & TASK_INTERRUPTIBLE)
@@ -142,7 +173,7 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags)
 {
 	struct owner_mark *m, init = { .lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN };
-	__u32 slot = tid & (OWNER_SEEN_SLOTS - 1), *seen;
+	struct owner_seen *seen;
 
 	if (!stack_depth)
 		return;
@@ -151,42 +182,36 @@ static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 l
 		return;
 	if (bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY))
 		return;
-	seen = bpf_map_lookup_elem(&owner_seen, &slot);
-	if (seen && !*seen)
-		*seen = 1;
+	seen = owner_seen_of(tid);
+	if (seen && !seen->owner)
+		seen->owner = 1;
 }
 
 /*
- * owner_switch takes the kernel stack of the thread leaving its CPU
+ * owner_switch takes the kernel stack of thread tid leaving its CPU
  * (sched_switch's prev, still current) when it is an owner marked for one and
  * still holds the lock; it ends the mark's tenure when it no longer does.
  */
-static __always_inline int owner_switch(void *ctx)
+static __always_inline void owner_switch(void *ctx, __u32 tid)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), reason = OWNER_KNOWN;
-	__u32 slot = tid & (OWNER_SEEN_SLOTS - 1), *seen;
+	__u32 reason = OWNER_KNOWN;
 	struct stack_scratch *sc;
 	struct owner_mark *m;
 	struct cpu_busy *b;
 	__u64 h = 0;
 	int level;
 
-	if (!tid)
-		return 0; /* idle */
-	seen = bpf_map_lookup_elem(&owner_seen, &slot);
-	if (!seen || !*seen)
-		return 0;
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
 	if (!m || m->ended || m->taken != OWNER_STACK_RAN)
-		return 0;
+		return;
 	if (owner_word(m->lock, m->flags, &reason) != bpf_get_current_task()) {
 		m->ended = 1;
-		return 0;
+		return;
 	}
 	b = cpu_busy();
 	level = enter(b, ROLE_FUNCTION);
 	if (level < 0)
-		return 0;
+		return;
 	sc = bpf_map_lookup_elem(&scratch, &level);
 	if (sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h) > 0) {
 		m->stack = h;
@@ -197,7 +222,31 @@ static __always_inline int owner_switch(void *ctx)
 		count(CNT_OWNER_STACK_FAILED, 1);
 	}
 	leave(b);
-	return 0;
+}
+
+/* owner_exit moves the mark of thread tid, being freed, to owner_exits. */
+static __always_inline void owner_exit(__u32 tid)
+{
+	struct owner_mark *m = bpf_map_lookup_elem(&owner_marks, &tid);
+
+	if (!m)
+		return;
+	bpf_map_update_elem(&owner_exits, &tid, m, BPF_ANY);
+	bpf_map_delete_elem(&owner_marks, &tid);
+}
+
+/* owner_waiting adds n (1 as a wait opens, -1 as its slot closes) to the
+ * waits of thread tid's slot of owner_seen that note an owner, or why none,
+ * for on_switch. */
+static __always_inline void owner_waiting(__u32 tid, __u16 reason, __s32 n)
+{
+	struct owner_seen *seen;
+
+	if (!owners_on || reason == OWNER_UNTRACKED)
+		return;
+	seen = owner_seen_of(tid);
+	if (seen)
+		__sync_fetch_and_add(&seen->waiters, n);
 }
 
 /*
@@ -210,7 +259,9 @@ static __always_inline int owner_switch(void *ctx)
  */
 static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 flags, bool spinning)
 {
-	struct owner_key key = { .lock = lock, .type = s->type };
+	/* The slot's lock, not the one read: on PREEMPT_RT, owner_again
+	 * reads an rwsem's inner rtmutex, and its charges go to the rwsem. */
+	struct owner_key key = { .lock = s->lock, .type = s->type };
 	struct task_struct *t;
 	__u64 word;
 	int err;
@@ -224,6 +275,8 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 		key.reason = OWNER_NONE; /* released, or handed over, as we looked */
 	s->owner_tid = 0;
 	s->owner_state = 0;
+	s->owner_lock = lock;
+	s->owner_flags = flags;
 	if (key.reason == OWNER_KNOWN) {
 		t = (void *)word;
 		key.tid = BPF_CORE_READ(t, pid);
@@ -244,9 +297,10 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	s->owner_reason = key.reason;
 }
 
-/* owner_stack sets the stack of a known owner's key from its mark, and ends
- * the mark's tenure when the owner no longer holds the lock. */
-static __always_inline void owner_stack(struct owner_key *key)
+/* owner_stack sets the stack of a known owner's key from its mark, made
+ * for owner_lock, and ends the mark's tenure when the owner no longer holds
+ * the lock. */
+static __always_inline void owner_stack(struct owner_key *key, __u64 owner_lock)
 {
 	struct owner_mark *m;
 	__u32 reason = OWNER_KNOWN;
@@ -254,8 +308,16 @@ static __always_inline void owner_stack(struct owner_key *key)
 	if (!stack_depth)
 		return;
 	m = bpf_map_lookup_elem(&owner_marks, &key->tid);
-	if (!m || m->lock != key->lock) {
-		key->stack_reason = OWNER_STACK_LOST;
+	if (!m || m->lock != owner_lock) {
+		/* Only waits whose owner was not found still marked pay
+		 * this lookup. */
+		m = bpf_map_lookup_elem(&owner_exits, &key->tid);
+		if (!m || m->lock != owner_lock) {
+			key->stack_reason = OWNER_STACK_LOST;
+			return;
+		}
+		key->stack = m->stack;
+		key->stack_reason = m->taken == OWNER_STACK_RAN && !m->ended ? OWNER_STACK_EXITED : m->taken;
 		return;
 	}
 	key->stack = m->stack;
@@ -283,7 +345,7 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
 	if (w->owner_reason == OWNER_UNTRACKED)
 		return;
 	if (w->owner_reason == OWNER_KNOWN)
-		owner_stack(&key);
+		owner_stack(&key, w->owner_lock);
 	v = bpf_map_lookup_elem(&owners, &key);
 	if (!v) {
 		struct owner_key first = key;
@@ -326,10 +388,12 @@ static __always_inline void owner_end(const struct wait_slot *w, __u64 now)
 
 /*
  * owner_again re-reads the owner of the lock a wait announces again (a
- * mutex waiter going to sleep, or woken and spinning again): when another
- * thread owns it now, the convoy moved on, so the wait so far is charged to
- * the owner it had and the rest to the new one. An owner word found empty
- * (the lock being handed over) changes nothing.
+ * mutex waiter going to sleep, or woken and spinning again), or of the lock
+ * a waiter goes back to sleep on (on_switch: an rwsem writer or an rtmutex
+ * waiter woken without the lock): when another thread owns it now, the
+ * convoy moved on, so the wait so far is charged to the owner it had and the
+ * rest to the new one. An owner word found empty, or naming the waiter
+ * itself (the lock being handed over to it), changes nothing.
  */
 static __always_inline void owner_again(struct wait_slot *s, __u64 lock, __u32 flags)
 {
@@ -341,7 +405,7 @@ static __always_inline void owner_again(struct wait_slot *s, __u64 lock, __u32 f
 	if (!owners_on || s->owner_reason == OWNER_UNTRACKED)
 		return;
 	word = owner_word(lock, flags, &reason);
-	if (!word || reason != OWNER_KNOWN ||
+	if (!word || reason != OWNER_KNOWN || word == bpf_get_current_task() ||
 	    (s->owner_reason == OWNER_KNOWN && BPF_CORE_READ((struct task_struct *)word, pid) == s->owner_tid))
 		return;
 	now = bpf_ktime_get_ns();

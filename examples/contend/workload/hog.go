@@ -13,8 +13,17 @@ import (
 // page now and then. Nearly all of the others' wait is for the hog, so a
 // profiler that names lock owners should name it: its thread is
 // "<prefix>-hog".
+//
+// As relay, workers 0 and 1 hold the lock in turn, "<prefix>-relay0" and
+// "<prefix>-relay1", writing relayWriteSize bytes at a time: each takes the
+// lock as the other lets it go (spinning on the owner, a steal), before the
+// page writer the release woke runs, which goes back to sleep; one of its
+// waits spans tenures of both, until the kernel hands the lock over to it
+// (an rwsem writer waiting over 4 ms, RWSEM_WAIT_TIMEOUT).
 type hogLoad struct {
 	inodeLoad
+	hogs int // workers writing size bytes at a time
+	size int
 }
 
 // hogWriteSize makes each of the hog's writes hold the lock for a
@@ -29,16 +38,27 @@ const hogPause = 200 * time.Microsecond
 // HogThread is the name suffix of the hog's thread.
 const HogThread = "hog"
 
-func newHog(o Options) (generator, error) {
-	l, err := newInode(o)
-	if err != nil {
-		return nil, err
+// relayWriteSize holds the lock for a fraction of a millisecond: a page
+// writer's wait, until handed the lock, spans many tenures.
+const relayWriteSize = 1 << 20
+
+// RelayThread is the name suffix of the relay's threads, followed by 0 or 1.
+const RelayThread = "relay"
+
+// newHogs returns the constructor of a hogLoad whose first hogs workers
+// write size bytes at a time.
+func newHogs(hogs, size int) func(Options) (generator, error) {
+	return func(o Options) (generator, error) {
+		l, err := newInode(o)
+		if err != nil {
+			return nil, err
+		}
+		return &hogLoad{inodeLoad: *l.(*inodeLoad), hogs: hogs, size: size}, nil
 	}
-	return &hogLoad{*l.(*inodeLoad)}, nil
 }
 
 func (l *hogLoad) op(worker int) func() error {
-	if worker != 0 {
+	if worker >= l.hogs {
 		write := l.inodeLoad.op(worker)
 		return func() error {
 			if err := write(); err != nil {
@@ -49,7 +69,7 @@ func (l *hogLoad) op(worker int) func() error {
 		}
 	}
 	fd := int(l.file.Fd())
-	buf := make([]byte, hogWriteSize)
+	buf := make([]byte, l.size)
 	return func() error {
 		if _, err := unix.Pwrite(fd, buf, 0); err != nil {
 			return fmt.Errorf("pwrite of %d bytes: %w", len(buf), err)
@@ -58,10 +78,14 @@ func (l *hogLoad) op(worker int) func() error {
 	}
 }
 
-// threadName names the hog apart from the others.
+// threadName names the hog, or the relay's threads, apart from the others.
 func (l *hogLoad) threadName(prefix string, worker int) string {
-	if worker == 0 {
+	switch {
+	case worker >= l.hogs:
+	case l.hogs == 1:
 		return prefix + "-" + HogThread
+	default:
+		return fmt.Sprintf("%s-%s%d", prefix, RelayThread, worker)
 	}
 	return fmt.Sprintf("%s-%d", prefix, worker)
 }

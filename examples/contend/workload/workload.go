@@ -50,6 +50,11 @@ const (
 	// Hog contends the i_rwsem of one shared file held long by one thread,
 	// "<prefix>-hog", writing 16 MiB at a time while the others write a page.
 	Hog Lock = "hog"
+	// Relay contends the i_rwsem of one shared file held in turn by two
+	// threads, "<prefix>-relay0" and "<prefix>-relay1", writing 1 MiB at a
+	// time, while the others write a page: a page writer woken as one lets
+	// the lock go finds the other holding it, and sleeps again.
+	Relay Lock = "relay"
 	// Fown contends the f_owner rwlock_t of one shared file: half the
 	// threads set its owner, half read it.
 	Fown Lock = "fown"
@@ -78,7 +83,8 @@ var generators = map[Lock]func(Options) (generator, error){
 	Spin:    newSpin,
 	Fault:   newFault,
 	Threads: newThreads,
-	Hog:     newHog,
+	Hog:     newHogs(1, hogWriteSize),
+	Relay:   newHogs(2, relayWriteSize),
 	Fown:    newFown,
 	Zone:    newZone,
 	LRU:     newLRU,
@@ -91,7 +97,7 @@ type threadNamer interface {
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Fown), string(Zone), string(LRU)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Fown), string(Zone), string(LRU)}
 }
 
 // Options configures one Run.

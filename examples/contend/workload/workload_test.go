@@ -55,6 +55,9 @@ func TestRun(t *testing.T) {
 						if Lock(lock) == Hog && w == 0 {
 							name = wantPrefix + "-" + HogThread // the hog is named apart
 						}
+						if Lock(lock) == Relay && w < 2 {
+							name = fmt.Sprintf("%s-%s%d", wantPrefix, RelayThread, w)
+						}
 						if got, want := comm(t, tid), truncateComm(name); got != want {
 							t.Errorf("worker %d: comm = %q, want %q", w, got, want)
 						}
