@@ -323,9 +323,13 @@ func (b perfTracepoint) Attach(obj *object) (*attachment, error) {
 	if err := mountTracefs(); err != nil {
 		return nil, err
 	}
-	return attachTracepoints(obj, b.programs(obj.progs), func(event string, prog *ebpf.Program) (link.Link, error) {
+	a, err := attachTracepoints(obj, b.programs(obj.progs), func(event string, prog *ebpf.Program) (link.Link, error) {
 		return link.Tracepoint("lock", event, prog, nil)
 	})
+	if err == nil && !countsSkippedRuns(kernelRelease()) {
+		a.warnings = append(a.warnings, uncountedSkips(b.Name()))
+	}
+	return a, err
 }
 
 // closeLinks detaches the last attached first: a rescue copy that outlived

@@ -245,11 +245,6 @@ func waitsByTypeAndName(cp *capture.Capture) map[string]uint64 {
 	return waits
 }
 
-func kernelRelease() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return strings.TrimSpace(string(b))
-}
-
 // requireClaimed skips a test of backends the kernel does not claim, saying
 // what it lacks; TestBackends checks that they fail at once there.
 func requireClaimed(t *testing.T, backends ...string) {

@@ -564,6 +564,9 @@ func cachedBesideWalked(t *testing.T, probe string, events uint64, args ...strin
 	if walked.Meta.Stacks.Known != 0 {
 		t.Fatalf("perf-event backend claims %d recognised paths without a stack context", walked.Meta.Stacks.Known)
 	}
+	if warns, want := slices.Contains(walked.Meta.Warnings, uncountedSkips(walked.Meta.Probe)), !countsSkippedRuns(kernelRelease()); warns != want {
+		t.Errorf("on %s the perf-event capture warns that the kernel skips its programs uncounted: %v, want %v (warnings %q)", kernelRelease(), warns, want, walked.Meta.Warnings)
+	}
 	return cached, walked
 }
 
@@ -694,7 +697,8 @@ func compareCallers(t *testing.T, nameA string, a *capture.Capture, nameB string
 }
 
 // compareCounts requires two captures of the same events to count the same
-// waits for every key, but for the events one of them says it missed.
+// waits for every key, but for the events one of them says it missed, or
+// says its kernel may skip uncounted.
 func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, a *capture.Capture, nameB string, b *capture.Capture) {
 	t.Helper()
 	counts := func(c *capture.Capture) map[string]uint64 {
@@ -711,18 +715,45 @@ func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, 
 		return c.Meta.LostTotal() + c.Meta.Events.UnmatchedBegin + c.Meta.Events.UnmatchedEnd
 	}
 	slack := 2 + missed(a) + missed(b)
+	// Before Linux 6.7 the kernel skips a perf-event program (the
+	// tracepoint backend's) without counting it, on a CPU where another
+	// such program runs or a process is inside a BPF map system call.
+	// PREEMPT_RT can preempt that process there, and the CPU's programs
+	// stay skipped until it runs again: in the 6.1 PREEMPT_RT guest the
+	// perf-event backend saw 0.06 to 0.8% fewer of the workload's begins
+	// than tp_btf beside it (up to 3.4% while the test read the maps
+	// without pause), on 6.1's cloud kernel as many. Such a capture says
+	// so (uncountedSkips), and the
+	// kernel guarantees only that each skip loses at most one wait, which
+	// no counter shows: so the begins it saw fewer than the other capture
+	// widen the slack, for the keys where it counts fewer only. A wait
+	// that either put under the wrong key still shows beyond that.
+	uncounted := func(c, other *capture.Capture) uint64 {
+		if !slices.Contains(c.Meta.Warnings, uncountedSkips(c.Meta.Probe)) {
+			return 0
+		}
+		fewer := other.Meta.Events.Begin - min(other.Meta.Events.Begin, c.Meta.Events.Begin)
+		t.Logf("%s saw %d begins fewer than %s on the same events, skipped uncounted by a kernel before 6.7", c.Meta.Probe, fewer, other.Meta.Probe)
+		return fewer
+	}
+	uncountedA, uncountedB := uncounted(a, b), uncounted(b, a)
 	ca, cb := counts(a), counts(b)
 	var total uint64
 	for key, nb := range cb {
 		total += nb
 		na := ca[key]
-		diff := max(na, nb) - min(na, nb)
-		if diff > slack+nb/200 {
+		diff, allowed := max(na, nb)-min(na, nb), slack+nb/200
+		if na > nb {
+			allowed += uncountedB
+		} else {
+			allowed += uncountedA
+		}
+		if diff > allowed {
 			t.Errorf("%s: %d waits by %s, %d by %s", key, na, nameA, nb, nameB)
 		}
 	}
 	for key, na := range ca {
-		if _, ok := cb[key]; !ok && na > slack {
+		if _, ok := cb[key]; !ok && na > slack+uncountedB {
 			t.Errorf("%s: %d waits by %s, none by %s", key, na, nameA, nameB)
 		}
 	}

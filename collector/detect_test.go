@@ -52,3 +52,24 @@ func TestCodeBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestCountsSkippedRuns checks where the perf-event and kprobe backends warn
+// that the kernel skips their programs uncounted: releases before 6.7, and
+// those it cannot read.
+func TestCountsSkippedRuns(t *testing.T) {
+	for release, want := range map[string]bool{
+		"5.10.0-32-cloud-amd64":      false,
+		"6.1.0-56-rt-amd64":          false,
+		"6.6.63":                     false,
+		"6.7.0":                      true,
+		"6.12.117+deb12-cloud-amd64": true,
+		"6.18.44":                    true,
+		"7.0-rc1":                    true,
+		"":                           false,
+		"linux":                      false,
+	} {
+		if got := countsSkippedRuns(release); got != want {
+			t.Errorf("countsSkippedRuns(%q) = %v, want %v", release, got, want)
+		}
+	}
+}

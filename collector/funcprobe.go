@@ -365,6 +365,9 @@ func (b functionBackend) Attach(obj *object) (*attachment, error) {
 	if len(a.acquire.Skipped) > 0 {
 		a.warnings = append(a.warnings, fmt.Sprintf("%s: functions of %s not probed: %s", b.Name(), obj.locks.Source, skippedSummary(a.acquire.Skipped)))
 	}
+	if b.hook == hookKprobe && !countsSkippedRuns(kernelRelease()) {
+		a.warnings = append(a.warnings, uncountedSkips(b.Name()))
+	}
 	return a, nil
 }
 
