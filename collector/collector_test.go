@@ -769,7 +769,11 @@ func compareCounts(t *testing.T, key func(capture.Record) string, nameA string, 
 // waits that all found the owner running spun for all of it: some threads of
 // a loaded machine have such records, and so do short runs of two threads on
 // a quiet one, which follow. How often each happens depends on what else the
-// machine runs, so a capture that lacks one is taken again, up to 3 times.
+// machine runs, and on how its CPUs run: a 6.1 guest under emulation, whose
+// kernel preempts a task in the kernel only where it offers to
+// (PREEMPT_VOLUNTARY), found no split record in 3 captures once, only waits
+// that spun whole. So captures follow one another
+// until both kinds are seen, for 5 minutes at most.
 // The function-probe backends, which auto picks only where the kernel lacks
 // the contention tracepoints, time each acquire call from its entry to its
 // return and cannot tell the spin inside it from the sleep: their records
@@ -780,8 +784,13 @@ func TestMutexSpinSplit(t *testing.T) {
 	if preemptRT(t) {
 		t.Skip("PREEMPT_RT: a mutex is an rtmutex, which spins on its owner without announcing it, so its waits count as slept")
 	}
-	var split, allSpin int
-	for try := 0; try < 3 && (split == 0 || allSpin == 0); try++ {
+	var split, allSpin, records, captures int
+	start := time.Now()
+	for split == 0 || allSpin == 0 {
+		if captures > 0 && time.Since(start) > 5*time.Minute {
+			t.Fatalf("after %d captures in %v, of %d pipe mutex records %d spun for part of their wait (0 < spin_ns < total_ns) and %d for all of it (spin_ns = total_ns): want both", captures, time.Since(start).Round(time.Second), records, split, allSpin)
+		}
+		captures++
 		pids := map[uint32]bool{}
 		cp := capture1(t, defaultConfig(t), func() {
 			cmd := startContend(t, "-lock", "pipe", "-threads", "4", "-duration", "2s")
@@ -812,6 +821,7 @@ func TestMutexSpinSplit(t *testing.T) {
 			if r.Type != "mutex" || !pids[r.PID] || r.InProgress > 0 {
 				continue
 			}
+			records++
 			switch {
 			case r.SpinNS == r.TotalNS:
 				allSpin++
@@ -819,13 +829,7 @@ func TestMutexSpinSplit(t *testing.T) {
 				split++
 			}
 		}
-		t.Logf("capture %d, %s: pipe mutex records so far: %d spun for part of their wait, %d for all of it", try+1, cp.Meta.Probe, split, allSpin)
-	}
-	if split == 0 {
-		t.Errorf("no record with 0 < spin_ns < total_ns")
-	}
-	if allSpin == 0 {
-		t.Errorf("no record with spin_ns = total_ns")
+		t.Logf("capture %d, %s: of %d pipe mutex records so far, %d spun for part of their wait, %d for all of it", captures, cp.Meta.Probe, records, split, allSpin)
 	}
 }
 
