@@ -92,6 +92,20 @@ struct {
 	__uint(max_entries, 16384); /* resized by the loader */
 } thread_waits SEC(".maps");
 
+/* Live thread_waits entries by tid & (THREAD_SLOT_BUCKETS - 1): the program
+ * run as every thread of the machine is freed deletes an entry only where
+ * its bucket counts one, an array read instead of a hash delete under the
+ * bucket lock for the many threads that never waited (a fork-heavy
+ * workload frees several threads per contention event). */
+#define THREAD_SLOT_BUCKETS 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, THREAD_SLOT_BUCKETS);
+} thread_slots_live SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -225,6 +239,7 @@ static __always_inline struct wait_slot *thread_slot(__u32 tid)
 {
 	struct wait_slot *s = bpf_map_lookup_elem(&thread_waits, &tid);
 	struct wait_slot empty = {};
+	__u32 bucket = tid & (THREAD_SLOT_BUCKETS - 1), *live;
 	int err;
 
 	if (s)
@@ -234,6 +249,9 @@ static __always_inline struct wait_slot *thread_slot(__u32 tid)
 		count(CNT_LOST_WAIT_FULL, 1);
 		return NULL;
 	}
+	live = bpf_map_lookup_elem(&thread_slots_live, &bucket);
+	if (!err && live)
+		__sync_fetch_and_add(live, 1);
 	return bpf_map_lookup_elem(&thread_waits, &tid);
 }
 
@@ -571,14 +589,23 @@ int btf_contention_end_rescue(__u64 *ctx)
  */
 static __always_inline int free_thread(__u32 tid)
 {
+	__u32 bucket = tid & (THREAD_SLOT_BUCKETS - 1), *live;
+	bool slotted;
+
+	live = bpf_map_lookup_elem(&thread_slots_live, &bucket);
+	slotted = live && *live;
 	if (owners_on) {
-		struct wait_slot *s = bpf_map_lookup_elem(&thread_waits, &tid);
+		struct wait_slot *s = slotted ? bpf_map_lookup_elem(&thread_waits, &tid) : NULL;
+		struct owner_seen *seen = owner_seen_of(tid);
 
 		if (s && s->lock)
 			owner_waiting(tid, s->owner_reason, -1);
-		owner_exit(tid);
+		if (seen && seen->owner)
+			owner_exit(tid);
 	}
-	bpf_map_delete_elem(&thread_waits, &tid);
+	/* Adding -1: an atomic subtraction needs BPF_FETCH (Linux 5.12). */
+	if (slotted && !bpf_map_delete_elem(&thread_waits, &tid))
+		__sync_fetch_and_add(live, -1);
 	return 0;
 }
 

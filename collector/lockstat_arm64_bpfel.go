@@ -269,6 +269,7 @@ const (
 	lockstatMapScratch                   = "scratch"
 	lockstatMapSpinWaits                 = "spin_waits"
 	lockstatMapStacks                    = "stacks"
+	lockstatMapThreadSlotsLive           = "thread_slots_live"
 	lockstatMapThreadWaits               = "thread_waits"
 	lockstatMapTimeline                  = "timeline"
 	lockstatMapUnlearnable               = "unlearnable"
@@ -400,30 +401,31 @@ type lockstatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatMapSpecs struct {
-	Aggregate     *ebpf.MapSpec `ebpf:"aggregate"`
-	Busy          *ebpf.MapSpec `ebpf:"busy"`
-	CalibSamples  *ebpf.MapSpec `ebpf:"calib_samples"`
-	CgroupFilter  *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Control       *ebpf.MapSpec `ebpf:"control"`
-	Counters      *ebpf.MapSpec `ebpf:"counters"`
-	FirstFrame    *ebpf.MapSpec `ebpf:"first_frame"`
-	FrameStep     *ebpf.MapSpec `ebpf:"frame_step"`
-	Histogram     *ebpf.MapSpec `ebpf:"histogram"`
-	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
-	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
-	Holds         *ebpf.MapSpec `ebpf:"holds"`
-	OwnerExits    *ebpf.MapSpec `ebpf:"owner_exits"`
-	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
-	OwnerSeen     *ebpf.MapSpec `ebpf:"owner_seen"`
-	Owners        *ebpf.MapSpec `ebpf:"owners"`
-	Paths         *ebpf.MapSpec `ebpf:"paths"`
-	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
-	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
-	SpinWaits     *ebpf.MapSpec `ebpf:"spin_waits"`
-	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
-	ThreadWaits   *ebpf.MapSpec `ebpf:"thread_waits"`
-	Timeline      *ebpf.MapSpec `ebpf:"timeline"`
-	Unlearnable   *ebpf.MapSpec `ebpf:"unlearnable"`
+	Aggregate       *ebpf.MapSpec `ebpf:"aggregate"`
+	Busy            *ebpf.MapSpec `ebpf:"busy"`
+	CalibSamples    *ebpf.MapSpec `ebpf:"calib_samples"`
+	CgroupFilter    *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Control         *ebpf.MapSpec `ebpf:"control"`
+	Counters        *ebpf.MapSpec `ebpf:"counters"`
+	FirstFrame      *ebpf.MapSpec `ebpf:"first_frame"`
+	FrameStep       *ebpf.MapSpec `ebpf:"frame_step"`
+	Histogram       *ebpf.MapSpec `ebpf:"histogram"`
+	HoldAggregate   *ebpf.MapSpec `ebpf:"hold_aggregate"`
+	HoldHistogram   *ebpf.MapSpec `ebpf:"hold_histogram"`
+	Holds           *ebpf.MapSpec `ebpf:"holds"`
+	OwnerExits      *ebpf.MapSpec `ebpf:"owner_exits"`
+	OwnerMarks      *ebpf.MapSpec `ebpf:"owner_marks"`
+	OwnerSeen       *ebpf.MapSpec `ebpf:"owner_seen"`
+	Owners          *ebpf.MapSpec `ebpf:"owners"`
+	Paths           *ebpf.MapSpec `ebpf:"paths"`
+	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
+	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
+	SpinWaits       *ebpf.MapSpec `ebpf:"spin_waits"`
+	Stacks          *ebpf.MapSpec `ebpf:"stacks"`
+	ThreadSlotsLive *ebpf.MapSpec `ebpf:"thread_slots_live"`
+	ThreadWaits     *ebpf.MapSpec `ebpf:"thread_waits"`
+	Timeline        *ebpf.MapSpec `ebpf:"timeline"`
+	Unlearnable     *ebpf.MapSpec `ebpf:"unlearnable"`
 }
 
 // lockstatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -486,30 +488,31 @@ func (o *lockstatObjects) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatMaps struct {
-	Aggregate     *ebpf.Map `ebpf:"aggregate"`
-	Busy          *ebpf.Map `ebpf:"busy"`
-	CalibSamples  *ebpf.Map `ebpf:"calib_samples"`
-	CgroupFilter  *ebpf.Map `ebpf:"cgroup_filter"`
-	Control       *ebpf.Map `ebpf:"control"`
-	Counters      *ebpf.Map `ebpf:"counters"`
-	FirstFrame    *ebpf.Map `ebpf:"first_frame"`
-	FrameStep     *ebpf.Map `ebpf:"frame_step"`
-	Histogram     *ebpf.Map `ebpf:"histogram"`
-	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
-	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
-	Holds         *ebpf.Map `ebpf:"holds"`
-	OwnerExits    *ebpf.Map `ebpf:"owner_exits"`
-	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
-	OwnerSeen     *ebpf.Map `ebpf:"owner_seen"`
-	Owners        *ebpf.Map `ebpf:"owners"`
-	Paths         *ebpf.Map `ebpf:"paths"`
-	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
-	Scratch       *ebpf.Map `ebpf:"scratch"`
-	SpinWaits     *ebpf.Map `ebpf:"spin_waits"`
-	Stacks        *ebpf.Map `ebpf:"stacks"`
-	ThreadWaits   *ebpf.Map `ebpf:"thread_waits"`
-	Timeline      *ebpf.Map `ebpf:"timeline"`
-	Unlearnable   *ebpf.Map `ebpf:"unlearnable"`
+	Aggregate       *ebpf.Map `ebpf:"aggregate"`
+	Busy            *ebpf.Map `ebpf:"busy"`
+	CalibSamples    *ebpf.Map `ebpf:"calib_samples"`
+	CgroupFilter    *ebpf.Map `ebpf:"cgroup_filter"`
+	Control         *ebpf.Map `ebpf:"control"`
+	Counters        *ebpf.Map `ebpf:"counters"`
+	FirstFrame      *ebpf.Map `ebpf:"first_frame"`
+	FrameStep       *ebpf.Map `ebpf:"frame_step"`
+	Histogram       *ebpf.Map `ebpf:"histogram"`
+	HoldAggregate   *ebpf.Map `ebpf:"hold_aggregate"`
+	HoldHistogram   *ebpf.Map `ebpf:"hold_histogram"`
+	Holds           *ebpf.Map `ebpf:"holds"`
+	OwnerExits      *ebpf.Map `ebpf:"owner_exits"`
+	OwnerMarks      *ebpf.Map `ebpf:"owner_marks"`
+	OwnerSeen       *ebpf.Map `ebpf:"owner_seen"`
+	Owners          *ebpf.Map `ebpf:"owners"`
+	Paths           *ebpf.Map `ebpf:"paths"`
+	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
+	Scratch         *ebpf.Map `ebpf:"scratch"`
+	SpinWaits       *ebpf.Map `ebpf:"spin_waits"`
+	Stacks          *ebpf.Map `ebpf:"stacks"`
+	ThreadSlotsLive *ebpf.Map `ebpf:"thread_slots_live"`
+	ThreadWaits     *ebpf.Map `ebpf:"thread_waits"`
+	Timeline        *ebpf.Map `ebpf:"timeline"`
+	Unlearnable     *ebpf.Map `ebpf:"unlearnable"`
 }
 
 func (m *lockstatMaps) Close() error {
@@ -535,6 +538,7 @@ func (m *lockstatMaps) Close() error {
 		m.Scratch,
 		m.SpinWaits,
 		m.Stacks,
+		m.ThreadSlotsLive,
 		m.ThreadWaits,
 		m.Timeline,
 		m.Unlearnable,

@@ -283,8 +283,10 @@ static __always_inline __u32 walk_size(const struct stack_scratch *sc)
 
 /* store_stack walks the current kernel stack, skip frames of machinery
  * left out, into sc->ips and stores it in the stacks map: bpf_get_stack's
- * result (bytes), or -1 when nothing was stored; the key in *h. */
-static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u32 skip, __u64 *h)
+ * result (bytes), or -1 when nothing was stored; the key in *h, and in
+ * *first whether the map did not hold it yet. */
+static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u32 skip, __u64 *h,
+					bool *first)
 {
 	long n;
 	int err;
@@ -296,6 +298,7 @@ static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u
 	err = bpf_map_update_elem(&stacks, h, sc->ips, BPF_NOEXIST);
 	if (err && err != -EEXIST)
 		return -1;
+	*first = !err;
 	return n;
 }
 
@@ -304,9 +307,9 @@ static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u
  * bpf_loop, so programs that use only it load on kernels before 5.17 (the
  * function probes on Linux 5.10).
  */
-static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u64 *h)
+static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u64 *h, bool *first)
 {
-	long n = store_stack(ctx, sc, size, stack_skip, h);
+	long n = store_stack(ctx, sc, size, stack_skip, h, first);
 
 	count(n > 0 ? CNT_STACK_WALKED : CNT_STACK_FAILED, 1);
 	return n;
@@ -316,12 +319,13 @@ static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u3
 static __always_inline __u64 walked_stack(void *ctx, __u32 level)
 {
 	struct stack_scratch *sc;
+	bool first;
 	__u64 h = 0;
 
 	if (!stack_depth)
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &level);
-	if (!sc || walk_stack(ctx, sc, walk_size(sc), &h) <= 0)
+	if (!sc || walk_stack(ctx, sc, walk_size(sc), &h, &first) <= 0)
 		return 0;
 	return h;
 }
@@ -342,7 +346,7 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 	struct stack_scratch *sc;
 	__u64 base = 0, h = 0;
 	int free_way = -1;
-	bool searched = false;
+	bool searched = false, first_sight = false;
 	long n;
 
 	if (!stack_depth)
@@ -384,9 +388,15 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 	}
 
 	size = walk_size(sc);
-	n = walk_stack(ctx, sc, size, &h);
+	n = walk_stack(ctx, sc, size, &h, &first_sight);
 	if (n <= 0)
 		return 0;
+	/* A path is learnt when its stack is seen again, not at first sight:
+	 * the search of the window costs more than the walk, and most stacks
+	 * of a cold start or of a low-rate workload are never seen twice. A
+	 * path that recurs pays one walk more. */
+	if (first_sight)
+		return h;
 	if (nwords && hint && !bpf_map_lookup_elem(&unlearnable, &h)) {
 		__u8 one = 1;
 
