@@ -914,8 +914,8 @@ func TestOwnersOfMutexConvoy(t *testing.T) {
 
 // TestOwnersOfRelay charges the waits of the relay workload to every owner
 // they spanned: two threads take a file's inode rwsem in turn, each as the
-// other lets it go, while a page writer, woken at each release, finds the
-// lock taken again and goes back to sleep, with no contention_begin in
+// other lets it go, while three page writers, woken at a release, find the
+// lock taken again and go back to sleep, with no contention_begin in
 // between (rwsem_down_write_slowpath announces its wait once). The owner is
 // read again as it goes back to sleep, so the charges to known owners
 // outnumber the waits: some wait went to two owners at least (one to each
@@ -923,7 +923,8 @@ func TestOwnersOfMutexConvoy(t *testing.T) {
 // the workload has ended when the capture stops, so no wait of the file is
 // open, and a wait split between owners is split whole. How often the lock
 // changes hands under a sleeping writer depends on what else the machine
-// runs, so a capture without it is taken again, a few times at most.
+// runs, so a capture without it is taken again, a few times at most (with
+// one page writer instead of three, half the captures had none).
 func TestOwnersOfRelay(t *testing.T) {
 	testenv.RequireRoot(t)
 	if preemptRT(t) {
@@ -935,7 +936,7 @@ func TestOwnersOfRelay(t *testing.T) {
 	for try := 1; try <= 5 && known <= ended; try++ {
 		var pid uint32
 		cp := capture1(t, cfg, func() {
-			cmd := startContend(t, "-lock", "relay", "-threads", "3", "-duration", "2s", "-name", "ct-rel")
+			cmd := startContend(t, "-lock", "relay", "-threads", "5", "-duration", "2s", "-name", "ct-rel")
 			pid = uint32(cmd.Process.Pid)
 			waitContend(t, cmd)
 		})
