@@ -924,7 +924,10 @@ func TestOwnersOfMutexConvoy(t *testing.T) {
 // open, and a wait split between owners is split whole. How often the lock
 // changes hands under a sleeping writer depends on what else the machine
 // runs, so a capture without it is taken again, a few times at most (with
-// one page writer instead of three, half the captures had none).
+// one page writer instead of three, half the captures had none). The
+// function probes read the owner at the acquire's entry, where a quarter of
+// the waits found none yet (Linux 5.10): there, the charges of every reason
+// outnumber the waits, each charged once before the re-read.
 func TestOwnersOfRelay(t *testing.T) {
 	testenv.RequireRoot(t)
 	if preemptRT(t) {
@@ -932,8 +935,8 @@ func TestOwnersOfRelay(t *testing.T) {
 	}
 	cfg := defaultConfig(t)
 	cfg.Owners = true
-	var known, ended uint64
-	for try := 1; try <= 5 && known <= ended; try++ {
+	var split, ended uint64
+	for try := 1; try <= 5 && split <= ended; try++ {
 		var pid uint32
 		cp := capture1(t, cfg, func() {
 			cmd := startContend(t, "-lock", "relay", "-threads", "5", "-duration", "2s", "-name", "ct-rel")
@@ -955,8 +958,8 @@ func TestOwnersOfRelay(t *testing.T) {
 		if len(byLock) == 0 {
 			t.Fatalf("no rwsem:W waits of the relay workload among %d events", cp.Meta.Events.Begin)
 		}
-		var waited, charged uint64
-		known, ended = 0, 0
+		var waited, charged, charges, known uint64
+		ended = 0
 		for _, r := range cp.Records {
 			if r.Lock == file && r.Type == "rwsem:W" {
 				ended += r.Count - r.InProgress
@@ -969,13 +972,18 @@ func TestOwnersOfRelay(t *testing.T) {
 				continue
 			}
 			charged += o.TotalNS
+			charges += o.Count
 			if o.Reason == "" {
 				known += o.Count
 				owners[o.Comm] += o.Count
 			}
 		}
-		t.Logf("capture %d, %s: %d waits of the file, %d ns; %d ns charged to owners, %d charges to known owners %v",
-			try, cp.Meta.Probe, ended, waited, charged, known, owners)
+		split = known
+		if cp.Meta.Acquire != nil {
+			split = charges
+		}
+		t.Logf("capture %d, %s: %d waits of the file, %d ns; %d ns charged to owners, %d charges, %d to known owners %v",
+			try, cp.Meta.Probe, ended, waited, charged, charges, known, owners)
 		lost := cp.Meta.LostTotal() + cp.Meta.Events.UnmatchedBegin + cp.Meta.Events.UnmatchedEnd
 		if charged != waited && (lost == 0 || charged > waited) {
 			t.Errorf("%d ns charged to the file's owners, for %d ns waited (%d events lost or unmatched)", charged, waited, lost)
@@ -984,8 +992,8 @@ func TestOwnersOfRelay(t *testing.T) {
 			t.Errorf("the relay's threads are not both owners of the file: %v", owners)
 		}
 	}
-	if known <= ended {
-		t.Errorf("%d charges to known owners for %d waits: no wait was charged to a second owner as its writer went back to sleep", known, ended)
+	if split <= ended {
+		t.Errorf("%d charges for %d waits: no wait was charged to a second owner as its writer went back to sleep", split, ended)
 	}
 }
 
