@@ -295,7 +295,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		m.MaxEntries = cfg.MapSize
 	}
 	if !cfg.Owners {
-		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerSeen.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1, 1
+		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1
 	}
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {

@@ -70,6 +70,31 @@ static __always_inline void count(__u32 which, __u64 n)
 		__sync_fetch_and_add(c, n);
 }
 
+/* Threads by tid & (THREAD_BUCKETS - 1), counted (struct thread_bucket) so
+ * that the programs run for every thread of the machine read an array
+ * instead of looking the thread up in a hash map: the one at every thread's
+ * free deletes a wait slot only where its bucket counts one (a fork-heavy
+ * workload frees several threads per contention event, most of which never
+ * waited), and under --owners the one at every context switch (on_switch)
+ * looks further only where a thread of the bucket was ever marked an owner
+ * or has an owner-tracked wait open. The owner mark is never cleared: a
+ * thread that shares a bucket with an owner only costs that lookup. */
+#define THREAD_BUCKETS 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct thread_bucket);
+	__uint(max_entries, THREAD_BUCKETS);
+} thread_buckets SEC(".maps");
+
+static __always_inline struct thread_bucket *thread_bucket_of(__u32 tid)
+{
+	__u32 i = tid & (THREAD_BUCKETS - 1);
+
+	return bpf_map_lookup_elem(&thread_buckets, &i);
+}
+
 #include "nesting.bpf.h"
 #include "stackpath.bpf.h"
 #include "spin.bpf.h"
@@ -91,20 +116,6 @@ struct {
 	__type(value, struct wait_slot);
 	__uint(max_entries, 16384); /* resized by the loader */
 } thread_waits SEC(".maps");
-
-/* Live thread_waits entries by tid & (THREAD_SLOT_BUCKETS - 1): the program
- * run as every thread of the machine is freed deletes an entry only where
- * its bucket counts one, an array read instead of a hash delete under the
- * bucket lock for the many threads that never waited (a fork-heavy
- * workload frees several threads per contention event). */
-#define THREAD_SLOT_BUCKETS 16384
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, THREAD_SLOT_BUCKETS);
-} thread_slots_live SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -239,7 +250,7 @@ static __always_inline struct wait_slot *thread_slot(__u32 tid)
 {
 	struct wait_slot *s = bpf_map_lookup_elem(&thread_waits, &tid);
 	struct wait_slot empty = {};
-	__u32 bucket = tid & (THREAD_SLOT_BUCKETS - 1), *live;
+	struct thread_bucket *bucket;
 	int err;
 
 	if (s)
@@ -249,9 +260,9 @@ static __always_inline struct wait_slot *thread_slot(__u32 tid)
 		count(CNT_LOST_WAIT_FULL, 1);
 		return NULL;
 	}
-	live = bpf_map_lookup_elem(&thread_slots_live, &bucket);
-	if (!err && live)
-		__sync_fetch_and_add(live, 1);
+	bucket = thread_bucket_of(tid);
+	if (!err && bucket)
+		__sync_fetch_and_add(&bucket->slots, 1);
 	return bpf_map_lookup_elem(&thread_waits, &tid);
 }
 
@@ -327,13 +338,13 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 			}
 			/* A thread sleeps on one lock at a time: the old end was lost. */
 			count(CNT_UNMATCHED_BEGIN, 1);
-			owner_waiting(tid, s->owner_reason, -1);
+			owner_waiting(thread_bucket_of(tid), s->owner_reason, -1);
 		}
 	}
 	type = shared_flags_type(ctx, flags, type);
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
-	owner_waiting(tid, s->owner_reason, 1);
+	owner_waiting(thread_bucket_of(tid), s->owner_reason, 1);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 	s->owner_from = s->ts;
@@ -505,7 +516,7 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	goto out;
 
 found:
-	owner_waiting(tid, w.owner_reason, -1);
+	owner_waiting(thread_bucket_of(tid), w.owner_reason, -1);
 	if (!w.skip) {
 		count(CNT_END, 1);
 		record(&w, now - w.ts, spin_total(&w, now));
@@ -589,23 +600,20 @@ int btf_contention_end_rescue(__u64 *ctx)
  */
 static __always_inline int free_thread(__u32 tid)
 {
-	__u32 bucket = tid & (THREAD_SLOT_BUCKETS - 1), *live;
-	bool slotted;
+	struct thread_bucket *bucket = thread_bucket_of(tid);
+	bool slotted = bucket && bucket->slots;
 
-	live = bpf_map_lookup_elem(&thread_slots_live, &bucket);
-	slotted = live && *live;
-	if (owners_on) {
+	if (owners_on && bucket) {
 		struct wait_slot *s = slotted ? bpf_map_lookup_elem(&thread_waits, &tid) : NULL;
-		struct owner_seen *seen = owner_seen_of(tid);
 
 		if (s && s->lock)
-			owner_waiting(tid, s->owner_reason, -1);
-		if (seen && seen->owner)
+			owner_waiting(bucket, s->owner_reason, -1);
+		if (bucket->owner)
 			owner_exit(tid);
 	}
 	/* Adding -1: an atomic subtraction needs BPF_FETCH (Linux 5.12). */
 	if (slotted && !bpf_map_delete_elem(&thread_waits, &tid))
-		__sync_fetch_and_add(live, -1);
+		__sync_fetch_and_add(&bucket->slots, -1);
 	return 0;
 }
 
@@ -631,26 +639,26 @@ int tp_thread_free(struct trace_event_raw_sched_process_template *ctx)
  * waiter going back to sleep (woken without the lock: an rwsem writer, an
  * rtmutex waiter, which announce their wait once) has the owner of its lock
  * read again. Most switches are by neither: one array read tells them apart
- * (owner_seen).
+ * (thread_buckets).
  */
 static __always_inline int on_switch(void *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct owner_seen *seen;
+	struct thread_bucket *bucket;
 	struct wait_slot *s;
 
 	if (!tid)
 		return 0; /* idle */
-	seen = owner_seen_of(tid);
-	if (!seen)
+	bucket = thread_bucket_of(tid);
+	if (!bucket)
 		return 0;
-	if (seen->waiters &&
+	if (bucket->waiters &&
 	    (task_state((void *)bpf_get_current_task()) & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
 		s = bpf_map_lookup_elem(&thread_waits, &tid);
 		if (s && s->lock)
 			owner_again(s, s->owner_lock, s->owner_flags);
 	}
-	if (seen->owner)
+	if (bucket->owner)
 		owner_switch(ctx, tid);
 	return 0;
 }

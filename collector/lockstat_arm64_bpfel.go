@@ -131,12 +131,6 @@ const (
 	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
 )
 
-type lockstatOwnerSeen struct {
-	_       structs.HostLayout
-	Owner   uint32
-	Waiters uint32
-}
-
 type lockstatOwnerStackReason uint32
 
 const (
@@ -191,6 +185,13 @@ type lockstatStackScratch struct {
 	Window [512]uint64
 	Ips    [128]uint64
 	Fresh  lockstatPath
+}
+
+type lockstatThreadBucket struct {
+	_       structs.HostLayout
+	Slots   uint32
+	Owner   uint32
+	Waiters uint32
 }
 
 type lockstatTimelineCell struct {
@@ -262,14 +263,13 @@ const (
 	lockstatMapHolds                     = "holds"
 	lockstatMapOwnerExits                = "owner_exits"
 	lockstatMapOwnerMarks                = "owner_marks"
-	lockstatMapOwnerSeen                 = "owner_seen"
 	lockstatMapOwners                    = "owners"
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
 	lockstatMapScratch                   = "scratch"
 	lockstatMapSpinWaits                 = "spin_waits"
 	lockstatMapStacks                    = "stacks"
-	lockstatMapThreadSlotsLive           = "thread_slots_live"
+	lockstatMapThreadBuckets             = "thread_buckets"
 	lockstatMapThreadWaits               = "thread_waits"
 	lockstatMapTimeline                  = "timeline"
 	lockstatMapUnlearnable               = "unlearnable"
@@ -401,31 +401,30 @@ type lockstatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lockstatMapSpecs struct {
-	Aggregate       *ebpf.MapSpec `ebpf:"aggregate"`
-	Busy            *ebpf.MapSpec `ebpf:"busy"`
-	CalibSamples    *ebpf.MapSpec `ebpf:"calib_samples"`
-	CgroupFilter    *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	Control         *ebpf.MapSpec `ebpf:"control"`
-	Counters        *ebpf.MapSpec `ebpf:"counters"`
-	FirstFrame      *ebpf.MapSpec `ebpf:"first_frame"`
-	FrameStep       *ebpf.MapSpec `ebpf:"frame_step"`
-	Histogram       *ebpf.MapSpec `ebpf:"histogram"`
-	HoldAggregate   *ebpf.MapSpec `ebpf:"hold_aggregate"`
-	HoldHistogram   *ebpf.MapSpec `ebpf:"hold_histogram"`
-	Holds           *ebpf.MapSpec `ebpf:"holds"`
-	OwnerExits      *ebpf.MapSpec `ebpf:"owner_exits"`
-	OwnerMarks      *ebpf.MapSpec `ebpf:"owner_marks"`
-	OwnerSeen       *ebpf.MapSpec `ebpf:"owner_seen"`
-	Owners          *ebpf.MapSpec `ebpf:"owners"`
-	Paths           *ebpf.MapSpec `ebpf:"paths"`
-	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
-	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
-	SpinWaits       *ebpf.MapSpec `ebpf:"spin_waits"`
-	Stacks          *ebpf.MapSpec `ebpf:"stacks"`
-	ThreadSlotsLive *ebpf.MapSpec `ebpf:"thread_slots_live"`
-	ThreadWaits     *ebpf.MapSpec `ebpf:"thread_waits"`
-	Timeline        *ebpf.MapSpec `ebpf:"timeline"`
-	Unlearnable     *ebpf.MapSpec `ebpf:"unlearnable"`
+	Aggregate     *ebpf.MapSpec `ebpf:"aggregate"`
+	Busy          *ebpf.MapSpec `ebpf:"busy"`
+	CalibSamples  *ebpf.MapSpec `ebpf:"calib_samples"`
+	CgroupFilter  *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	Control       *ebpf.MapSpec `ebpf:"control"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	FirstFrame    *ebpf.MapSpec `ebpf:"first_frame"`
+	FrameStep     *ebpf.MapSpec `ebpf:"frame_step"`
+	Histogram     *ebpf.MapSpec `ebpf:"histogram"`
+	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
+	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
+	Holds         *ebpf.MapSpec `ebpf:"holds"`
+	OwnerExits    *ebpf.MapSpec `ebpf:"owner_exits"`
+	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
+	Owners        *ebpf.MapSpec `ebpf:"owners"`
+	Paths         *ebpf.MapSpec `ebpf:"paths"`
+	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
+	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	SpinWaits     *ebpf.MapSpec `ebpf:"spin_waits"`
+	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
+	ThreadBuckets *ebpf.MapSpec `ebpf:"thread_buckets"`
+	ThreadWaits   *ebpf.MapSpec `ebpf:"thread_waits"`
+	Timeline      *ebpf.MapSpec `ebpf:"timeline"`
+	Unlearnable   *ebpf.MapSpec `ebpf:"unlearnable"`
 }
 
 // lockstatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -488,31 +487,30 @@ func (o *lockstatObjects) Close() error {
 //
 // It can be passed to loadLockstatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lockstatMaps struct {
-	Aggregate       *ebpf.Map `ebpf:"aggregate"`
-	Busy            *ebpf.Map `ebpf:"busy"`
-	CalibSamples    *ebpf.Map `ebpf:"calib_samples"`
-	CgroupFilter    *ebpf.Map `ebpf:"cgroup_filter"`
-	Control         *ebpf.Map `ebpf:"control"`
-	Counters        *ebpf.Map `ebpf:"counters"`
-	FirstFrame      *ebpf.Map `ebpf:"first_frame"`
-	FrameStep       *ebpf.Map `ebpf:"frame_step"`
-	Histogram       *ebpf.Map `ebpf:"histogram"`
-	HoldAggregate   *ebpf.Map `ebpf:"hold_aggregate"`
-	HoldHistogram   *ebpf.Map `ebpf:"hold_histogram"`
-	Holds           *ebpf.Map `ebpf:"holds"`
-	OwnerExits      *ebpf.Map `ebpf:"owner_exits"`
-	OwnerMarks      *ebpf.Map `ebpf:"owner_marks"`
-	OwnerSeen       *ebpf.Map `ebpf:"owner_seen"`
-	Owners          *ebpf.Map `ebpf:"owners"`
-	Paths           *ebpf.Map `ebpf:"paths"`
-	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
-	Scratch         *ebpf.Map `ebpf:"scratch"`
-	SpinWaits       *ebpf.Map `ebpf:"spin_waits"`
-	Stacks          *ebpf.Map `ebpf:"stacks"`
-	ThreadSlotsLive *ebpf.Map `ebpf:"thread_slots_live"`
-	ThreadWaits     *ebpf.Map `ebpf:"thread_waits"`
-	Timeline        *ebpf.Map `ebpf:"timeline"`
-	Unlearnable     *ebpf.Map `ebpf:"unlearnable"`
+	Aggregate     *ebpf.Map `ebpf:"aggregate"`
+	Busy          *ebpf.Map `ebpf:"busy"`
+	CalibSamples  *ebpf.Map `ebpf:"calib_samples"`
+	CgroupFilter  *ebpf.Map `ebpf:"cgroup_filter"`
+	Control       *ebpf.Map `ebpf:"control"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	FirstFrame    *ebpf.Map `ebpf:"first_frame"`
+	FrameStep     *ebpf.Map `ebpf:"frame_step"`
+	Histogram     *ebpf.Map `ebpf:"histogram"`
+	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
+	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
+	Holds         *ebpf.Map `ebpf:"holds"`
+	OwnerExits    *ebpf.Map `ebpf:"owner_exits"`
+	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
+	Owners        *ebpf.Map `ebpf:"owners"`
+	Paths         *ebpf.Map `ebpf:"paths"`
+	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
+	Scratch       *ebpf.Map `ebpf:"scratch"`
+	SpinWaits     *ebpf.Map `ebpf:"spin_waits"`
+	Stacks        *ebpf.Map `ebpf:"stacks"`
+	ThreadBuckets *ebpf.Map `ebpf:"thread_buckets"`
+	ThreadWaits   *ebpf.Map `ebpf:"thread_waits"`
+	Timeline      *ebpf.Map `ebpf:"timeline"`
+	Unlearnable   *ebpf.Map `ebpf:"unlearnable"`
 }
 
 func (m *lockstatMaps) Close() error {
@@ -531,14 +529,13 @@ func (m *lockstatMaps) Close() error {
 		m.Holds,
 		m.OwnerExits,
 		m.OwnerMarks,
-		m.OwnerSeen,
 		m.Owners,
 		m.Paths,
 		m.PidFilter,
 		m.Scratch,
 		m.SpinWaits,
 		m.Stacks,
-		m.ThreadSlotsLive,
+		m.ThreadBuckets,
 		m.ThreadWaits,
 		m.Timeline,
 		m.Unlearnable,

@@ -158,10 +158,11 @@ struct owner_mark {
 	__u16 ended;   /* the owner was seen not holding the lock: its tenure is over */
 };
 
-/* Threads whose id falls in one slot of owner_seen (owner.bpf.h): whether
- * one was ever marked an owner, and how many have an owner-tracked wait
- * open. */
-struct owner_seen {
+/* The threads whose id falls in one bucket of thread_buckets
+ * (lockstat.bpf.c): how many have a wait slot, whether one was ever marked
+ * a lock owner, and how many have an owner-tracked wait open. */
+struct thread_bucket {
+	__u32 slots;
 	__u32 owner;
 	__u32 waiters;
 };

@@ -71,28 +71,6 @@ struct {
 	__uint(max_entries, 1024); /* 1 when owners are off */
 } owner_exits SEC(".maps");
 
-/* Threads by tid & (OWNER_SEEN_SLOTS - 1): the program at every context
- * switch (on_switch) looks a thread up in a hash map only when its slot says
- * that a thread of it was ever marked an owner (owner_marks), or has an
- * owner-tracked wait open (thread_waits): an array read instead of a hash
- * lookup for every other switch. The owner bit is never cleared: a thread
- * that shares a slot with an owner only costs that lookup. */
-#define OWNER_SEEN_SLOTS 16384
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct owner_seen);
-	__uint(max_entries, OWNER_SEEN_SLOTS); /* 1 when owners are off */
-} owner_seen SEC(".maps");
-
-static __always_inline struct owner_seen *owner_seen_of(__u32 tid)
-{
-	__u32 slot = tid & (OWNER_SEEN_SLOTS - 1);
-
-	return bpf_map_lookup_elem(&owner_seen, &slot);
-}
-
 /* owner_word returns the owner word of a lock announced with flags, with
  * its flag bits, and sets *reason when the lock has none. */
 static __always_inline __u64 owner_word(__u64 lock, __u32 flags, __u32 *reason)
@@ -173,7 +151,7 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags)
 {
 	struct owner_mark *m, init = { .lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN };
-	struct owner_seen *seen;
+	struct thread_bucket *bucket;
 
 	if (!stack_depth)
 		return;
@@ -182,9 +160,9 @@ static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 l
 		return;
 	if (bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY))
 		return;
-	seen = owner_seen_of(tid);
-	if (seen && !seen->owner)
-		seen->owner = 1;
+	bucket = thread_bucket_of(tid);
+	if (bucket && !bucket->owner)
+		bucket->owner = 1;
 }
 
 /*
@@ -237,17 +215,12 @@ static __always_inline void owner_exit(__u32 tid)
 }
 
 /* owner_waiting adds n (1 as a wait opens, -1 as its slot closes) to the
- * waits of thread tid's slot of owner_seen that note an owner, or why none,
- * for on_switch. */
-static __always_inline void owner_waiting(__u32 tid, __u16 reason, __s32 n)
+ * owner-tracked waits open in a thread's bucket, for on_switch. */
+static __always_inline void owner_waiting(struct thread_bucket *bucket, __u16 reason, __s32 n)
 {
-	struct owner_seen *seen;
-
-	if (!owners_on || reason == OWNER_UNTRACKED)
+	if (!owners_on || reason == OWNER_UNTRACKED || !bucket)
 		return;
-	seen = owner_seen_of(tid);
-	if (seen)
-		__sync_fetch_and_add(&seen->waiters, n);
+	__sync_fetch_and_add(&bucket->waiters, n);
 }
 
 /*
