@@ -176,7 +176,6 @@ static __always_inline void owner_switch(void *ctx, __u32 tid)
 	struct stack_scratch *sc;
 	struct owner_mark *m;
 	struct cpu_busy *b;
-	bool first;
 	__u64 h = 0;
 	int level;
 
@@ -192,7 +191,7 @@ static __always_inline void owner_switch(void *ctx, __u32 tid)
 	if (level < 0)
 		return;
 	sc = bpf_map_lookup_elem(&scratch, &level);
-	if (sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h, &first) > 0) {
+	if (sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h, NULL) > 0) {
 		m->stack = h;
 		m->taken = OWNER_STACK_TAKEN;
 		count(CNT_OWNER_STACK, 1);

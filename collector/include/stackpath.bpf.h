@@ -284,7 +284,7 @@ static __always_inline __u32 walk_size(const struct stack_scratch *sc)
 /* store_stack walks the current kernel stack, skip frames of machinery
  * left out, into sc->ips and stores it in the stacks map: bpf_get_stack's
  * result (bytes), or -1 when nothing was stored; the key in *h, and in
- * *first whether the map did not hold it yet. */
+ * *first, unless NULL, whether the map did not hold it yet. */
 static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u32 skip, __u64 *h,
 					bool *first)
 {
@@ -298,7 +298,8 @@ static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u
 	err = bpf_map_update_elem(&stacks, h, sc->ips, BPF_NOEXIST);
 	if (err && err != -EEXIST)
 		return -1;
-	*first = !err;
+	if (first)
+		*first = !err;
 	return n;
 }
 
@@ -319,13 +320,12 @@ static __always_inline long walk_stack(void *ctx, struct stack_scratch *sc, __u3
 static __always_inline __u64 walked_stack(void *ctx, __u32 level)
 {
 	struct stack_scratch *sc;
-	bool first;
 	__u64 h = 0;
 
 	if (!stack_depth)
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch, &level);
-	if (!sc || walk_stack(ctx, sc, walk_size(sc), &h, &first) <= 0)
+	if (!sc || walk_stack(ctx, sc, walk_size(sc), &h, NULL) <= 0)
 		return 0;
 	return h;
 }
