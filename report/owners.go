@@ -64,12 +64,11 @@ type lockKey struct {
 // a record's to the owners of its lock. Each lock with owners is a key, numbered in the owners' order.
 type ownerLinks struct {
 	keys    map[lockKey]int32
-	threads []int // per key, the threads that waited on the lock, in the records
-	// per key, the owner's name when the lock had one owner thread (or one unknown owner), else -1
-	owner  []int32
-	owners []int    // per key, the distinct owners
-	lock   []string // per key, the lock named for a sentence: "rwsem:W mmap_lock (lock 1a2b…)"
-	tab    *strtab
+	threads []int    // per key, the threads that waited on the lock, in the records
+	owner   []int32  // per key, the name of the lock's first owner (a thread, or why it is unknown)
+	owners  []int    // per key, the distinct owners
+	lock    []string // per key, the lock named for a sentence: "rwsem:W mmap_lock (lock 1a2b…)"
+	tab     *strtab
 }
 
 func newOwnerLinks(owners []capture.Owner, records []capture.Record, tab *strtab) *ownerLinks {
@@ -91,9 +90,6 @@ func newOwnerLinks(owners []capture.Owner, records []capture.Record, tab *strtab
 		named[k][ownerText(o)] = true
 	}
 	for k, names := range named {
-		if i := l.keys[k]; len(names) > 1 {
-			l.owner[i] = -1
-		}
 		l.owners[l.keys[k]] = len(names)
 	}
 	type thread struct {
@@ -143,7 +139,7 @@ func (l *ownerLinks) toOwners(n int, key func(i int) lockKey) column {
 	link := &columnLink{Target: "owners", None: [2]int32{l.tab.str("none recorded"),
 		l.tab.str("no owner was charged with a wait on this lock: its waits were still open at the end of the capture, or their owners were lost")}}
 	for k, name := range l.owner {
-		if name < 0 {
+		if l.owners[k] > 1 {
 			name = l.tab.str(fmt.Sprintf("%d owners", l.owners[k]))
 		}
 		link.Labels = append(link.Labels, name)
