@@ -179,7 +179,12 @@ func checkHistogramsMatchRecords(t *testing.T, cp *capture.Capture) {
 		delete(perType, h.Type)
 	}
 	for typ, n := range perType {
-		t.Errorf("records of %s (%d waits) have no histogram", typ, n)
+		// The function probes also record holds: a type whose records
+		// hold only holds (no acquire crossed the threshold) has no
+		// waits to histogram.
+		if n > 0 {
+			t.Errorf("records of %s (%d waits) have no histogram", typ, n)
+		}
 	}
 	if total != cp.Meta.Events.Waits-lost(cp) {
 		t.Errorf("records hold %d waits, events say %d waits and %d lost", total, cp.Meta.Events.Waits, lost(cp))
