@@ -30,22 +30,24 @@ func TestLockNames(t *testing.T) {
 	contend := startContend(t, "-lock", "inode,mmap,spin", "-threads", "4", "-dir", dir, "-duration", "10m")
 	pid := uint32(contend.Process.Pid)
 	reader := exec.Command("/bin/sh", "-c", fmt.Sprintf("while :; do cat /proc/%d/maps >/dev/null; done", pid))
-	cfg := defaultConfig(t)
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	if err := reader.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { reader.Process.Kill(); reader.Wait() }()
-	for start := time.Now(); time.Since(start) < 2*time.Second || c.Events() < 3000 && time.Since(start) < 30*time.Second; {
-		time.Sleep(100 * time.Millisecond)
+	readerWait := func(r capture.Record) bool {
+		return r.PID != pid && r.Type == "rwsem:R" && r.Comm == "cat" && hasFrame(r.Stack, "seq_read_iter")
 	}
-	cp, err := c.Stop()
-	if err != nil {
-		t.Fatal(err)
+	// A reader meets the writers' mmap_lock a few times a second at most
+	// where the function probes stand in for the tracepoints (5.10 under
+	// emulation: 1 to 4 in 2 s, sometimes none), so a capture without one
+	// is taken again.
+	var cp *capture.Capture
+	for round := 1; ; round++ {
+		cp = captureNames(t)
+		if slices.ContainsFunc(cp.Records, readerWait) || round == 5 {
+			break
+		}
+		t.Logf("round %d: no wait of the maps readers captured; again", round)
 	}
 	if err := cp.Validate(); err != nil {
 		t.Fatalf("captured data does not validate: %v", err)
@@ -87,10 +89,26 @@ func TestLockNames(t *testing.T) {
 		checkNamed(t, cp, "spinlock waits through raw_spin_rq_lock", throughRunqueue, func(name string) bool { return name == "rq_lock" })
 	})
 	t.Run("another process's mmap_lock", func(t *testing.T) {
-		checkNamed(t, cp, "rwsem:R waits of the maps readers", func(r capture.Record) bool {
-			return r.PID != pid && r.Type == "rwsem:R" && r.Comm == "cat" && hasFrame(r.Stack, "seq_read_iter")
-		}, func(name string) bool { return name == "mmap_lock (contend)" })
+		checkNamed(t, cp, "rwsem:R waits of the maps readers", readerWait, func(name string) bool { return name == "mmap_lock (contend)" })
 	})
+}
+
+// captureNames captures for 2 s, or until 3000 events, bounded by 30 s.
+func captureNames(t *testing.T) *capture.Capture {
+	t.Helper()
+	c, err := Start(defaultConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for start := time.Now(); time.Since(start) < 2*time.Second || c.Events() < 3000 && time.Since(start) < 30*time.Second; {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cp, err := c.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }
 
 // TestNameOwners names each owner's lock as the records of any type name it, and leaves the locks
