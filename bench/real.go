@@ -126,25 +126,36 @@ func measureReal(o options, spec *lockspec.Spec, w realWorkload) (realResult, er
 		return r, err
 	}
 	defer os.RemoveAll(dir)
-	// In the order they attach: bpftrace is the slowest to start.
+	// A tracepoint runs its programs in the order they attached, and where
+	// events are rare a program's cost depends on its place among the
+	// others (perf bench futex lock-pi, AMD EPYC: bpftrace 5.1-5.4 us per
+	// event attached first, 15-16 us attached last; klockstat 1.8-2.1 us
+	// attached fourth, 1.1 us second). So the order alternates between
+	// rounds: bpftrace first in odd rounds, klockstat's probes first in
+	// even ones.
+	const bpftrace, empty, noStacks, stacks, owners = 0, 1, 2, 3, 4
 	starts := []func() (probe, error){
-		func() (probe, error) { return startBpftrace(16) },
-		func() (probe, error) { return startEmpty() },
-		klockstatProbe(spec, 0, 65536, false),
-		klockstatProbe(spec, 16, 65536, false),
-		klockstatProbe(spec, 16, 65536, true),
+		bpftrace: func() (probe, error) { return startBpftrace(16) },
+		empty:    func() (probe, error) { return startEmpty() },
+		noStacks: klockstatProbe(spec, 0, 65536, false),
+		stacks:   klockstatProbe(spec, 16, 65536, false),
+		owners:   klockstatProbe(spec, 16, 65536, true),
 	}
-	for range o.rounds {
+	for round := range o.rounds {
+		order := []int{bpftrace, empty, noStacks, stacks, owners}
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
 		var (
-			running []probe
+			running []int
+			probes  = make([]probe, len(starts))
 			err     error
 		)
-		for _, start := range starts {
-			var p probe
-			if p, err = start(); err != nil {
+		for _, i := range order {
+			if probes[i], err = starts[i](); err != nil {
 				break
 			}
-			running = append(running, p)
+			running = append(running, i)
 		}
 		var werr error
 		start := time.Now()
@@ -152,17 +163,17 @@ func measureReal(o options, spec *lockspec.Spec, w realWorkload) (realResult, er
 			werr = runCommand(w.command(o.duration, dir), o.duration)
 		}
 		seconds := time.Since(start).Seconds()
-		results := make([]probeResult, len(running))
+		results := make([]probeResult, len(starts))
 		errs := []error{err, werr}
-		for i, p := range slices.Backward(running) {
+		for _, i := range slices.Backward(running) {
 			var serr error
-			results[i], serr = p.stop()
+			results[i], serr = probes[i].stop()
 			errs = append(errs, serr)
 		}
 		if err := errors.Join(errs...); err != nil {
 			return r, err
 		}
-		br, er, nr, kr, or := results[0], results[1], results[2], results[3], results[4]
+		br, er, nr, kr, or := results[bpftrace], results[empty], results[noStacks], results[stacks], results[owners]
 		r.klockstat = append(r.klockstat, kr.nsPerEvent)
 		r.owners = append(r.owners, or.nsPerEvent)
 		r.ownersToDefault = append(r.ownersToDefault, or.nsPerEvent/kr.nsPerEvent)
@@ -204,17 +215,21 @@ func (r realResult) row(name string) string {
 		}
 		return fmt.Sprintf(format, m)
 	}
-	return fmt.Sprintf("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", name, float64(r.events)/r.seconds,
+	perRound := make([]string, len(r.toBpftrace))
+	for i, v := range r.toBpftrace {
+		perRound[i] = fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", name, float64(r.events)/r.seconds,
 		cell(r.klockstat, "%.0f"), cell(r.noStacks, "%.0f"), cell(r.owners, "%.0f"), cell(r.bpftrace, "%.0f"), cell(r.empty, "%.0f"),
-		cell(r.toBpftrace, "%.2fx"), cell(r.toEmpty, "%.1fx"), cell(r.ownersToDefault, "%.2fx"), strings.Join(r.walked, " "), lostCell(r.lost, r.rescued))
+		cell(r.toBpftrace, "%.2fx"), strings.Join(perRound, " "), cell(r.toEmpty, "%.1fx"), cell(r.ownersToDefault, "%.2fx"), strings.Join(r.walked, " "), lostCell(r.lost, r.rescued))
 }
 
 // realTable measures every selected real workload and prints one row each,
 // then the median and the largest ratio to bpftrace over them.
 func realTable(o options, spec *lockspec.Spec, workloads []realWorkload) error {
-	fmt.Printf("\n### Real workloads (%v per run, %d rounds; klockstat, klockstat without stacks, klockstat --owners, bpftrace and the empty program attached together)\n\n", o.duration, o.rounds)
-	fmt.Println("| workload | events/s | klockstat ns/event | without stacks | with --owners | bpftrace kstack(16) ns/event | empty program ns/event | klockstat / bpftrace | klockstat / empty | --owners / klockstat | stacks walked, per round | events lost (all rounds) |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+	fmt.Printf("\n### Real workloads (%v per run, %d rounds; klockstat, klockstat without stacks, klockstat --owners, bpftrace and the empty program attached together, bpftrace first in odd rounds and last in even ones)\n\n", o.duration, o.rounds)
+	fmt.Println("| workload | events/s | klockstat ns/event | without stacks | with --owners | bpftrace kstack(16) ns/event | empty program ns/event | klockstat / bpftrace | per round, bpftrace first then last | klockstat / empty | --owners / klockstat | stacks walked, per round | events lost (all rounds) |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |")
 	var ratios, owners []float64
 	for _, w := range workloads {
 		r, err := measureReal(o, spec, w)
