@@ -392,9 +392,9 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 	if (n <= 0)
 		return 0;
 	/* A path is learnt when its stack is seen again, not at first sight:
-	 * the search of the window costs more than the walk, and most stacks
-	 * of a cold start or of a low-rate workload are never seen twice. A
-	 * path that recurs pays one walk more. */
+	 * most stacks of a cold start or of a low-rate workload are never
+	 * seen twice, and learning each at first sight measured no cheaper.
+	 * A path that recurs pays one walk more. */
 	if (first_sight)
 		return h;
 	if (nwords && hint && !bpf_map_lookup_elem(&unlearnable, &h)) {
