@@ -338,13 +338,13 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 			}
 			/* A thread sleeps on one lock at a time: the old end was lost. */
 			count(CNT_UNMATCHED_BEGIN, 1);
-			owner_waiting(thread_bucket_of(tid), s->owner_reason, -1);
+			owner_waiting(tid, s->owner_reason, -1);
 		}
 	}
 	type = shared_flags_type(ctx, flags, type);
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
-	owner_waiting(thread_bucket_of(tid), s->owner_reason, 1);
+	owner_waiting(tid, s->owner_reason, 1);
 	/* Last: the wait must not include our own work. */
 	s->ts = bpf_ktime_get_ns();
 	s->owner_from = s->ts;
@@ -516,7 +516,7 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	goto out;
 
 found:
-	owner_waiting(thread_bucket_of(tid), w.owner_reason, -1);
+	owner_waiting(tid, w.owner_reason, -1);
 	if (!w.skip) {
 		count(CNT_END, 1);
 		record(&w, now - w.ts, spin_total(&w, now));
@@ -607,7 +607,7 @@ static __always_inline int free_thread(__u32 tid)
 		struct wait_slot *s = slotted ? bpf_map_lookup_elem(&thread_waits, &tid) : NULL;
 
 		if (s && s->lock)
-			owner_waiting(bucket, s->owner_reason, -1);
+			owner_waiting(tid, s->owner_reason, -1);
 		if (bucket->owner)
 			owner_exit(tid);
 	}

@@ -124,7 +124,7 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 		/* One acquire per thread: the return of the old one was
 		 * lost, or it called this one for another lock. */
 		count(CNT_UNMATCHED_BEGIN, 1);
-		owner_waiting(thread_bucket_of(tid), s->owner_reason, -1);
+		owner_waiting(tid, s->owner_reason, -1);
 	}
 	s->lock = lock;
 	s->tid = tid;
@@ -139,7 +139,7 @@ static __always_inline int fn_enter(void *ctx, __u64 lock, __u32 info)
 		count(CNT_BEGIN, 1);
 		/* Before the acquire: the owner a wait, if it is one, waits for. */
 		owner_begin(s, lock, type_owner_flags[s->type & (MAX_TYPES - 1)], false);
-		owner_waiting(thread_bucket_of(tid), s->owner_reason, 1);
+		owner_waiting(tid, s->owner_reason, 1);
 	} else {
 		s->owner_reason = OWNER_UNTRACKED;
 	}
@@ -184,7 +184,7 @@ static __always_inline int fn_exit(void *ctx, __u32 info, bool path_cache)
 	}
 	w = *s;
 	s->lock = 0;
-	owner_waiting(thread_bucket_of(tid), w.owner_reason, -1);
+	owner_waiting(tid, w.owner_reason, -1);
 	if (w.skip)
 		goto out;
 	delta = now - w.ts;

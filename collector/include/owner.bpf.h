@@ -214,12 +214,18 @@ static __always_inline void owner_exit(__u32 tid)
 }
 
 /* owner_waiting adds n (1 as a wait opens, -1 as its slot closes) to the
- * owner-tracked waits open in a thread's bucket, for on_switch. */
-static __always_inline void owner_waiting(struct thread_bucket *bucket, __u16 reason, __s32 n)
+ * owner-tracked waits open in thread tid's bucket, for on_switch. The
+ * bucket is looked up only then: every wait passes here, and without
+ * --owners none is tracked. */
+static __always_inline void owner_waiting(__u32 tid, __u16 reason, __s32 n)
 {
-	if (!owners_on || reason == OWNER_UNTRACKED || !bucket)
+	struct thread_bucket *bucket;
+
+	if (!owners_on || reason == OWNER_UNTRACKED)
 		return;
-	__sync_fetch_and_add(&bucket->waiters, n);
+	bucket = thread_bucket_of(tid);
+	if (bucket)
+		__sync_fetch_and_add(&bucket->waiters, n);
 }
 
 /*
