@@ -86,6 +86,9 @@ func capture1(t *testing.T, cfg Config, during func()) *capture.Capture {
 	if err := cp.Validate(); err != nil {
 		t.Fatalf("captured data does not validate: %v", err)
 	}
+	if size, listed := cp.Meta.MapSizes["owners"]; listed != cfg.Owners || listed && size < 2 {
+		t.Errorf("owners map size %d listed: %v, with --owners %v", size, listed, cfg.Owners)
+	}
 	return cp
 }
 

@@ -130,7 +130,11 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		"aggregate":    c.obj.maps.Aggregate.MaxEntries(),
 		"stacks":       c.obj.maps.Stacks.MaxEntries(),
 		"thread_waits": c.obj.maps.ThreadWaits.MaxEntries(),
-		"owners":       c.obj.maps.Owners.MaxEntries(),
+	}
+	if c.cfg.Owners {
+		// Without --owners the loader shrinks the owners map to one entry,
+		// which says nothing of the capture.
+		m.MapSizes["owners"] = c.obj.maps.Owners.MaxEntries()
 	}
 	m.Programs = progs
 	m.Events = capture.Events{
