@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/internal/testenv"
+	"github.com/klockstat/klockstat/lockspec"
 	"github.com/klockstat/klockstat/report"
 )
 
@@ -255,7 +256,7 @@ func faults() []fault {
 		{
 			name: "a --locks file with a byte-order mark is read",
 			args: func(t *testing.T, dir string) []string {
-				writeText(t, filepath.Join(dir, "locks.json"), "\ufeff"+string(embeddedLocks))
+				writeText(t, filepath.Join(dir, "locks.json"), "\ufeff"+string(lockspec.Embedded()))
 				return []string{"-L", "locks.json", "-t", "nosuch", "-o", ""} // fails after the parse, before a capture
 			},
 			status:    2,
@@ -280,7 +281,7 @@ func faults() []fault {
 		{
 			name: "a type name a capture cannot hold is refused in --locks",
 			args: func(t *testing.T, dir string) []string {
-				writeText(t, filepath.Join(dir, "locks.json"), strings.Replace(string(embeddedLocks), `"name": "mutex"`, `"name": "spin lock"`, 1))
+				writeText(t, filepath.Join(dir, "locks.json"), strings.Replace(string(lockspec.Embedded()), `"name": "mutex"`, `"name": "spin lock"`, 1))
 				return []string{"-L", "locks.json", "-o", ""}
 			},
 			status: 2,

@@ -13,6 +13,6 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 
 tool github.com/cilium/ebpf/cmd/bpf2go

@@ -5,7 +5,6 @@ package main
 
 import (
 	"crypto/rand"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -33,9 +32,6 @@ import (
 
 // version is set at release time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
-
-//go:embed locks.json
-var embeddedLocks []byte
 
 // usageError is a mistake on the command line: exit status 2, with a hint.
 type usageError struct{ err error }
@@ -215,7 +211,7 @@ Flags:
 		}
 	}
 
-	source, data := "locks.json", embeddedLocks
+	source, data := lockspec.EmbeddedSource, lockspec.Embedded()
 	if locksPath != "" {
 		if data, err = readLocks(locksPath); err != nil {
 			return nil, usageError{fmt.Errorf("reading --locks: %w", err)}

@@ -42,7 +42,7 @@ import (
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/collector"
-	"github.com/klockstat/klockstat/examples/contend/workload"
+	"github.com/klockstat/klockstat/internal/workload"
 	"github.com/klockstat/klockstat/lockspec"
 )
 
@@ -101,7 +101,7 @@ func run() error {
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of one workload run")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved baseline/traced pairs per configuration")
 	flag.IntVar(&o.threads, "threads", 4, "workload threads")
-	flag.StringVar(&o.locks, "locks", "locks.json", "lock catalogue")
+	flag.StringVar(&o.locks, "locks", "", "lock catalogue `FILE` (default: the embedded locks.json)")
 	flag.Parse()
 	if workloads != "" {
 		o.workloads = strings.Split(workloads, ",")
@@ -120,11 +120,14 @@ func run() error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(o.locks)
-	if err != nil {
-		return fmt.Errorf("reading the lock catalogue (run from the repository root or pass -locks): %w", err)
+	spec, err := lockspec.Default()
+	if o.locks != "" {
+		var data []byte
+		if data, err = os.ReadFile(o.locks); err != nil {
+			return fmt.Errorf("reading -locks: %w", err)
+		}
+		spec, err = lockspec.Parse(o.locks, data)
 	}
-	spec, err := lockspec.Parse(o.locks, data)
 	if err != nil {
 		return err
 	}

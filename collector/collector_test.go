@@ -23,11 +23,7 @@ import (
 
 func loadSpec(t *testing.T, types ...string) *lockspec.Spec {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(), "locks.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := lockspec.Parse("locks.json", data)
+	spec, err := lockspec.Default()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,7 @@ var perfLockTypes = map[Flag]string{
 
 func catalogue(t *testing.T) *Spec {
 	t.Helper()
-	data, err := os.ReadFile("../locks.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Parse("locks.json", data)
+	s, err := Default()
 	if err != nil {
 		t.Fatal(err)
 	}

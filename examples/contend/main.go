@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/klockstat/klockstat/examples/contend/workload"
+	"github.com/klockstat/klockstat/internal/workload"
 )
 
 // lockList collects -lock values, given repeatedly or comma-separated.

@@ -5,8 +5,9 @@
 // toolchain (the kernel-matrix VMs of tests/vm) are pointed at what they
 // need by two environment variables:
 //
-//   - KLOCKSTAT_TEST_ROOT: a directory holding the module's data files
-//     (locks.json), returned by ModuleRoot instead of the source tree.
+//   - KLOCKSTAT_TEST_ROOT: the directory standing for the source tree,
+//     returned by ModuleRoot; set, it also tells a test that it runs in an
+//     emulated guest.
 //   - KLOCKSTAT_TEST_BINDIR: a directory of prebuilt executables, named as
 //     Build names them (contend, klockstat), that Build returns instead of
 //     running go build.

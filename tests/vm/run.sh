@@ -163,7 +163,7 @@ build_initramfs() {
 		CGO_ENABLED=0 "$go" test -c -o "$stage/klockstat/collector.test" ./collector
 		CGO_ENABLED=0 "$go" build -o "$stage/klockstat/bin/contend" ./examples/contend
 	)
-	cp "$root/locks.json" "$stage/klockstat/"
+	
 	cp /bin/busybox "$stage/bin/"
 	install -m 0755 "$here/init" "$stage/init"
 	# The kernel opens it for init's stdio before init can mount devtmpfs.
