@@ -30,7 +30,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +41,7 @@ import (
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/collector"
+	"github.com/klockstat/klockstat/internal/host"
 	"github.com/klockstat/klockstat/internal/workload"
 	"github.com/klockstat/klockstat/lockspec"
 )
@@ -544,19 +544,13 @@ func (p *perfRun) stop() (probeResult, error) {
 }
 
 func printMachine(w io.Writer, o options) {
-	var u unix.Utsname
-	unix.Uname(&u)
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
+	machine := host.Read()
+	model := machine.CPUModel
+	if model == "" {
+		model = "unknown CPU"
 	}
 	fmt.Fprintf(w, "Machine: %s, %d CPUs, kernel %s. Command: `go run ./bench -workloads '%s' -real '%s' -duration %v -rounds %d -threads %d`.\n",
-		model, runtime.NumCPU(), unix.ByteSliceToString(u.Release[:]), strings.Join(o.workloads, ","), o.realFlag, o.duration, o.rounds, o.threads)
+		model, machine.CPUs, machine.Kernel, strings.Join(o.workloads, ","), o.realFlag, o.duration, o.rounds, o.threads)
 }
 
 // capacity shows the busiest workload's event rate with default maps, and

@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/klockstat/klockstat/internal/host"
 	"github.com/klockstat/klockstat/kallsyms"
 )
 
@@ -313,9 +314,5 @@ func countsSkippedRuns(release string) bool {
 // kernelRelease is the running kernel's release (uname -r), or "" when it
 // cannot be read.
 func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
+	return host.KernelRelease()
 }
