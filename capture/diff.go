@@ -11,10 +11,11 @@ import (
 
 // A diff compares two captures, before and after a change, row by row. Lock and stack addresses
 // change with every boot and run, so a row is what survives a reboot: the lock type, the function of
-// the caller (without its offset, which moves with every kernel build), the lock's name when it is a
-// named kernel symbol, and with DiffOptions.ByThread the thread name; Diff.Cgroups matches the waiters'
-// cgroups by path, and Diff.Owners the lock owners by lock, thread name and stack (see OwnerDiff).
-// Each of these is matched exactly; see rowKey for the cases that never match.
+// the caller (Frame.Func: without its offset, which moves with every kernel or module build), the
+// lock's name when it is a named kernel symbol, and with DiffOptions.ByThread the thread name;
+// Diff.Cgroups matches the waiters' cgroups by path, and Diff.Owners the lock owners by lock, thread
+// name and stack (see OwnerDiff). Each of these is matched exactly; see rowKey for the cases that
+// never match.
 
 // DiffOptions tune Compare.
 type DiffOptions struct {
@@ -62,7 +63,7 @@ type DiffRow struct {
 	Status DiffStatus
 	Type   string
 	Name   string // the lock's name ("mmap_lock", "jiffies_lock"); "" merges all unnamed locks of the type
-	Caller string // the caller's function without offset, a raw address or hashed id as captured, or "" when unknown
+	Caller string // the caller's Frame.Func ("vm_mmap_pgoff", "xfs_ilock [xfs]"), a raw address or hashed id as captured, or "" when unknown
 	Comm   string // thread name with DiffOptions.ByThread, else ""
 	Cgroup string // the cgroup's path (CgroupName where unknown) in Diff.Cgroups, and in Diff.Rows with DiffOptions.ByCgroup; else ""
 
@@ -206,7 +207,7 @@ func groupRows(c *Capture, fields Fields) ([]Group, map[string]rowKey) {
 			k.name = r.Name
 		}
 		if fields.Has(FieldCaller) {
-			k.caller, k.matchable = callerFunc(r.Caller, c.Meta.AddressesHashed)
+			k.caller, k.matchable = matchFunc(r.Caller)
 		}
 		if fields.Has(FieldComm) {
 			k.comm = r.Comm
@@ -232,35 +233,13 @@ func groupRows(c *Capture, fields Fields) ([]Group, map[string]rowKey) {
 	return GroupBy(withWaits, key), keys
 }
 
-// callerFunc returns what a caller is matched by: "vm_mmap_pgoff+0xe0" -> "vm_mmap_pgoff". A raw
-// address ("0xffffffffc0a81234") or, in a capture with hashed addresses, an id ("000000001a2b3c4d")
-// is returned as it is, with matchable false.
-func callerFunc(caller string, hashed bool) (fn string, matchable bool) {
-	if isAddress(caller, hashed) {
-		return caller, false
-	}
-	return FrameFunction(caller), true
-}
-
-// isAddress reports whether a frame is a raw address or, in a hashed capture, an id as
-// Addr.HashedString writes it: 16 hex digits without 0x.
-func isAddress(frame string, hashed bool) bool {
-	if rest, ok := strings.CutPrefix(frame, "0x"); ok && isHex(rest) {
-		return true
-	}
-	return hashed && len(frame) == 16 && isHex(frame)
-}
-
-func isHex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+// matchFunc returns what a caller or owner frame is matched by, Frame.Func: "vm_mmap_pgoff+0xe0" ->
+// "vm_mmap_pgoff", "xfs_ilock+0x4c [xfs]" -> "xfs_ilock [xfs]", so that a module rebuilt between the
+// captures still matches. A raw address ("0xffffffffc0a81234") or a hashed id ("000000001a2b3c4d") is
+// returned as it is, with matchable false.
+func matchFunc(frame string) (fn string, matchable bool) {
+	f := ParseFrame(frame)
+	return f.Func(), !f.Unsymbolized()
 }
 
 // Rate scales a count or a total of one side to the diff's basis: per second of capture, or as is.

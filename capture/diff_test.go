@@ -75,10 +75,24 @@ func TestCompareMatching(t *testing.T) {
 		after:  []capturetest.Record{capturetest.Rec("mutex", "", "000000001a2b3c4d", "a", 1, 1, 1, 100)},
 		want:   []string{"gone mutex||000000001a2b3c4d|", "new mutex||000000001a2b3c4d|"},
 	}, {
-		name:   "16 hex digits are a symbol in a capture without hashed addresses",
+		// The collector writes every symbol with an offset: 16 bare hex digits are an id wherever found.
+		name:   "16 hex digits are an id in a capture without hashed addresses too",
 		before: []capturetest.Record{capturetest.Rec("mutex", "", "deadbeefdeadbeef", "a", 1, 1, 1, 100)},
 		after:  []capturetest.Record{capturetest.Rec("mutex", "", "deadbeefdeadbeef", "a", 1, 1, 1, 100)},
-		want:   []string{"matched mutex||deadbeefdeadbeef|"},
+		want:   []string{"gone mutex||deadbeefdeadbeef|", "new mutex||deadbeefdeadbeef|"},
+	}, {
+		name:   "a module caller at another offset (the module rebuilt) matches, with its module",
+		before: []capturetest.Record{capturetest.Rec("rwsem:W", "", "xfs_ilock+0x4c [xfs]", "a", 1, 1, 1, 100)},
+		after: []capturetest.Record{
+			capturetest.Rec("rwsem:W", "", "xfs_ilock+0x58 [xfs]", "a", 1, 1, 2, 100),
+			capturetest.Rec("rwsem:W", "", "xfs_ilock+0x90 [xfs]", "a", 1, 1, 3, 100),
+		},
+		want: []string{"matched rwsem:W||xfs_ilock [xfs]|"},
+	}, {
+		name:   "a module function is not the vmlinux function of the same name, nor another module's",
+		before: []capturetest.Record{capturetest.Rec("mutex", "", "probe+0x10 [e1000]", "a", 1, 1, 1, 100)},
+		after:  []capturetest.Record{capturetest.Rec("mutex", "", "probe+0x10", "a", 1, 1, 1, 100), capturetest.Rec("mutex", "", "probe+0x10 [igb]", "a", 1, 1, 1, 100)},
+		want:   []string{"gone mutex||probe [e1000]|", "new mutex||probe|", "new mutex||probe [igb]|"},
 	}, {
 		name:   "an unknown caller matches the unknown caller",
 		before: []capturetest.Record{capturetest.Rec("mutex", "", "", "a", 1, 1, 1, 100)},
@@ -492,6 +506,11 @@ func TestCompareOwners(t *testing.T) {
 		before: []capture.Owner{owned("mutex", "", "w", 1, 1, module, 1, 100), owned("mutex", "", "w", 2, 1, module, 1, 100)},
 		after:  []capture.Owner{owned("mutex", "", "w", 1, 1, module, 1, 100)},
 		want:   []string{"gone mutex||w||__schedule<0xffffffffc0a81234|", "new mutex||w||__schedule<0xffffffffc0a81234|"},
+	}, {
+		name:   "a stack through a rebuilt module matches at other offsets",
+		before: []capture.Owner{owned("mutex", "", "w", 1, 1, []string{"__schedule+0x618", "xfs_ilock+0x4c [xfs]"}, 1, 100)},
+		after:  []capture.Owner{owned("mutex", "", "w", 1, 1, []string{"__schedule+0x618", "xfs_ilock+0x58 [xfs]"}, 1, 100)},
+		want:   []string{"matched mutex||w||__schedule<xfs_ilock [xfs]|"},
 	}, {
 		name:   "a stack with a hashed id never matches",
 		hashed: true,

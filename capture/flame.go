@@ -8,8 +8,9 @@ import (
 )
 
 // A flame graph of a capture's waits: every record's wait time charged to the path root → thread name
-// → the frames of its kernel stack, outermost first, with each frame named by its function (offsets
-// would split one function into as many nodes as it has call sites). The level under the root is the
+// → the frames of its kernel stack, outermost first, with each frame named by its Frame.Func (offsets
+// would split one function into as many nodes as it has call sites; a module function keeps its
+// module, "xfs_ilock [xfs]"). The level under the root is the
 // thread name, not the lock type, because the graph is drawn for all types and for each type: a type
 // level would be one node wide in every per-type graph, and threads are what a reader tells apart
 // next (which workload waits, and where).
@@ -86,7 +87,7 @@ func FlameGraphs(records []Record, maxNodes int) []FlameTree {
 			backing = append(backing, stacks[k]...)
 		} else {
 			for _, f := range slices.Backward(r.Stack) {
-				backing = append(backing, intern(FrameFunction(f)))
+				backing = append(backing, intern(ParseFrame(f).Func()))
 			}
 			k = int32(len(stacks))
 			stacks = append(stacks, backing[start+1:])
@@ -245,13 +246,4 @@ func nthWidest(sizes []uint64, k int) uint64 {
 	}
 	slices.SortFunc(band, func(a, b uint64) int { return cmp.Compare(b, a) })
 	return band[k-above]
-}
-
-// FrameFunction is the function of a stack frame or caller: "vm_mmap_pgoff+0xe0" -> "vm_mmap_pgoff".
-// An unsymbolized frame (a raw address or a hashed id) is returned as it is.
-func FrameFunction(frame string) string {
-	if i := strings.LastIndex(frame, "+0x"); i > 0 && isHex(frame[i+3:]) {
-		return frame[:i]
-	}
-	return frame
 }

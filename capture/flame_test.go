@@ -97,17 +97,22 @@ func TestFlameGraphsLimit(t *testing.T) {
 	}
 }
 
-func TestFrameFunction(t *testing.T) {
-	for frame, want := range map[string]string{
-		"vm_mmap_pgoff+0xe0":            "vm_mmap_pgoff",
-		"__mutex_lock.constprop.0+0x8e": "__mutex_lock.constprop.0",
-		"0xffffffffc0a81234":            "0xffffffffc0a81234",
-		"000000001a2b3c4d":              "000000001a2b3c4d",
-		"odd+0xzz":                      "odd+0xzz",
-		"+0x10":                         "+0x10",
-	} {
-		if got := FrameFunction(frame); got != want {
-			t.Errorf("FrameFunction(%q) = %q, want %q", frame, got, want)
-		}
+// TestFlameGraphsModuleFrames: the offsets of one module function are one node, named with its
+// module, apart from a vmlinux function of the same name; unsymbolized frames stay as they are.
+func TestFlameGraphsModuleFrames(t *testing.T) {
+	records := []Record{
+		{Type: "rwsem:W", Comm: "a", Count: 1, TotalNS: 30, Stack: []string{"down_write+0x1", "xfs_ilock+0x4c [xfs]", "main+0x3"}},
+		{Type: "rwsem:W", Comm: "a", Count: 1, TotalNS: 20, Stack: []string{"down_write+0x1", "xfs_ilock+0x80 [xfs]", "main+0x3"}},
+		{Type: "rwsem:W", Comm: "a", Count: 1, TotalNS: 5, Stack: []string{"down_write+0x1", "xfs_ilock+0x4c", "main+0x3"}},
+		{Type: "rwsem:W", Comm: "a", Count: 1, TotalNS: 2, Stack: []string{"0xffffffffc0a81234", "main+0x7"}},
+	}
+	want := []FlameNode{
+		{"", 0, 0, 57, 4}, {"a", 1, 0, 57, 4}, {"main", 2, 0, 57, 4},
+		{"xfs_ilock [xfs]", 3, 0, 50, 2}, {"down_write", 4, 0, 50, 2},
+		{"xfs_ilock", 3, 50, 5, 1}, {"down_write", 4, 50, 5, 1},
+		{"0xffffffffc0a81234", 3, 55, 2, 1},
+	}
+	if got := FlameGraphs(records, 100)[0].Nodes; !slices.Equal(got, want) {
+		t.Errorf("nodes\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -75,11 +75,12 @@ func (h *AddressHasher) ID(a Addr) Addr {
 	return id
 }
 
-// Frame hashes a frame or caller that is a raw address and returns any other unchanged.
+// Frame hashes a frame or caller that is a raw address (a FrameAddress) and returns any other
+// unchanged.
 func (h *AddressHasher) Frame(f string) string {
-	var a Addr
-	if len(f) < 3 || f[:2] != "0x" || a.UnmarshalText([]byte(f)) != nil {
+	fr := ParseFrame(f)
+	if fr.Kind != FrameAddress {
 		return f
 	}
-	return h.ID(a).HashedString()
+	return h.ID(fr.Address).HashedString()
 }

@@ -87,11 +87,11 @@ func (k ownerKey) String() string {
 	return b.String()
 }
 
-// keyOf is what owner o of a capture with hashed addresses or not is matched by.
-func keyOf(o Owner, hashed bool) ownerKey {
+// keyOf is what owner o is matched by.
+func keyOf(o Owner) ownerKey {
 	k := ownerKey{typ: o.Type, name: o.Name, comm: o.Comm, reason: o.Reason, stackReason: o.StackReason, matchable: true}
 	for _, f := range o.Stack {
-		fn, matchable := callerFunc(f, hashed)
+		fn, matchable := matchFunc(f)
 		k.stack = append(k.stack, fn)
 		k.matchable = k.matchable && matchable
 	}
@@ -112,7 +112,7 @@ func groupOwners(c *Capture) []ownerGroup {
 	var groups []ownerGroup
 	index := make(map[string]int)
 	for i, o := range c.Owners {
-		k := keyOf(o, c.Meta.AddressesHashed)
+		k := keyOf(o)
 		s := k.String()
 		gi, ok := index[s]
 		if !ok {
