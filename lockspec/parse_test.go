@@ -172,13 +172,25 @@ func TestParseErrors(t *testing.T) {
 			name: "empty name",
 			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, `"name": ""`),
 			at:   `""`,
-			want: `types[1].name: empty lock type name (want one word`,
+			want: `types[1].name: empty lock type name (want 1 to 64 of the ASCII characters A-Z a-z 0-9 _ - . : + /`,
 		},
 		{
 			name: "name a capture cannot hold",
 			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, `"name": "spin lock"`),
 			at:   `"spin lock"`,
-			want: `types[1].name: bad lock type name "spin lock" (want one word of at most 64 bytes, without spaces, commas or control characters`,
+			want: `types[1].name: bad lock type name "spin lock": U+0020 at byte 4 (want 1 to 64 of the ASCII characters A-Z a-z 0-9 _ - . : + /`,
+		},
+		{
+			name: "name drawn like a built-in one",
+			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, `"name": "sp\u0131nlock"`),
+			at:   `"sp\u0131nlock"`,
+			want: `types[1].name: bad lock type name "sp\u0131nlock": U+0131 at byte 2 (want 1 to 64 of the ASCII characters A-Z a-z 0-9 _ - . : + /`,
+		},
+		{
+			name: "name with a zero-width joiner",
+			doc:  replaceOnce(t, validDoc, `"name": "mutex"`, "\"name\": \"mu\u200dtex\""),
+			at:   "\"mu\u200dtex\"",
+			want: `types[1].name: bad lock type name "mu\u200dtex": U+200D at byte 2 (want 1 to 64 of the ASCII characters A-Z a-z 0-9 _ - . : + /`,
 		},
 		{
 			name: "name --types cannot select",
