@@ -146,7 +146,7 @@ func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
 		case "caller":
 			err = in.unmarshalString(dec, &r.Caller)
 		case "stack":
-			err = in.unmarshalList(dec, &r.Stack)
+			err = in.readList(dec, &r.Stack, MaxStackDepth)
 		case "lock":
 			err = readText(dec, &r.Lock)
 		case "pid":
@@ -281,9 +281,16 @@ func (in *interner) string(v []byte) (string, error) {
 	return str, nil
 }
 
-// unmarshalList reads a list of strings, looking it up whole by its text before its strings one by
-// one: a shared stack costs one lookup, not one a frame.
+// unmarshalList reads a list of strings other than a record's stack (a command line, the types),
+// bounded by the input's size only.
 func (in *interner) unmarshalList(dec *jsontext.Decoder, list *[]string) error {
+	return in.readList(dec, list, math.MaxInt)
+}
+
+// readList reads a list of at most maxLen strings, looking it up whole by its text before its strings
+// one by one: a shared stack costs one lookup, not one a frame. A longer list is refused as it is
+// read, before its strings take memory: maxLen is MaxStackDepth for a stack.
+func (in *interner) readList(dec *jsontext.Decoder, list *[]string, maxLen int) error {
 	if dec.PeekKind() != '[' {
 		return jsonv2.SkipFunc
 	}
@@ -294,6 +301,9 @@ func (in *interner) unmarshalList(dec *jsontext.Decoder, list *[]string) error {
 	for dec.PeekKind() != ']' {
 		if dec.PeekKind() != '"' {
 			return fmt.Errorf("a list of strings holds a %v", dec.PeekKind())
+		}
+		if len(in.ends) == maxLen {
+			return fmt.Errorf("a stack of more than the %d frames klockstat takes", MaxStackDepth)
 		}
 		v, err := dec.ReadValue()
 		if err != nil {

@@ -6,6 +6,20 @@ import (
 	"math"
 )
 
+// The limits of a capture. Validate checks them, and the readers of captures (Parse, and a report's
+// page data) check them as they read, so that an input over them is refused before it takes memory.
+const (
+	// MaxStackDepth is the most frames a stack holds: the deepest the collector takes (its
+	// --stack-depth limit, the BPF stack scratch less one).
+	MaxStackDepth = 127
+	// MaxRecords is the most records a capture holds: what fits in the 2 GiB klockstat reads of a
+	// capture JSON at about 1 KiB a record (--stack-depth 16).
+	MaxRecords = 1 << 21
+	// MaxStringLen is the longest string of a capture, in bytes. The longest a kernel or a process
+	// gives are an argument of a command line (128 KiB, MAX_ARG_STRLEN) and a cgroup path (4 KiB).
+	MaxStringLen = 256 << 10
+)
+
 // Validate checks what the rest of klockstat relies on: the format version, a histogram of the current
 // layout whose bucket counts add up for every lock type, and records whose numbers are consistent
 // (count > 0 or hold_count > 0, min <= max <= total, in_progress <= count, the same for holds) and whose
@@ -14,6 +28,9 @@ import (
 func (c *Capture) Validate() error {
 	if c.Version != FormatVersion {
 		return fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, c.Version, FormatVersion)
+	}
+	if len(c.Records) > MaxRecords {
+		return tooManyRecords(len(c.Records))
 	}
 	if err := c.Meta.validate(); err != nil {
 		return fmt.Errorf("meta: %w", err)
@@ -43,6 +60,9 @@ func (c *Capture) Validate() error {
 		}
 	}
 	for i, o := range c.Owners {
+		if err := checkStrings(o.Stack, o.Type, o.Name, o.Comm, o.Reason, o.StackReason); err != nil {
+			return fmt.Errorf("owner %d: %w", i, err)
+		}
 		if err := o.validate(); err != nil {
 			return fmt.Errorf("owner %d: %w", i, err)
 		}
@@ -75,11 +95,17 @@ func (m Meta) validate() error {
 	if m.StackDepth < 0 {
 		return fmt.Errorf("stack_depth %d < 0", m.StackDepth)
 	}
+	if m.StackDepth > MaxStackDepth {
+		return fmt.Errorf("stack_depth %d, more than the %d klockstat takes", m.StackDepth, MaxStackDepth)
+	}
 	return nil
 }
 
 func (r Record) validate() error {
 	if err := CheckTypeName(r.Type); err != nil {
+		return err
+	}
+	if err := checkStrings(r.Stack, r.Name, r.Comm, r.Caller, r.Cgroup); err != nil {
 		return err
 	}
 	switch {
@@ -140,6 +166,35 @@ func (h Histogram) validate() error {
 	}
 	if h.MinNS > h.MaxNS {
 		return fmt.Errorf("min_ns %d > max_ns %d", h.MinNS, h.MaxNS)
+	}
+	return nil
+}
+
+// tooManyRecords is the error for a capture of n records, over MaxRecords.
+func tooManyRecords(n int) error {
+	return fmt.Errorf("%d records, more than the %d klockstat reads (a capture of the whole system with --map-size over 2 million; capture fewer with -p, -t or --cgroup)", n, MaxRecords)
+}
+
+// checkStackDepth refuses a stack of n frames if it is deeper than MaxStackDepth.
+func checkStackDepth(n int) error {
+	if n > MaxStackDepth {
+		return fmt.Errorf("a stack of %d frames, more than the %d klockstat takes", n, MaxStackDepth)
+	}
+	return nil
+}
+
+// checkStrings refuses a stack deeper than MaxStackDepth, and a frame of it or a string longer than
+// MaxStringLen.
+func checkStrings(stack []string, strings ...string) error {
+	if err := checkStackDepth(len(stack)); err != nil {
+		return err
+	}
+	for _, list := range [][]string{strings, stack} {
+		for _, s := range list {
+			if len(s) > MaxStringLen {
+				return fmt.Errorf("a string of %d bytes, more than the %d of a capture's longest", len(s), MaxStringLen)
+			}
+		}
 	}
 	return nil
 }
