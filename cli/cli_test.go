@@ -1,8 +1,9 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,16 +18,35 @@ import (
 	"github.com/klockstat/klockstat/report"
 )
 
+// testVersion is the version the tests' klockstat says it is.
+const testVersion = "0.0.0-test"
+
+// exampleCapture is a capture of examples/contend, from the repository's examples.
+var exampleCapture = filepath.Join(testenv.ModuleRoot(), "examples", "contend-capture.json")
+
+// run runs a klockstat invocation in the test, with nothing on stdin.
+func run(args []string, stdout, stderr io.Writer) (int, error) {
+	return invocation{version: testVersion, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}.run(args)
+}
+
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	status, err := run([]string{"version"}, &out, &out)
 	if err != nil || status != 0 {
 		t.Fatalf("version: status %d, err %v", status, err)
 	}
-	for _, want := range []string{"klockstat " + version, "go1.", "cilium/ebpf v"} {
+	for _, want := range []string{"klockstat " + testVersion + " (go1.", "linux/"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("version output %q lacks %q", out.String(), want)
 		}
+	}
+	// A test binary of a package other than main lists no modules: the command does.
+	cmd, stdout, _ := klockstat(t, "version")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("klockstat version: %v", err)
+	}
+	if !strings.Contains(stdout.String(), ", cilium/ebpf v") {
+		t.Errorf("klockstat version printed %q, without the cilium/ebpf version", stdout.String())
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func pprofDelay(t *testing.T, path string) uint64 {
 // TestReportExports: klockstat report writes the three exports of a capture, with the lock addresses
 // hashed unless --raw-addresses, and under the same key as the HTML report.
 func TestReportExports(t *testing.T) {
-	input := "examples/contend-capture.json"
+	input := exampleCapture
 	c := readCaptureFile(t, input)
 	for _, raw := range []bool{false, true} {
 		dir := t.TempDir()
@@ -131,7 +131,7 @@ func TestExportFlagsFailBeforeCapture(t *testing.T) {
 	}{
 		{[]string{"--pprof", "-", "--csv", "-"}, "--csv and --pprof both write to stdout"},
 		{[]string{"--folded", filepath.Join(dir, "k.folded")}, "k.folded: cannot create output file"},
-		{[]string{"report", "examples/contend-capture.json", "-o", "-", "--pprof", "-"}, "--output and --pprof both write to stdout"},
+		{[]string{"report", exampleCapture, "-o", "-", "--pprof", "-"}, "--output and --pprof both write to stdout"},
 	} {
 		var stdout, stderr bytes.Buffer
 		_, err := run(tc.args, &stdout, &stderr)

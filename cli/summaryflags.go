@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"github.com/klockstat/klockstat/report"
 )
 
-// viewFlags are perf lock contention's options for the terminal summary (-k, -F, -t and -l as
+// summaryFlags are perf lock contention's options for the terminal summary (-k, -F, -t and -l as
 // --by) and its filters, which a capture and `klockstat report` share. The filters also narrow the
 // exports; the HTML report and the JSON keep every record.
 //
@@ -17,13 +17,13 @@ import (
 // so the lock filter's short flag is -l, free in klockstat. perf's own -l (by lock) is --by lock, as
 // -t, perf's by-thread, is klockstat's --types; a perf habit of -l alone fails here, wanting an
 // argument, instead of doing something else.
-type viewFlags struct {
+type summaryFlags struct {
 	sort, by      string
 	fields        []string
 	locks, frames []string
 }
 
-func (v *viewFlags) addFlags(fs *pflag.FlagSet) {
+func (v *summaryFlags) addFlags(fs *pflag.FlagSet) {
 	stats := make([]string, len(capture.GroupStats))
 	for i, s := range capture.GroupStats {
 		stats[i] = string(s)
@@ -40,7 +40,7 @@ func (v *viewFlags) addFlags(fs *pflag.FlagSet) {
 }
 
 // summaryOptions checks the flags and returns what they ask of the summary, the filter included.
-func (v viewFlags) summaryOptions() (report.SummaryOptions, error) {
+func (v summaryFlags) summaryOptions() (report.SummaryOptions, error) {
 	if _, err := capture.NewFilter(v.locks, nil); err != nil {
 		return report.SummaryOptions{}, usagef("--lock-filter: %v", err)
 	}

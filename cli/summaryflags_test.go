@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestViewFlagsFailBeforeCapture: a sort key, field, grouping or filter klockstat does not know is a
+// TestSummaryFlagsFailBeforeCapture: a sort key, field, grouping or filter klockstat does not know is a
 // usage error naming its flag, on a capture and on report alike, before anything is captured or read.
-func TestViewFlagsFailBeforeCapture(t *testing.T) {
+func TestSummaryFlagsFailBeforeCapture(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -21,7 +21,7 @@ func TestViewFlagsFailBeforeCapture(t *testing.T) {
 		{[]string{"-l", "0xffffg"}, `--lock-filter: address "0xffffg"`},
 		{[]string{"-S", "ext4,"}, "--callstack-filter: empty stack substring"},
 	} {
-		for _, args := range [][]string{tc.args, append([]string{"report", "examples/contend-capture.json", "-o", ""}, tc.args...)} {
+		for _, args := range [][]string{tc.args, append([]string{"report", exampleCapture, "-o", ""}, tc.args...)} {
 			var stdout, stderr bytes.Buffer
 			_, err := run(args, &stdout, &stderr)
 			var ue usageError
@@ -35,7 +35,7 @@ func TestViewFlagsFailBeforeCapture(t *testing.T) {
 // TestFiltersNarrowExports: --lock-filter and --callstack-filter narrow the exports as the summary,
 // and the JSON keeps every record.
 func TestFiltersNarrowExports(t *testing.T) {
-	input := "examples/contend-capture.json"
+	input := exampleCapture
 	c := readCaptureFile(t, input)
 	var kept int
 	for _, r := range c.Records {

@@ -1,6 +1,7 @@
-package main
+package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,11 +32,11 @@ type workload struct {
 	signalled bool
 }
 
-// startWorkload starts argv with klockstat's stdio. The command dies with klockstat (SIGKILL on
-// the parent's death), so a killed klockstat leaves no orphan running.
-func startWorkload(argv []string) (*workload, error) {
+// startWorkload starts argv with klockstat's stdio, inv's. The command dies with klockstat (SIGKILL
+// on the parent's death), so a killed klockstat leaves no orphan running.
+func startWorkload(argv []string, inv invocation) (*workload, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inv.stdin, inv.stdout, inv.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
@@ -89,4 +90,20 @@ func terminalSentToUs() bool {
 		}
 	}
 	return false
+}
+
+// commandStatus turns cmd.Wait's result into a shell-style exit status.
+func commandStatus(err error) *int {
+	status := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			status = 128 + int(ws.Signal())
+		} else {
+			status = ee.ExitCode()
+		}
+	} else if err != nil {
+		status = 1
+	}
+	return &status
 }

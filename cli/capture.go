@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/cgroups"
+	"github.com/klockstat/klockstat/collector"
+	"github.com/klockstat/klockstat/internal/host"
+	"github.com/klockstat/klockstat/internal/inputfile"
+	"github.com/klockstat/klockstat/lockspec"
+)
+
+// captureOptions is everything the capture command line says.
+type captureOptions struct {
+	duration    time.Duration
+	durationSet bool
+	captureOutputs
+	cfg         collector.Config
+	command     []string
+	commandLine []string
+	inputs      []input // files read, which no output may overwrite
+}
+
+const captureUsage = `Usage: klockstat [flags] [-- COMMAND [ARGS...]]
+       klockstat report INPUT [-o OUT.html]
+       klockstat diff BEFORE AFTER [-o diff.html]
+       klockstat version
+
+Captures kernel lock contention (lock:contention_begin/end) with eBPF for
+--duration, or while COMMAND runs, writes an HTML report and prints the top
+waits by caller. Needs root.
+
+Flags:
+%s`
+
+func (inv invocation) parseCaptureFlags(args []string) (*captureOptions, error) {
+	fs := newFlagSet("klockstat", captureUsage, inv.stderr)
+	o := &captureOptions{commandLine: append([]string{"klockstat"}, args...)}
+	var (
+		locksPath string
+		types     []string
+		pids      []string
+		cgroupArg []string
+		mapSize   uint32
+	)
+	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "capture window; with COMMAND, a limit on top of the command's run")
+	o.captureOutputs.addFlags(fs, "no progress line and no terminal summary")
+	fs.StringVarP(&locksPath, "locks", "L", "", "lock types and functions from `FILE` instead of the embedded locks.json")
+	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
+	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
+	fs.StringVar(&o.cfg.Comm, "comm", "", "capture only processes whose main thread is named `NAME`")
+	fs.StringSliceVarP(&cgroupArg, "cgroup", "G", nil, "capture only tasks in these cgroups or their descendants (`PATH` as /proc/PID/cgroup shows it after 0::, or its directory; repeatable or comma list)")
+	fs.IntVar(&o.cfg.StackDepth, "stack-depth", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
+	fs.Uint32Var(&mapSize, "map-size", 65536, "entries of the BPF aggregation, stack and per-thread maps")
+	fs.BoolVar(&o.cfg.Owners, "owners", false, "charge each wait to the lock's owner when it began, with the owner's state and stack (see README)")
+	fs.StringVar(&o.cfg.Probe, "probe", "auto", "probe backend: "+strings.Join(collector.BackendNames(), ", ")+
+		" (auto: the contention tracepoints where the kernel has them, else the lock functions with fentry, else kprobes)")
+
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	o.durationSet = fs.Changed("duration")
+	if at := fs.ArgsLenAtDash(); at >= 0 {
+		o.command = fs.Args()[at:]
+		if at > 0 {
+			return nil, usagef("unexpected argument %q before -- (a command goes after --)", fs.Args()[0])
+		}
+		if len(o.command) == 0 {
+			return nil, usagef("no command after --")
+		}
+	} else if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (a command goes after --, e.g. klockstat -- make -j8)", fs.Arg(0))
+	}
+	if o.duration <= 0 {
+		return nil, usagef("--duration %v: must be positive", o.duration)
+	}
+	if err := o.captureOutputs.validate(); err != nil {
+		return nil, err
+	}
+	o.cfg.MapSize = mapSize
+
+	if fs.Changed("pid") && len(pids) == 0 {
+		return nil, usagef("empty --pid list (give process ids, e.g. -p 1234,5678, or leave out -p for all)")
+	}
+	for _, p := range pids {
+		pid, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil || pid == 0 {
+			return nil, usagef("--pid %q: not a process id (want a positive number)", p)
+		}
+		if errors.Is(unix.Kill(int(pid), 0), unix.ESRCH) {
+			fmt.Fprintf(inv.stderr, "klockstat: warning: --pid %d: no such process; its waits are captured only if a process of that id runs during the capture\n", pid)
+		}
+		o.cfg.PIDs = append(o.cfg.PIDs, uint32(pid))
+	}
+
+	var err error
+	if fs.Changed("cgroup") {
+		if o.cfg.Cgroups, err = cgroupDirs(cgroupArg); err != nil {
+			return nil, err
+		}
+	}
+
+	source, data := lockspec.EmbeddedSource, lockspec.Embedded()
+	if locksPath != "" {
+		if data, err = readLocks(locksPath, inv.stdin); err != nil {
+			return nil, usageError{fmt.Errorf("reading --locks: %w", err)}
+		}
+		source = inputfile.Name(locksPath)
+		o.inputs = append(o.inputs, input{"--locks", locksPath})
+	}
+	spec, err := lockspec.Parse(source, data)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if o.cfg.Spec, err = spec.Select(types); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.cfg.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.plan(o.inputs); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// cgroupDirs resolves the --cgroup values to the directories of their cgroups.
+func cgroupDirs(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, usagef("empty --cgroup list (give cgroup paths, e.g. -G /system.slice/cron.service, or leave out -G for all)")
+	}
+	h, err := cgroups.Find()
+	if err != nil {
+		return nil, usagef("--cgroup: %v", err)
+	}
+	var dirs []string
+	for _, name := range names {
+		dir, err := h.Dir(name)
+		if err != nil {
+			return nil, usagef("--cgroup: %v", err)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs, nil
+}
+
+// maxLocksSize bounds a --locks file: the embedded catalogue is about 6 KiB.
+const maxLocksSize = 16 << 20
+
+// readLocks reads a lock catalogue, refusing what is not a regular file or stdin and what is over
+// maxLocksSize.
+func readLocks(path string, stdin io.Reader) ([]byte, error) {
+	f, err := inputfile.Open(path, stdin, maxLocksSize)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return inputfile.ReadAll(f, maxLocksSize, 0)
+}
+
+// runCapture captures for the window or while the command runs, then writes the outputs. Its
+// status is the command's when there is one.
+func (inv invocation) runCapture(args []string) (int, error) {
+	o, err := inv.parseCaptureFlags(args)
+	if err != nil {
+		return 0, err
+	}
+	signals, stopSignals := notifyStopSignals()
+	defer stopSignals()
+	coll, err := collector.Start(o.cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer coll.Close()
+
+	var (
+		work              *workload
+		cmdDone           <-chan error
+		exitCode          *int
+		cmdStart, cmdExit time.Time
+	)
+	if len(o.command) > 0 {
+		cmdStart = time.Now()
+		if work, err = startWorkload(o.command, inv); err != nil {
+			return 0, err
+		}
+		cmdDone = work.done
+	}
+
+	var deadline <-chan time.Time
+	if work == nil || o.durationSet {
+		timer := time.NewTimer(o.duration)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	progress := newProgress(inv.stderr, o, coll)
+	ticker := time.NewTicker(500 * time.Millisecond)
+	defer ticker.Stop()
+
+	var interrupted os.Signal
+wait:
+	for {
+		select {
+		case <-deadline:
+			break wait
+		case err := <-cmdDone:
+			cmdExit = time.Now()
+			cmdDone = nil
+			exitCode = commandStatus(err)
+			break wait
+		case interrupted = <-signals:
+			if work != nil && cmdDone != nil {
+				work.signal(interrupted)
+			}
+			break wait
+		case <-ticker.C:
+			progress.update()
+		}
+	}
+	progress.clear()
+
+	c, err := coll.Stop()
+	coll.Close() // the probes go now, not after the command
+	if err != nil {
+		return 0, err
+	}
+	// The outputs are written when the window ends, not when a command that outlives it exits:
+	// its exit status is then missing from them.
+	inv.fillMeta(&c.Meta, o, exitCode)
+	if c.Timeline != nil && work != nil {
+		c.Timeline.CommandStartNS = sinceStart(c.Meta.Start, cmdStart)
+		c.Timeline.CommandEndNS = sinceStart(c.Meta.Start, cmdExit)
+	}
+	writeErr := o.write(inv, c)
+
+	status := 0
+	switch {
+	case cmdDone != nil:
+		status = work.wait(signals, inv.stderr)
+	case exitCode != nil:
+		status = *exitCode
+	case interrupted != nil:
+		status = 128 + int(interrupted.(syscall.Signal))
+	}
+	return status, writeErr
+}
+
+// sinceStart is how long after start at was, or nil for a time that never came (zero).
+func sinceStart(start, at time.Time) *int64 {
+	if at.IsZero() {
+		return nil
+	}
+	ns := at.Sub(start).Nanoseconds()
+	return &ns
+}
+
+// fillMeta records the tool, the command line and the machine in m.
+func (inv invocation) fillMeta(m *capture.Meta, o *captureOptions, exitCode *int) {
+	m.Tool = "klockstat"
+	m.ToolVersion = inv.version
+	m.CommandLine = o.commandLine
+	m.Workload = o.command
+	m.WorkloadExit = exitCode
+	machine := host.Read()
+	m.Kernel = machine.Kernel
+	m.KernelBuild = machine.KernelBuild
+	m.Arch = machine.Arch
+	m.Hostname = machine.Hostname
+	m.CPUs = machine.CPUs
+	m.CPUModel = machine.CPUModel
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/spf13/pflag"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/report"
+)
+
+// pageFlags are the flags of every command that writes an HTML page and a terminal summary: the
+// capture, report and diff.
+type pageFlags struct {
+	htmlPath string // "-" for stdout, "" for none
+	top      int
+	rawAddrs bool
+	quiet    bool
+}
+
+// pageHelp is what the help of pageFlags says differently for each command.
+type pageHelp struct {
+	page        string // what --output writes, e.g. "HTML report"
+	defaultPath string
+	addressesIn string // the outputs --raw-addresses changes, e.g. "HTML report and the exports"
+	quiet       string // what --quiet leaves out
+}
+
+func (p *pageFlags) addFlags(fs *pflag.FlagSet, h pageHelp) {
+	fs.StringVarP(&p.htmlPath, "output", "o", h.defaultPath, "write the "+h.page+" to `FILE` (- for stdout, \"\" for none)")
+	fs.IntVarP(&p.top, "top", "n", 20, "rows in the terminal summary and on the "+h.page+"'s first page")
+	fs.BoolVar(&p.rawAddrs, "raw-addresses", false, "show real kernel addresses in the "+h.addressesIn+" instead of hashed ids")
+	fs.BoolVarP(&p.quiet, "quiet", "q", false, h.quiet)
+}
+
+func (p pageFlags) validate() error {
+	if p.top < 1 {
+		return usagef("--top %d: must be at least 1", p.top)
+	}
+	return nil
+}
+
+// writeSummary writes the terminal summary with write, unless quiet, and then, as "label: path",
+// the HTML page if it went to a file. The summary makes way on stdout for a file written there.
+func (p pageFlags) writeSummary(inv invocation, dests []destination, page destination, label string, write func(io.Writer) error) error {
+	if p.quiet {
+		return nil
+	}
+	summary := inv.stdout
+	if slices.ContainsFunc(dests, func(d destination) bool { return d.stdout }) {
+		summary = inv.stderr
+	}
+	if err := write(summary); err != nil {
+		return fmt.Errorf("writing the summary: %w", err)
+	}
+	if p.htmlPath != "" && !page.stdout {
+		fmt.Fprintf(summary, "%s: %s\n", label, p.htmlPath)
+	}
+	return nil
+}
+
+// captureOutputs are the flags of the commands that write a capture's outputs, the capture and
+// report, and the outputs they plan.
+type captureOutputs struct {
+	pageFlags
+	jsonPath string
+	exports  exportPaths
+	views    summaryFlags
+	summary  report.SummaryOptions // from views, by validate
+	dests    []destination         // where outputs(c) go, by plan
+}
+
+func (o *captureOutputs) addFlags(fs *pflag.FlagSet, quietHelp string) {
+	o.pageFlags.addFlags(fs, pageHelp{
+		page: "HTML report", defaultPath: "klockstat-report.html", addressesIn: "HTML report and the exports", quiet: quietHelp,
+	})
+	fs.StringVar(&o.jsonPath, "json", "", "write the capture as JSON to `FILE` (- for stdout)")
+	o.exports.addFlags(fs)
+	o.views.addFlags(fs)
+}
+
+// validate checks the flags and sets summary.
+func (o *captureOutputs) validate() error {
+	if err := o.pageFlags.validate(); err != nil {
+		return err
+	}
+	var err error
+	o.summary, err = o.views.summaryOptions()
+	return err
+}
+
+// plan decides where every output goes before the capture is read or made (see planOutputs).
+func (o *captureOutputs) plan(ins []input) error {
+	var err error
+	o.dests, err = planOutputs(o.outputs(nil), ins)
+	return err
+}
+
+// outputs are the files the options write, writing c; nil c is enough to plan them.
+func (o *captureOutputs) outputs(c *capture.Capture) []output {
+	outs := []output{{flag: "--json", path: o.jsonPath, secret: true, write: func(w io.Writer) error { return c.Write(w) }}}
+	selected := c
+	if c != nil {
+		selected = c.Select(o.summary.Filter)
+	}
+	// One key for the report and the exports, so that they name a lock by the same id.
+	key := make([]byte, 32)
+	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
+	outs = append(outs, o.exports.outputs(selected, o.rawAddrs, key)...)
+	return append(outs, output{flag: "--output", path: o.htmlPath, secret: o.rawAddrs, write: func(w io.Writer) error {
+		return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs, AddressKey: key})
+	}})
+}
+
+// write writes every output and the summary, and reports every failure: one that cannot be
+// written does not keep the others from being written.
+func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
+	outs := o.outputs(c)
+	err := writeAll(outs, o.dests, inv.stdout)
+	so := o.summary
+	so.Top = o.top
+	html := o.dests[len(outs)-1] // outputs puts --output last
+	serr := o.writeSummary(inv, o.dests, html, "report", func(w io.Writer) error {
+		return report.WriteSummary(w, c, so)
+	})
+	return errors.Join(err, serr)
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/klockstat/klockstat/report"
+)
+
+const reportUsage = `Usage: klockstat report INPUT [flags]
+
+Re-renders the HTML report and the summary from a capture JSON (--json) or
+from an earlier klockstat HTML report, which carries its capture.
+
+Flags:
+%s`
+
+// runReport re-renders a capture JSON or an earlier HTML report.
+func (inv invocation) runReport(args []string) (int, error) {
+	fs := newFlagSet("klockstat report", reportUsage, inv.stderr)
+	var o captureOutputs
+	o.addFlags(fs, "no terminal summary")
+	if err := parseFlags(fs, args); err != nil {
+		return 0, err
+	}
+	if fs.NArg() != 1 {
+		return 0, usagef("report takes one INPUT (a capture JSON or a klockstat HTML report), got %d", fs.NArg())
+	}
+	if err := o.validate(); err != nil {
+		return 0, err
+	}
+	inputPath := fs.Arg(0)
+	if err := o.plan([]input{{"INPUT", inputPath}}); err != nil {
+		return 0, err
+	}
+	c, err := report.ReadInputFile(inputPath, inv.stdin)
+	if err != nil {
+		return 0, err
+	}
+	if o.rawAddrs && c.Meta.AddressesHashed {
+		fmt.Fprintf(inv.stderr, "klockstat: warning: %s holds hashed addresses only; --raw-addresses cannot restore them (re-render from the capture JSON)\n", inputPath)
+	}
+	return 0, o.write(inv, c)
+}
