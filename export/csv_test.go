@@ -129,3 +129,30 @@ func FuzzCSV(f *testing.F) {
 		}
 	})
 }
+
+// TestCSVModuleFrames: the caller and stack columns keep a module frame as captured, offset and
+// module, as perf's caller column does; a hasher replaces the unnamed module address only.
+func TestCSVModuleFrames(t *testing.T) {
+	c := moduleCapture(t)
+	hasher := capture.NewAddressHasher([]byte("k"))
+	id := capture.NewAddressHasher([]byte("k")).Frame("0xffffffffc0a81234")
+	var b bytes.Buffer
+	if err := WriteCSV(&b, c, hasher); err != nil {
+		t.Fatal(err)
+	}
+	_, rows := readCSV(t, b.Bytes())
+	want := []struct{ caller, stack string }{
+		{"xfs_ilock+0x4c [xfs]", "mutex_lock+0x3c <- xfs_ilock+0x4c [xfs] <- xfs_file_write_iter+0x2e [xfs] <- vfs_write+0x26b"},
+		{"xfs_ilock+0x80 [xfs]", "mutex_lock+0x3c <- xfs_ilock+0x80 [xfs] <- xfs_file_write_iter+0x2e [xfs] <- vfs_write+0x26b"},
+		{"xfs_ilock+0x10", "mutex_lock+0x3c <- xfs_ilock+0x10 <- vfs_write+0x26b"},
+		{id, "mutex_lock+0x3c <- " + id + " <- vfs_write+0x26b"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for i, w := range want {
+		if rows[i]["caller"] != w.caller || rows[i]["stack"] != w.stack {
+			t.Errorf("row %d: caller %q, stack %q; want %q, %q", i, rows[i]["caller"], rows[i]["stack"], w.caller, w.stack)
+		}
+	}
+}

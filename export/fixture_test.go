@@ -76,9 +76,38 @@ func hostileCapture(t testing.TB) *capture.Capture {
 	return c
 }
 
+// moduleCapture waits in a module function at two offsets (the same call site moved, or two call
+// sites), in a vmlinux function of the same name, and below a module address kallsyms could not name.
+func moduleCapture(t testing.TB) *capture.Capture {
+	t.Helper()
+	c := &capture.Capture{Version: capture.FormatVersion, Meta: capture.Meta{Probe: "tp_btf", DurationNS: 1e9}}
+	h := capture.Histogram{Type: "mutex"}
+	for _, r := range []struct {
+		comm  string
+		ns    uint64
+		stack []string
+	}{
+		{"kworker/0:1", 300, []string{"mutex_lock+0x3c", "xfs_ilock+0x4c [xfs]", "xfs_file_write_iter+0x2e [xfs]", "vfs_write+0x26b"}},
+		{"kworker/0:1", 200, []string{"mutex_lock+0x3c", "xfs_ilock+0x80 [xfs]", "xfs_file_write_iter+0x2e [xfs]", "vfs_write+0x26b"}},
+		{"ext4", 50, []string{"mutex_lock+0x3c", "xfs_ilock+0x10", "vfs_write+0x26b"}},
+		{"kworker/0:1", 7, []string{"mutex_lock+0x3c", "0xffffffffc0a81234", "vfs_write+0x26b"}},
+	} {
+		c.Records = append(c.Records, capture.Record{
+			Type: "mutex", Lock: capture.Addr(0xffff888100000000 + uint64(len(c.Records))*64), Comm: r.comm, PID: 7, TID: 7,
+			Caller: r.stack[1], Stack: r.stack, Count: 1, TotalNS: r.ns, MinNS: r.ns, MaxNS: r.ns,
+		})
+		h.Add(r.ns)
+	}
+	c.Histograms = []capture.Histogram{h}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("module capture: %v", err)
+	}
+	return c
+}
+
 // fixtures are the captures every export is checked on.
 func fixtures(t testing.TB) map[string]*capture.Capture {
-	return map[string]*capture.Capture{"real": realCapture(t), "hostile": hostileCapture(t)}
+	return map[string]*capture.Capture{"real": realCapture(t), "hostile": hostileCapture(t), "modules": moduleCapture(t)}
 }
 
 // waitTotals are the capture's count and total of waits as its histograms have them, which the

@@ -13,9 +13,10 @@ import (
 
 // WriteFolded writes c as folded stacks, the input of flamegraph.pl, inferno and speedscope: one
 // line per distinct (thread name, stack), "comm;outermost;...;innermost WEIGHT", weighted by the
-// nanoseconds waited. Frames are function names without their offsets, so that one function is one
-// box of the flame graph wherever in it the call was; records of the same thread name and functions
-// merge into one line. Lines are sorted by stack, so equal captures give equal files.
+// nanoseconds waited. Frames are function names without their offsets (capture.Frame.Func, as the
+// report's flame graph has them: "xfs_ilock [xfs]" in a module), so that one function is one box of
+// the flame graph wherever in it the call was; records of the same thread name and functions merge
+// into one line. Lines are sorted by stack, so equal captures give equal files.
 //
 // A thread name is chosen by the process, so the characters the format gives a meaning to (the ';'
 // between frames, line breaks) and other control characters are replaced by '_' in it.
@@ -32,7 +33,7 @@ func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher)
 		stack := stackOf(r.Stack)
 		for i := len(stack) - 1; i >= 0; i-- {
 			b.WriteByte(';')
-			b.WriteString(foldedName(parseFrame(addrs.frame(stack[i])).function))
+			b.WriteString(foldedName(capture.ParseFrame(addrs.frame(stack[i])).Func()))
 		}
 		weights[b.String()] += r.TotalNS
 	}

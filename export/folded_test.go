@@ -68,8 +68,7 @@ func TestFoldedAddsUp(t *testing.T) {
 				}
 				want := []string{foldedName(r.Comm)}
 				for j := len(r.Stack) - 1; j >= 0; j-- {
-					fn, _, _ := strings.Cut(r.Stack[j], "+0x")
-					want = append(want, fn)
+					want = append(want, capture.ParseFrame(r.Stack[j]).Func())
 				}
 				if len(r.Stack) == 0 {
 					want = append(want, unknownFrame)
@@ -79,6 +78,21 @@ func TestFoldedAddsUp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFoldedModuleFrames: a module function is one frame at any offset, named with its module, and
+// apart from a vmlinux function of the same name.
+func TestFoldedModuleFrames(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteFolded(&b, moduleCapture(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "ext4;vfs_write;xfs_ilock;mutex_lock 50\n" +
+		"kworker/0:1;vfs_write;0xffffffffc0a81234;mutex_lock 7\n" +
+		"kworker/0:1;vfs_write;xfs_file_write_iter [xfs];xfs_ilock [xfs];mutex_lock 500\n"
+	if b.String() != want {
+		t.Errorf("folded\n%s\nwant\n%s", b.String(), want)
 	}
 }
 

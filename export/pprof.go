@@ -17,15 +17,16 @@ var pprofSampleTypes = []*profile.ValueType{
 	{Type: "delay", Unit: "nanoseconds"},
 }
 
-// kernelMapping is the one mapping every location belongs to, named as perf names the kernel image.
-// Its locations carry their function names, so pprof never tries to symbolize them.
-var kernelMapping = &profile.Mapping{ID: 1, File: "[kernel.kallsyms]", HasFunctions: true}
+// kernelMapping is the file of the mapping of vmlinux frames and of frames kallsyms could not name,
+// as perf names the kernel image.
+const kernelMapping = "[kernel.kallsyms]"
 
 // WritePprof writes c as a gzipped profile.proto: one sample per record with waits, valued
 // [contentions, delay in ns] (Go's mutex profile), whose locations are the record's kernel frames,
 // innermost first. A frame "function+0xoff" is a location with that function and the offset as its
 // line number (pprof -lines shows it in decimal); an unnamed frame is a function named by its
-// address, which is also the location's address. Samples are labelled lock_type, lock_name (when
+// address, which is also the location's address. A module frame "xfs_ilock+0x4c [xfs]" is function
+// xfs_ilock in a mapping of its own, "[xfs]" (see pprofFrames). Samples are labelled lock_type, lock_name (when
 // known), lock (address or hashed id), comm and cgroup (its path, when known), with numeric labels pid, tid and cgroup_id, for pprof's
 // -tagfocus, -tagignore and -tags. A label whose value is empty or 0 (the idle task's pid and tid) is
 // left out: profile.proto cannot tell it from no label.
@@ -36,13 +37,11 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 		DefaultSampleType: "delay",
 		PeriodType:        &profile.ValueType{Type: "contentions", Unit: "count"},
 		Period:            1,
-		Mapping:           []*profile.Mapping{kernelMapping},
 		TimeNanos:         c.Meta.Start.UnixNano(),
 		DurationNanos:     c.Meta.DurationNS,
 		Comments:          []string{pprofComment(c.Meta)},
 	}
-	locations := map[string]*profile.Location{}
-	functions := map[string]*profile.Function{}
+	frames := newPprofFrames(p)
 	for _, r := range c.Records {
 		if r.Count == 0 {
 			continue
@@ -63,12 +62,7 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 			}
 		}
 		for _, f := range stackOf(r.Stack) {
-			loc := locations[f]
-			if loc == nil {
-				loc = newLocation(p, functions, parseFrame(validText(addrs.frame(f))))
-				locations[f] = loc
-			}
-			s.Location = append(s.Location, loc)
+			s.Location = append(s.Location, frames.location(f, addrs))
 		}
 		p.Sample = append(p.Sample, s)
 	}
@@ -81,21 +75,70 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 	return nil
 }
 
-// newLocation adds the location of one frame to p, and its function unless p has it already.
-func newLocation(p *profile.Profile, functions map[string]*profile.Function, f frame) *profile.Location {
-	fn := functions[f.function]
+// pprofFrames makes the locations, functions and mappings of a profile's frames, each once.
+//
+// A module function is named as in vmlinux, without its module ("xfs_ilock"), in a mapping and a
+// function file named as perf names a module's object ("[xfs]"), as a profile converted from perf
+// has them: -top, -focus and flame graphs see the function's own name, one node at every offset, and
+// pprof -raw shows the module where it shows an object file.
+type pprofFrames struct {
+	p         *profile.Profile
+	mappings  map[string]*profile.Mapping // by module, "" for vmlinux
+	functions map[[2]string]*profile.Function
+	locations map[string]*profile.Location // by frame as captured
+}
+
+func newPprofFrames(p *profile.Profile) *pprofFrames {
+	f := &pprofFrames{p: p, mappings: map[string]*profile.Mapping{}, functions: map[[2]string]*profile.Function{}, locations: map[string]*profile.Location{}}
+	f.mapping("") // vmlinux first: pprof takes the first mapping for the main binary
+	return f
+}
+
+// mapping is the mapping of a module's frames, or of vmlinux's for "". Its locations carry their
+// function names, so pprof never tries to symbolize them.
+func (f *pprofFrames) mapping(module string) *profile.Mapping {
+	m := f.mappings[module]
+	if m == nil {
+		file := kernelMapping
+		if module != "" {
+			file = "[" + module + "]"
+		}
+		m = &profile.Mapping{ID: uint64(len(f.p.Mapping) + 1), File: file, HasFunctions: true}
+		f.mappings[module] = m
+		f.p.Mapping = append(f.p.Mapping, m)
+	}
+	return m
+}
+
+// location is the location of frame s of the capture, added to the profile the first time.
+func (f *pprofFrames) location(s string, addrs addresses) *profile.Location {
+	if loc := f.locations[s]; loc != nil {
+		return loc
+	}
+	fr := capture.ParseFrame(validText(addrs.frame(s)))
+	m := f.mapping(fr.Module)
+	name := fr.Function
+	var address uint64
+	if fr.Kind != capture.FrameSymbol {
+		name = fr.String()
+	}
+	if fr.Kind == capture.FrameAddress {
+		address = uint64(fr.Address)
+	}
+	fn := f.functions[[2]string{name, m.File}]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: f.function, SystemName: f.function, Filename: kernelMapping.File}
-		functions[f.function] = fn
-		p.Function = append(p.Function, fn)
+		fn = &profile.Function{ID: uint64(len(f.p.Function) + 1), Name: name, SystemName: name, Filename: m.File}
+		f.functions[[2]string{name, m.File}] = fn
+		f.p.Function = append(f.p.Function, fn)
 	}
 	loc := &profile.Location{
-		ID:      uint64(len(p.Location) + 1),
-		Mapping: kernelMapping,
-		Address: f.address,
-		Line:    []profile.Line{{Function: fn, Line: int64(f.offset)}},
+		ID:      uint64(len(f.p.Location) + 1),
+		Mapping: m,
+		Address: address,
+		Line:    []profile.Line{{Function: fn, Line: int64(fr.Offset)}},
 	}
-	p.Location = append(p.Location, loc)
+	f.p.Location = append(f.p.Location, loc)
+	f.locations[s] = loc
 	return loc
 }
 

@@ -66,9 +66,10 @@ func TestPprofReadsBack(t *testing.T) {
 
 // describeSample tells what a sample says of its record, in describeRecord's words.
 func describeSample(s *profile.Sample) string {
-	var frames []frame
+	var frames []string
 	for _, loc := range s.Location {
-		frames = append(frames, frame{function: loc.Line[0].Function.Name, offset: uint64(loc.Line[0].Line), address: loc.Address})
+		fn := loc.Line[0].Function
+		frames = append(frames, fmt.Sprintf("%s+%d@%#x in %s/%s", fn.Name, loc.Line[0].Line, loc.Address, loc.Mapping.File, fn.Filename))
 	}
 	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q cgroup=%q pid=%d tid=%d cgroup_id=%d value=%v stack=%+v",
 		s.Label["lock_type"], s.Label["lock_name"], s.Label["lock"], s.Label["comm"], s.Label["cgroup"], s.NumLabel["pid"], s.NumLabel["tid"], s.NumLabel["cgroup_id"], s.Value, frames)
@@ -89,12 +90,21 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 		}
 		return []int64{int64(n)}
 	}
-	frames := []frame{{function: unknownFrame}}
-	if len(r.Stack) > 0 {
-		frames = nil
-		for _, f := range r.Stack {
-			frames = append(frames, parseFrame(validText(f)))
+	var frames []string
+	for _, s := range stackOf(r.Stack) {
+		f := capture.ParseFrame(validText(s))
+		name, file := f.String(), "[kernel.kallsyms]"
+		if f.Kind == capture.FrameSymbol {
+			name = f.Function // the offset is the line, the module the mapping
+			if f.Module != "" {
+				file = "[" + f.Module + "]"
+			}
 		}
+		var address uint64
+		if f.Kind == capture.FrameAddress {
+			address = uint64(f.Address)
+		}
+		frames = append(frames, fmt.Sprintf("%s+%d@%#x in %s/%s", name, f.Offset, address, file, file))
 	}
 	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q cgroup=%q pid=%d tid=%d cgroup_id=%d value=%v stack=%+v",
 		text(r.Type), text(r.Name), text(newAddresses(c, nil).lock(r.Lock)), text(r.Comm), text(r.Cgroup), num(uint64(r.PID)), num(uint64(r.TID)), num(r.CgroupID),
@@ -136,11 +146,61 @@ func TestPprofTop(t *testing.T) {
 	// the capture's records wait in most.
 	flat := map[string]uint64{}
 	for _, r := range c.Records {
-		flat[parseFrame(stackOf(r.Stack)[0]).function] += r.TotalNS
+		flat[capture.ParseFrame(stackOf(r.Stack)[0]).Function] += r.TotalNS
 	}
 	heaviest := slices.MaxFunc(slices.Collect(maps.Keys(flat)), func(a, b string) int { return cmp.Compare(flat[a], flat[b]) })
 	first := regexp.MustCompile(`(?m)^ *(\d+)ns .* (\S+)$`).FindSubmatch(out)
 	if first == nil || string(first[2]) != heaviest || string(first[1]) != strconv.FormatUint(flat[heaviest], 10) {
 		t.Errorf("go tool pprof -top: first row %q, want %s with %d ns flat\n%s", first, heaviest, flat[heaviest], out)
+	}
+}
+
+// TestPprofModuleFrames: a module function is one function without offset or module in its name, in
+// the module's mapping, whatever offsets it was seen at, and apart from a vmlinux function of the
+// same name.
+func TestPprofModuleFrames(t *testing.T) {
+	var b bytes.Buffer
+	if err := WritePprof(&b, moduleCapture(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mappings []string
+	for _, m := range p.Mapping {
+		mappings = append(mappings, m.File)
+	}
+	if want := []string{"[kernel.kallsyms]", "[xfs]"}; !slices.Equal(mappings, want) {
+		t.Errorf("mappings %q, want %q", mappings, want)
+	}
+	functions := map[string]int{} // "name in file" -> how many functions
+	for _, fn := range p.Function {
+		functions[fn.Name+" in "+fn.Filename]++
+	}
+	want := map[string]int{
+		"mutex_lock in [kernel.kallsyms]": 1, "vfs_write in [kernel.kallsyms]": 1, "xfs_ilock in [kernel.kallsyms]": 1,
+		"0xffffffffc0a81234 in [kernel.kallsyms]": 1, "xfs_ilock in [xfs]": 1, "xfs_file_write_iter in [xfs]": 1,
+	}
+	if !maps.Equal(functions, want) {
+		t.Errorf("functions %v, want %v", functions, want)
+	}
+	// Both offsets of xfs_ilock [xfs] are its lines, in the module's mapping; its delay is both waits'.
+	var lines []int64
+	var delay int64
+	for _, s := range p.Sample {
+		for _, loc := range s.Location {
+			if fn := loc.Line[0].Function; fn.Name == "xfs_ilock" && fn.Filename == "[xfs]" {
+				if loc.Mapping.File != "[xfs]" {
+					t.Errorf("xfs_ilock [xfs] at line %d is in mapping %s", loc.Line[0].Line, loc.Mapping.File)
+				}
+				lines = append(lines, loc.Line[0].Line)
+				delay += s.Value[1]
+			}
+		}
+	}
+	slices.Sort(lines)
+	if !slices.Equal(lines, []int64{0x4c, 0x80}) || delay != 300+200 {
+		t.Errorf("xfs_ilock [xfs]: lines %v, delay %d ns; want lines 76 and 128, 500 ns", lines, delay)
 	}
 }
