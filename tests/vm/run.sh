@@ -12,14 +12,16 @@
 # static binaries: busybox, the collector test binary and the contend
 # workload. tests/vm/init runs the tests and prints the verdict on the serial
 # console, which is saved to tests/vm/.cache/<kernel>.log. Kernels are cached
-# in tests/vm/.cache, so re-runs download nothing.
+# in tests/vm/.cache, so re-runs download nothing. docs/testing.md says what
+# each kernel skips and how long a guest takes.
 #
 # Needs root: installs its own apt dependencies (qemu-system-x86,
 # busybox-static, cpio), adds bookworm-backports to the apt sources if a
 # series is found nowhere else, and creates /dev/console in the initramfs.
 #
 # Environment:
-#   KLOCKSTAT_VM_TIMEOUT  wall-clock limit per kernel in seconds (default 900)
+#   KLOCKSTAT_VM_TIMEOUT  wall-clock limit per kernel in seconds (default 900;
+#                         .ci/run passes 1500)
 #   KLOCKSTAT_VM_ACCEL    auto (default), kvm or tcg. auto takes KVM when
 #                         /dev/kvm opens and the CPU flags show hardware
 #                         virtualisation (vmx or svm), else TCG. A /dev/kvm
