@@ -46,19 +46,36 @@ func newCgroupPaths() *cgroupPaths {
 	return p
 }
 
-// name sets the Cgroup of every record from its CgroupID, and returns warnings of the cgroups that
-// ended before the capture did.
-func (p *cgroupPaths) name(records []capture.Record) []string {
+// cgroupListing is the paths of the hierarchy's cgroups by id at one moment, or why they could not be
+// listed.
+type cgroupListing struct {
+	paths map[uint64]string
+	err   error
+}
+
+// atEnd lists the hierarchy again, when the capture ends; nothing when it could not be found at the
+// start.
+func (p *cgroupPaths) atEnd() cgroupListing {
+	if p.err != nil {
+		return cgroupListing{}
+	}
+	paths, err := p.hierarchy.Paths()
+	return cgroupListing{paths: paths, err: err}
+}
+
+// name sets the Cgroup of every record from its CgroupID, by the listing of the end and else of the
+// start, and returns warnings of the cgroups that ended before the capture did.
+func (p *cgroupPaths) name(records []capture.Record, atEnd cgroupListing) []string {
 	if p.err != nil {
 		if errors.Is(p.err, cgroups.ErrNoHierarchy) && !hasCgroups(records) {
 			return nil
 		}
 		return []string{fmt.Sprintf("cgroups are shown by id, without a path: %v", p.err)}
 	}
-	end, err := p.hierarchy.Paths()
-	if err != nil {
-		return []string{fmt.Sprintf("cgroups are shown by id, without a path: %v", err)}
+	if atEnd.err != nil {
+		return []string{fmt.Sprintf("cgroups are shown by id, without a path: %v", atEnd.err)}
 	}
+	end := atEnd.paths
 	removed, unknown := map[string]bool{}, map[uint64]bool{}
 	for i := range records {
 		r := &records[i]

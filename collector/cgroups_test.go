@@ -166,7 +166,7 @@ func TestCgroupPathsOfRemovedCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	records := []capture.Record{{CgroupID: kept}, {CgroupID: removed}, {CgroupID: 1 << 40}, {CgroupID: 0}}
-	warnings := p.name(records)
+	warnings := p.name(records, p.atEnd())
 	for i, want := range []string{"/kept", "/removed <b>", "", ""} {
 		if records[i].Cgroup != want {
 			t.Errorf("record of cgroup %d: path %q, want %q", records[i].CgroupID, records[i].Cgroup, want)

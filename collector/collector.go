@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/lockspec"
 )
 
@@ -100,6 +101,7 @@ type Collector struct {
 	stats    io.Closer // keeps kernel.bpf_stats_enabled on while open
 	timeline *timeline
 	cgroups  *cgroupPaths
+	symbols  *kallsyms.Table // the kernel's, for the stacks and the locks' names
 	start    time.Time
 	warnings []string
 }
@@ -166,6 +168,12 @@ func Start(cfg Config) (*Collector, error) {
 	}
 	for _, w := range c.att.warnings {
 		c.warn("%s", w)
+	}
+	// Read here unless the backend already did: Stop symbolizes with this
+	// table and reads none of its own.
+	if c.symbols, err = k.symbols(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("symbolizing: %w", err)
 	}
 	if c.att.acquire != nil {
 		if err := c.calibrate(); err != nil {

@@ -8,34 +8,22 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-
-	"github.com/klockstat/klockstat/capture"
 )
 
-// nameLocks names the records' locks that the programs left unnamed, from
-// the kernel's objects as they are at the end of the capture (names.bpf.c):
-// another process's mmap_lock or siglock, a CPU's runqueue lock, a memory
-// zone's lock, a node's LRU lock, a lock inside a slab object. It returns warnings for what this kernel cannot
-// name; an error means the names could not be looked up at all.
-func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
-	var addrs []uint64
-	seen := map[uint64]bool{}
-	for _, r := range records {
-		if r.Name == "" && !seen[uint64(r.Lock)] {
-			seen[uint64(r.Lock)] = true
-			addrs = append(addrs, uint64(r.Lock))
-		}
-	}
-	if len(addrs) == 0 {
-		return nil, nil
-	}
+// lockNames names locks the programs left unnamed, from the kernel's
+// objects as they are at the end of the capture (names.bpf.c): another
+// process's mmap_lock or siglock, a CPU's runqueue lock, a memory zone's
+// lock, a node's LRU lock, a lock inside a slab object. It returns the names
+// it found by address, and warnings for what this kernel cannot name; an
+// error means the names could not be looked up at all.
+func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) {
 	spec, err := loadNames()
 	if err != nil {
-		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+		return nil, nil, fmt.Errorf("reading the embedded BPF object: %w", err)
 	}
 	types, err := k.types()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var warnings []string
 	if ok, err := hasBTF[*btf.Struct](k, "cfs_rq"); err == nil && ok {
@@ -50,29 +38,33 @@ func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
 	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
 		warnings = append(warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
 	}
-	spec.Maps[namesMapLabels].MaxEntries = uint32(len(addrs))
+	var specs namesSpecs
+	if err := spec.Assign(&specs); err != nil {
+		return nil, nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
+	}
+	specs.Labels.MaxEntries = uint32(len(addrs))
 
 	var objs namesObjects
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: types}}); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("loading the lock-naming programs: %+v", ve)
+			return nil, nil, fmt.Errorf("loading the lock-naming programs: %+v", ve)
 		}
-		return nil, fmt.Errorf("loading the lock-naming programs: %w", err)
+		return nil, nil, fmt.Errorf("loading the lock-naming programs: %w", err)
 	}
 	defer objs.Close()
 	for _, a := range addrs {
 		if err := objs.Labels.Put(a, namesLockLabel{}); err != nil {
-			return nil, fmt.Errorf("storing lock %#x to name: %w", a, err)
+			return nil, nil, fmt.Errorf("storing lock %#x to name: %w", a, err)
 		}
 	}
 	// Tasks first: a process's lock is named after it before the slab
 	// lookup would name it after the cache holding its mm or sighand.
 	if err := runIter(link.IterOptions{Program: objs.NameTaskLocks}); err != nil {
-		return nil, fmt.Errorf("naming the locks of processes: %w", err)
+		return nil, nil, fmt.Errorf("naming the locks of processes: %w", err)
 	}
 	if err := runIter(link.IterOptions{Program: objs.NameOtherLocks, Map: objs.Labels}); err != nil {
-		return nil, fmt.Errorf("naming runqueue and slab locks: %w", err)
+		return nil, nil, fmt.Errorf("naming runqueue and slab locks: %w", err)
 	}
 
 	names := map[uint64]string{}
@@ -87,28 +79,9 @@ func nameLocks(records []capture.Record, k *kernel) ([]string, error) {
 		}
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading the lock names: %w", err)
+		return nil, nil, fmt.Errorf("reading the lock names: %w", err)
 	}
-	for i := range records {
-		if records[i].Name == "" {
-			records[i].Name = names[uint64(records[i].Lock)]
-		}
-	}
-	return warnings, nil
-}
-
-// nameOwners names the owners' locks as the records name them, once nameLocks has named what the
-// programs could not: an owner and its waiters' records then show a lock by the same name.
-func nameOwners(owners []capture.Owner, records []capture.Record) {
-	names := map[capture.Addr]string{}
-	for _, r := range records {
-		if r.Name != "" {
-			names[r.Lock] = r.Name
-		}
-	}
-	for i := range owners {
-		owners[i].Name = names[owners[i].Lock]
-	}
+	return names, warnings, nil
 }
 
 // name is how a label reads in the capture: rq_lock, a slab cache with

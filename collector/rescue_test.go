@@ -87,7 +87,7 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 			t.Errorf("%s changed the nesting depth from %d to %d", prog.Name, depth, got)
 		}
 	}
-	want := map[lockstatCounter]uint64{}
+	var want [lockstatCounterCNT_MAX]uint64
 	check := func(step string) {
 		t.Helper()
 		got, err := c.readCounters()
