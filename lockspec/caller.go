@@ -1,6 +1,10 @@
 package lockspec
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
 
 // tracingPrefixes name the BPF and tracing machinery that sits on top of a
 // stack captured from a tracepoint, a BPF trampoline (fentry/fexit) or a
@@ -33,31 +37,32 @@ func (s *Spec) IsLockFunction(name string) bool {
 // Caller returns the index in stack of the caller frame of a contended lock,
 // or -1 for an empty stack or one made only of lock and tracing functions.
 //
-// Frames are "function+0xoff", "function+0xoff [module]" or a raw
-// "0xffffffff..." address. The caller is the first frame after the run of
-// lock functions that starts at the first lock frame. Every frame above that
-// run is skipped: it is tracing machinery (sometimes an unsymbolized BPF
-// program) or a helper the lock code called, never the lock's caller. If no
-// frame is a lock function, the caller is the first frame that is not
-// tracing machinery.
+// Frames are as capture.ParseFrame reads them: "function+0xoff",
+// "function+0xoff [module]" (a module's function is matched by its name
+// alone) or a raw "0xffffffff..." address, which is no function. The caller
+// is the first frame after the run of lock functions that starts at the
+// first lock frame. Every frame above that run is skipped: it is tracing
+// machinery (sometimes an unsymbolized BPF program) or a helper the lock
+// code called, never the lock's caller. If no frame is a lock function, the
+// caller is the first frame that is not tracing machinery.
 func (s *Spec) Caller(stack []string) int {
 	first := -1
 	for i, frame := range stack {
-		if s.IsLockFunction(frameFunction(frame)) {
+		if s.IsLockFunction(capture.ParseFrame(frame).Function) {
 			first = i
 			break
 		}
 	}
 	if first < 0 {
 		for i, frame := range stack {
-			if !isTracingFunction(frameFunction(frame)) {
+			if !isTracingFunction(capture.ParseFrame(frame).Function) {
 				return i
 			}
 		}
 		return -1
 	}
 	for i := first + 1; i < len(stack); i++ {
-		if !s.IsLockFunction(frameFunction(stack[i])) {
+		if !s.IsLockFunction(capture.ParseFrame(stack[i]).Function) {
 			return i
 		}
 	}
@@ -70,24 +75,12 @@ func (s *Spec) Caller(stack []string) int {
 // A stack made only of such frames is kept whole.
 func TracingFrames(stack []string) int {
 	for i, frame := range stack {
-		fn := frameFunction(frame)
+		fn := capture.ParseFrame(frame).Function
 		if fn != "" && !isTracingFunction(fn) {
 			return i
 		}
 	}
 	return 0
-}
-
-// frameFunction returns the function name of a stack frame, or "" for a raw
-// address.
-func frameFunction(frame string) string {
-	frame = strings.TrimSpace(frame)
-	frame, _, _ = strings.Cut(frame, " ") // " [module]"
-	frame, _, _ = strings.Cut(frame, "+")
-	if strings.HasPrefix(frame, "0x") {
-		return ""
-	}
-	return frame
 }
 
 func isTracingFunction(name string) bool {
