@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +45,45 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), ", cilium/ebpf v") {
 		t.Errorf("klockstat version printed %q, without the cilium/ebpf version", stdout.String())
+	}
+}
+
+// TestMainExitStatus checks what Main prints and returns: nothing wrong is 0, a failure 1 with
+// one "klockstat: " line, a command-line mistake 2 with the hint, and --help 0.
+func TestMainExitStatus(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.json")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		status int
+		stdout string
+		stderr []string
+	}{
+		{"version", []string{"version"}, 0, "klockstat 1.2.3 (", nil},
+		{"usage mistake", []string{"-n", "0"}, 2, "", []string{"klockstat: --top 0: must be at least 1\n", "Run 'klockstat --help' for usage.\n"}},
+		{"failure", []string{"report", "-o", "", missing}, 1, "", []string{"klockstat: ", "nope.json"}},
+		{"help", []string{"--help"}, 0, "", []string{"Usage: klockstat [flags] [-- COMMAND [ARGS...]]"}},
+		{"report help", []string{"report", "-h"}, 0, "", []string{"Usage: klockstat report INPUT [flags]"}},
+		{"diff help", []string{"diff", "--help"}, 0, "", []string{"Usage: klockstat diff BEFORE AFTER [flags]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			status := Main("1.2.3", tc.args, strings.NewReader(""), &stdout, &stderr)
+			if status != tc.status {
+				t.Errorf("status %d, want %d (stderr %q)", status, tc.status, stderr.String())
+			}
+			if !strings.HasPrefix(stdout.String(), tc.stdout) || tc.stdout == "" && stdout.Len() > 0 {
+				t.Errorf("stdout %q, want it to start with %q", stdout.String(), tc.stdout)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), want)
+				}
+			}
+			if tc.status == 1 && strings.Contains(stderr.String(), "--help") {
+				t.Errorf("a failure that is no usage mistake hints at --help: %q", stderr.String())
+			}
+		})
 	}
 }
 
@@ -151,146 +188,6 @@ func exitStatus(t *testing.T, err error) int {
 	return 0
 }
 
-func TestCaptureWhileCommandRuns(t *testing.T) {
-	testenv.RequireRoot(t)
-	dir := t.TempDir()
-	out, html := filepath.Join(dir, "capture.json"), filepath.Join(dir, "report.html")
-	contend := testenv.Build(t, "./examples/contend")
-	cmd, stdout, stderr := klockstat(t, "--json", out, "-o", html, "-n", "5", "--",
-		"sh", "-c", contend+" -lock mmap -threads 4 -duration 1s >/dev/null && exit 3")
-	status := exitStatus(t, cmd.Run())
-	if status != 3 {
-		t.Fatalf("exit status %d, want the command's 3\nstderr: %s", status, stderr)
-	}
-	c := readCaptureFile(t, out)
-	if len(c.Records) == 0 {
-		t.Fatal("no records captured while contend ran")
-	}
-	if c.Meta.WorkloadExit == nil || *c.Meta.WorkloadExit != 3 {
-		t.Errorf("workload_exit = %v, want 3", c.Meta.WorkloadExit)
-	}
-	if c.Meta.Workload[0] != "sh" || c.Meta.Tool != "klockstat" || c.Meta.Kernel == "" || c.Meta.CPUs == 0 {
-		t.Errorf("metadata not filled in: %+v", c.Meta)
-	}
-	if c.Meta.Duration() > 10*time.Second {
-		t.Errorf("capture lasted %v: it should end when the command exits", c.Meta.Duration())
-	}
-	fromHTML := readCaptureFile(t, html)
-	if len(fromHTML.Records) != len(c.Records) || !fromHTML.Meta.AddressesHashed {
-		t.Errorf("HTML report carries %d records (addresses hashed: %v), the JSON %d", len(fromHTML.Records), fromHTML.Meta.AddressesHashed, len(c.Records))
-	}
-	summary := stdout.String()
-	for _, want := range []string{"contended", "total wait", "rwsem:", "contention events", "report: " + html} {
-		if !strings.Contains(summary, want) {
-			t.Errorf("summary lacks %q:\n%s", want, summary)
-		}
-	}
-}
-
-func TestInterruptStillWritesOutputs(t *testing.T) {
-	testenv.RequireRoot(t)
-	out := filepath.Join(t.TempDir(), "capture.json")
-	cmd, stdout, stderr := klockstat(t, "-d", "60s", "--json", out)
-	html := filepath.Join(cmd.Dir, "klockstat-report.html")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if status := exitStatus(t, err); status != 128+int(syscall.SIGINT) {
-			t.Errorf("exit status %d after SIGINT, want %d\nstderr: %s", status, 128+int(syscall.SIGINT), stderr)
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("klockstat did not stop on SIGINT")
-	}
-	c := readCaptureFile(t, out)
-	if h := readCaptureFile(t, html); h.Meta.DurationNS != c.Meta.DurationNS {
-		t.Errorf("default HTML report holds a capture of %v, the JSON %v", h.Meta.Duration(), c.Meta.Duration())
-	}
-	if d := c.Meta.Duration(); d <= 0 || d >= 60*time.Second {
-		t.Errorf("capture lasted %v, want it cut short of its 60s by the signal", d)
-	}
-	if !strings.Contains(stdout.String(), "contention events") {
-		t.Errorf("no summary after SIGINT:\n%s", stdout)
-	}
-}
-
-func TestNotRootFailsClearly(t *testing.T) {
-	testenv.RequireRoot(t) // to become someone else
-	cmd, stdout, stderr := klockstat(t, "-d", "1s", "-o", "")
-	cmd.Dir = "/" // somewhere nobody may enter
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	status := exitStatus(t, cmd.Run())
-	if status != 1 {
-		t.Errorf("exit status %d as nobody, want 1", status)
-	}
-	if msg := stderr.String(); !strings.Contains(msg, "needs root") || strings.Count(msg, "\n") != 1 {
-		t.Errorf("stderr as nobody = %q, want one line saying klockstat needs root", msg)
-	}
-	if stdout.Len() > 0 {
-		t.Errorf("printed a summary without capturing: %q", stdout)
-	}
-}
-
-// TestReportRerendersTheSameData renders a capture, re-renders it from the
-// JSON and from the HTML report, and checks both carry the same capture.
-func TestReportRerendersTheSameData(t *testing.T) {
-	dir := t.TempDir()
-	c := &capture.Capture{
-		Version: capture.FormatVersion,
-		Meta:    capture.Meta{Tool: "klockstat", DurationNS: int64(time.Second), CPUs: 2, Probe: "rawtp", StackDepth: 16},
-		Records: []capture.Record{
-			{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "<svg/onload=x>", PID: 7, TID: 8, Count: 3, TotalNS: 300, MinNS: 50, MaxNS: 200, Caller: "anon_pipe_write+0x43", Stack: []string{"__mutex_lock+0x1", "anon_pipe_write+0x43"}},
-			{Type: "rwsem:W", Lock: 0xffff888100a3c000, Name: "mmap_lock", Comm: "w", PID: 7, TID: 9, Count: 1, TotalNS: 1000, MinNS: 1000, MaxNS: 1000, Caller: "vm_mmap_pgoff+0xe0", Stack: []string{"vm_mmap_pgoff+0xe0"}},
-		},
-	}
-	for _, r := range c.Records {
-		h := capture.NewHistogram(r.Type, make([]uint64, capture.NumBuckets))
-		h.Add(r.MinNS)
-		for i := uint64(1); i < r.Count; i++ {
-			h.Add(r.MaxNS)
-		}
-		h.TotalNS = r.TotalNS
-		c.Histograms = append(c.Histograms, h)
-	}
-	c.Sort() // as captures are written, and as a report holds the records
-	jsonPath := filepath.Join(dir, "c.json")
-	f, err := os.Create(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-
-	fromJSON, fromHTML := filepath.Join(dir, "a.html"), filepath.Join(dir, "b.html")
-	for _, args := range [][]string{{"report", "-q", jsonPath, "-o", fromJSON}, {"report", "-q", fromJSON, "-o", fromHTML}} {
-		var stdout, stderr bytes.Buffer
-		if status, err := run(args, &stdout, &stderr); err != nil || status != 0 {
-			t.Fatalf("klockstat %q: status %d, %v\n%s", args, status, err, stderr.String())
-		}
-	}
-	a, b := readCaptureFile(t, fromJSON), readCaptureFile(t, fromHTML)
-	var ja, jb bytes.Buffer
-	a.Write(&ja)
-	b.Write(&jb)
-	if ja.String() != jb.String() {
-		t.Errorf("re-rendering the HTML report changed its capture:\n%s\n---\n%s", ja.String(), jb.String())
-	}
-	if len(a.Records) != len(c.Records) || a.Records[0].Comm != c.Records[0].Comm {
-		t.Errorf("report lost records: %+v", a.Records)
-	}
-	if !a.Meta.AddressesHashed || a.Records[0].Lock == c.Records[0].Lock {
-		t.Errorf("report shows the real lock address %v", a.Records[0].Lock)
-	}
-}
-
 func writeCapture(t *testing.T, path string, totalNS uint64) {
 	t.Helper()
 	writeCaptureOf(t, path, totalNS, 1)
@@ -320,36 +217,5 @@ func writeCaptureOf(t *testing.T, path string, totalNS uint64, n int) {
 	defer f.Close()
 	if err := c.Write(f); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestDiffFailOver checks the exit status CI scripts rely on.
-func TestDiffFailOver(t *testing.T) {
-	dir := t.TempDir()
-	before, after := filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json")
-	writeCapture(t, before, 1000)
-	writeCapture(t, after, 1500) // +50%
-	for _, tc := range []struct {
-		pct  string
-		want int
-	}{{"49", 1}, {"50", 0}, {"100", 0}} {
-		var stdout, stderr bytes.Buffer
-		status, err := run([]string{"diff", "-o", "", "--fail-over", tc.pct, before, after}, &stdout, &stderr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if status != tc.want {
-			t.Errorf("--fail-over %s on +50%%: status %d, want %d\n%s", tc.pct, status, tc.want, stderr.String())
-		}
-		if !strings.Contains(stdout.String(), "anon_pipe_write") {
-			t.Errorf("summary lacks the caller:\n%s", stdout.String())
-		}
-		// The pipe's owner, matched and grown as its waiters' wait.
-		if owner := regexp.MustCompile(`(?m)^.*\+50\.0%.*sleeping 100->100%.*pipe-hog +anon_pipe_write\+0x1c2$`); !owner.MatchString(stdout.String()) {
-			t.Errorf("summary lacks the owner's row:\n%s", stdout.String())
-		}
-		if tc.want == 1 && !strings.Contains(stderr.String(), "anon_pipe_write") {
-			t.Errorf("--fail-over does not name the row that grew:\n%s", stderr.String())
-		}
 	}
 }

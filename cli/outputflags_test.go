@@ -2,50 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
-
-// TestMainExitStatus checks what Main prints and returns: nothing wrong is 0, a failure 1 with
-// one "klockstat: " line, a command-line mistake 2 with the hint, and --help 0.
-func TestMainExitStatus(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "nope.json")
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		status int
-		stdout string
-		stderr []string
-	}{
-		{"version", []string{"version"}, 0, "klockstat 1.2.3 (", nil},
-		{"usage mistake", []string{"-n", "0"}, 2, "", []string{"klockstat: --top 0: must be at least 1\n", "Run 'klockstat --help' for usage.\n"}},
-		{"failure", []string{"report", "-o", "", missing}, 1, "", []string{"klockstat: ", "nope.json"}},
-		{"help", []string{"--help"}, 0, "", []string{"Usage: klockstat [flags] [-- COMMAND [ARGS...]]"}},
-		{"report help", []string{"report", "-h"}, 0, "", []string{"Usage: klockstat report INPUT [flags]"}},
-		{"diff help", []string{"diff", "--help"}, 0, "", []string{"Usage: klockstat diff BEFORE AFTER [flags]"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			status := Main("1.2.3", tc.args, strings.NewReader(""), &stdout, &stderr)
-			if status != tc.status {
-				t.Errorf("status %d, want %d (stderr %q)", status, tc.status, stderr.String())
-			}
-			if !strings.HasPrefix(stdout.String(), tc.stdout) || tc.stdout == "" && stdout.Len() > 0 {
-				t.Errorf("stdout %q, want it to start with %q", stdout.String(), tc.stdout)
-			}
-			for _, want := range tc.stderr {
-				if !strings.Contains(stderr.String(), want) {
-					t.Errorf("stderr %q lacks %q", stderr.String(), want)
-				}
-			}
-			if tc.status == 1 && strings.Contains(stderr.String(), "--help") {
-				t.Errorf("a failure that is no usage mistake hints at --help: %q", stderr.String())
-			}
-		})
-	}
-}
 
 // TestPageFlagsInEveryCommand checks that the capture, report and diff take the page flags alike,
 // and that only the capture and report write a capture's outputs.
