@@ -549,7 +549,8 @@ func faults() []fault {
 				return []string{"report", "c.html", "-o", ""}
 			},
 			status: 1,
-			stderr: []string{`c.html: not a klockstat capture JSON or HTML report: HTML without a <script id="klockstat-capture"> element`},
+			// The element's id is the report package's to name.
+			stderr: []string{`c.html: not a klockstat capture JSON or HTML report: HTML without a <script id=`},
 		},
 	}
 }
