@@ -31,6 +31,16 @@ type Backend interface {
 	// Attach attaches the loaded object's programs, or copies of them it
 	// loads itself.
 	Attach(obj *object) (*attachment, error)
+	// variables are the backend's values of the BPF object's variables
+	// that only some backends' programs read.
+	variables(k *kernel, s *lockstatSpecs, locks *lockspec.Spec) ([]variable, error)
+	// timesAcquires reports whether the programs time whole acquire
+	// calls (the function probes): only those time holds and calibrate.
+	timesAcquires() bool
+	// schedHook says how a bookkeeping program on a sched tracepoint
+	// attaches beside the backend's programs: raw, or perf, is its
+	// program for either kind of hook.
+	schedHook(event string, raw, perf *ebpf.ProgramSpec) schedHook
 }
 
 // object is the BPF object as loaded for a backend.
@@ -39,6 +49,7 @@ type object struct {
 	progs  *lockstatProgramSpecs // spec's programs, typed
 	coll   *ebpf.Collection      // the backend's Programs, loaded
 	maps   lockstatMaps          // the maps, loaded
+	vars   lockstatVariables     // the global variables, loaded
 	byName map[string]*ebpf.Map  // the maps by the names programs refer to them by
 	kernel *kernel
 	locks  *lockspec.Spec
@@ -191,10 +202,26 @@ func attachTracepoints(obj *object, progs []tracepointProgram, attach func(event
 	return a, nil
 }
 
+// contentionHooks is what the backends on the contention tracepoints have
+// in common.
+type contentionHooks struct{}
+
+// The begin programs tell lock types apart by the contention flags, and by
+// the functions of the types that share flags.
+func (contentionHooks) variables(k *kernel, s *lockstatSpecs, locks *lockspec.Spec) ([]variable, error) {
+	return sharedFlagVariables(k, s, locks)
+}
+
+func (contentionHooks) timesAcquires() bool { return false }
+
+func (contentionHooks) schedHook(event string, raw, _ *ebpf.ProgramSpec) schedHook {
+	return rawSchedHook(event, raw)
+}
+
 // btfTracepoint attaches BTF-enabled raw tracepoints (tp_btf, Linux 5.5+)
 // to lock:contention_begin/end: raw tracepoints whose programs the verifier
 // checks against the tracepoint's typed arguments.
-type btfTracepoint struct{}
+type btfTracepoint struct{ contentionHooks }
 
 func (btfTracepoint) Name() string { return "tp_btf" }
 
@@ -235,7 +262,7 @@ func (b btfTracepoint) Attach(obj *object) (*attachment, error) {
 
 // rawTracepoint attaches to the lock:contention_begin/end raw tracepoints
 // (Linux 5.19+): no perf event and no tracefs.
-type rawTracepoint struct{}
+type rawTracepoint struct{ contentionHooks }
 
 func (rawTracepoint) Name() string { return "rawtp" }
 
@@ -283,9 +310,15 @@ func (b rawTracepoint) Attach(obj *object) (*attachment, error) {
 // tracepoints, for kernels or sandboxes where raw tracepoint attach fails.
 // It needs tracefs to look up the event ids. It has no rescue copies: the
 // kernel skips every perf-event BPF program on a CPU where one is running.
-type perfTracepoint struct{}
+type perfTracepoint struct{ contentionHooks }
 
 func (perfTracepoint) Name() string { return "tracepoint" }
+
+// The sched hooks attach through perf events too: this backend is for
+// kernels or sandboxes where raw tracepoints fail.
+func (perfTracepoint) schedHook(event string, _, perf *ebpf.ProgramSpec) schedHook {
+	return schedHook{spec: perf, event: event, perf: true, skip: perfTracepoint{}.StackLayout().Skip}
+}
 
 func (b perfTracepoint) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {
 	return programSpecs(b.programs(p))

@@ -190,10 +190,7 @@ func Start(cfg Config) (*Collector, error) {
 
 // startTimeline starts the window: its start, from which the timeline's buckets count.
 func (c *Collector) startTimeline() error {
-	start, control := c.obj.coll.Variables["timeline_start"], c.obj.coll.Variables["timeline_control"]
-	if start == nil || control == nil {
-		return errors.New("the BPF object has no timeline variables (stale? run go generate ./...)")
-	}
+	start, control := c.obj.vars.TimelineStart, c.obj.vars.TimelineControl
 	now, err := monotonicNow()
 	if err != nil {
 		return err
@@ -341,15 +338,15 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	if err != nil {
 		return err
 	}
+	progs := &s.lockstatProgramSpecs
+	exit := b.schedHook("sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
+	switcher := b.schedHook("sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
 	layout := b.StackLayout()
-	fb, functions := b.(functionBackend)
 	vars := []variable{
 		{s.StackSkip, layout.Skip},
-		{s.OwnerSwitchSkip, ownerSwitchSkip(b)},
+		{s.OwnerSwitchSkip, switcher.skip},
 		{s.CtxOnStack, layout.ContextOnStack},
 		{s.LeadFrames, layout.Lead},
-		{s.FnCookie, functions && fb.cookies()},
-		{s.FnStackAtEntry, functions && fb.stackAtEntry(k)},
 		{s.TypeOwnerFlags, typeOwnerFlags(c.cfg.Spec)},
 	}
 	if layout.ContextOnStack && c.cfg.StackDepth > 0 {
@@ -358,25 +355,18 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		vars = append(vars, variable{s.KstackShifterLo, lo}, variable{s.KstackShifterHi, hi},
 			variable{s.KeySkipLo, skipLo}, variable{s.KeySkipHi, skipHi})
 	}
-	if !functions {
-		shared, err := sharedFlagVariables(k, s, c.cfg.Spec)
-		if err != nil {
-			return err
-		}
-		vars = append(vars, shared...)
-	}
-	if err := setVariables(vars); err != nil {
+	own, err := b.variables(k, s, c.cfg.Spec)
+	if err != nil {
 		return err
 	}
-	if !functions {
-		// Only the function probes time holds and calibrate.
+	if err := setVariables(append(vars, own...)); err != nil {
+		return err
+	}
+	if !b.timesAcquires() {
 		for _, m := range []*ebpf.MapSpec{s.Holds, s.HoldAggregate, s.HoldHistogram, s.CalibSamples} {
 			m.MaxEntries = 1
 		}
 	}
-	progs := &s.lockstatProgramSpecs
-	exit := newSchedHook(b, "sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
-	switcher := newSchedHook(b, "sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
 	loaded := append(b.Programs(progs), exit.spec)
 	if c.cfg.Owners {
 		loaded = append(loaded, switcher.spec)
@@ -427,16 +417,16 @@ type schedHook struct {
 	spec  *ebpf.ProgramSpec
 	event string
 	perf  bool // attached as a perf event, not as a raw tracepoint
+	// skip is how many frames of probe machinery are on top of the stacks
+	// the program takes: as for a backend's programs on the same kind of
+	// hook.
+	skip uint32
 }
 
-// newSchedHook picks the raw tracepoint program (Linux 4.17+, older than
-// every backend's hooks) but for the perf-event backend, which is for
-// kernels or sandboxes where raw tracepoints fail.
-func newSchedHook(b Backend, event string, raw, perf *ebpf.ProgramSpec) schedHook {
-	if _, isPerf := b.(perfTracepoint); isPerf {
-		return schedHook{spec: perf, event: event, perf: true}
-	}
-	return schedHook{spec: raw, event: event}
+// rawSchedHook attaches a sched hook as a raw tracepoint (Linux 4.17+,
+// older than every backend's hooks).
+func rawSchedHook(event string, raw *ebpf.ProgramSpec) schedHook {
+	return schedHook{spec: raw, event: event, skip: rawTracepoint{}.StackLayout().Skip}
 }
 
 // attach attaches the hook's program of obj, and returns the probe whose run
@@ -468,16 +458,6 @@ func typeOwnerFlags(spec *lockspec.Spec) [MaxTypes]uint32 {
 	return flags
 }
 
-// ownerSwitchSkip is how many frames of probe machinery are on top of the
-// stacks the sched_switch program of schedHook takes: as for the backend's own programs
-// on the same kind of hook.
-func ownerSwitchSkip(b Backend) uint32 {
-	if _, perf := b.(perfTracepoint); perf {
-		return perfTracepoint{}.StackLayout().Skip
-	}
-	return rawTracepoint{}.StackLayout().Skip
-}
-
 // newObject loads the maps of spec and the given programs of it: a
 // program for a hook the kernel lacks would fail to load.
 func newObject(spec *ebpf.CollectionSpec, specs *lockstatProgramSpecs, programs []*ebpf.ProgramSpec) (*object, error) {
@@ -496,9 +476,11 @@ func newObject(spec *ebpf.CollectionSpec, specs *lockstatProgramSpecs, programs 
 		return nil, permissionError(fmt.Errorf("loading BPF programs: %w", err))
 	}
 	obj := &object{spec: spec, progs: specs, coll: coll, byName: maps.Clone(coll.Maps)}
-	if err := coll.Assign(&obj.maps); err != nil {
-		coll.Close()
-		return nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
+	for _, typed := range []any{&obj.maps, &obj.vars} {
+		if err := coll.Assign(typed); err != nil {
+			obj.close()
+			return nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
+		}
 	}
 	return obj, nil
 }

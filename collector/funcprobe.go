@@ -46,6 +46,18 @@ func (b functionBackend) Name() string {
 	return "kprobe"
 }
 
+// The entry programs read the lock type from a cookie or a patched
+// constant, and may take the stack at the entry.
+func (b functionBackend) variables(k *kernel, s *lockstatSpecs, _ *lockspec.Spec) ([]variable, error) {
+	return []variable{{s.FnCookie, b.cookies()}, {s.FnStackAtEntry, b.stackAtEntry(k)}}, nil
+}
+
+func (functionBackend) timesAcquires() bool { return true }
+
+func (functionBackend) schedHook(event string, raw, _ *ebpf.ProgramSpec) schedHook {
+	return rawSchedHook(event, raw)
+}
+
 // kprobeCookies reports whether kprobe programs can read a BPF cookie
 // (Linux 5.15+). Without cookies, every function gets a copy of the program
 // with its lock type patched in. Tests switch cookies off to exercise that.
