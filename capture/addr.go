@@ -1,9 +1,9 @@
 package capture
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Addr is a kernel address. In JSON it is a string such as "0xffff888100a3c2d8" (lowercase hex with a
@@ -24,19 +24,30 @@ func (a Addr) MarshalText() ([]byte, error) {
 // UnmarshalText implements encoding.TextUnmarshaler. It accepts "0x" followed by 1 to 16 lowercase hex
 // digits; a JSON number is rejected by encoding/json before this is called.
 func (a *Addr) UnmarshalText(text []byte) error {
-	digits, ok := bytes.CutPrefix(text, []byte("0x"))
-	if !ok || len(digits) == 0 || len(digits) > 16 {
+	v, ok := parseAddr(string(text))
+	if !ok {
 		return fmt.Errorf("address %q: want 0x and 1 to 16 lowercase hex digits", text)
 	}
-	for _, c := range digits {
+	*a = v
+	return nil
+}
+
+// parseAddr reads the text UnmarshalText accepts, from a string: ParseFrame reads every raw address
+// of a stack with it, without a copy to bytes.
+func parseAddr(s string) (Addr, bool) {
+	digits, ok := strings.CutPrefix(s, "0x")
+	if !ok || len(digits) == 0 || len(digits) > 16 || !isLowerHex(digits) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(digits, 16, 64)
+	return Addr(v), err == nil
+}
+
+func isLowerHex(s string) bool {
+	for _, c := range []byte(s) {
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return fmt.Errorf("address %q: want 0x and 1 to 16 lowercase hex digits", text)
+			return false
 		}
 	}
-	v, err := strconv.ParseUint(string(digits), 16, 64)
-	if err != nil {
-		return fmt.Errorf("address %q: %w", text, err)
-	}
-	*a = Addr(v)
-	return nil
+	return true
 }

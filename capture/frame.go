@@ -43,8 +43,7 @@ type Frame struct {
 // The collector writes every symbol with an offset, so 16 bare hex digits are always an id, whether
 // or not the capture says its addresses are hashed.
 func ParseFrame(s string) Frame {
-	var a Addr
-	if strings.HasPrefix(s, "0x") && a.UnmarshalText([]byte(s)) == nil {
+	if a, ok := parseAddr(s); ok {
 		return Frame{Kind: FrameAddress, Address: a}
 	}
 	if len(s) == 16 && isLowerHex(s) {
@@ -79,15 +78,6 @@ func parseOffset(digits string) (uint64, bool) {
 	}
 	off, err := strconv.ParseUint(digits, 16, 64)
 	return off, err == nil
-}
-
-func isLowerHex(s string) bool {
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // String writes f as the collector does. A raw address comes back without leading zeros, the only
