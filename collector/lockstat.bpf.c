@@ -13,43 +13,51 @@
  * reused rather than deleted while the thread lives, counters and histograms
  * in per-CPU arrays.
  *
- * This file holds the maps of the waits, their pairing, their recording and
- * the entry points. Headers in include/ hold the rest, one concern each:
- * nesting.bpf.h (nested runs and rescue copies), stackpath.bpf.h (taking
- * stacks and recognising known paths), funcprobe.bpf.h (the function
- * probes).
+ * This file holds the pairing of the waits (and spin_waits, the per-CPU
+ * stack of spinning waits) and the tracepoint programs: contention begin and
+ * end, a thread's free, the context switch. Each header in include/ includes
+ * what it uses and owns its maps and globals, in any order:
+ *
+ *  common.bpf.h       vmlinux.h, libbpf's helpers, lockstat.h; the LCB_F_*
+ *                     flags, EEXIST
+ *  lockstat.h         every map key and value shared with Go (bpf2go -type)
+ *  vmlinux.h          the kernel types the programs read, for CO-RE
+ *  counters.bpf.h     counters, count()
+ *  filter.bpf.h       --pid, --comm, --cgroup: self_tgid, filter_pids,
+ *                     filter_comm, comm_filter, cgroup_filters, pid_filter,
+ *                     cgroup_filter, wanted()
+ *  threads.bpf.h      thread_buckets, thread_waits, thread_slot()
+ *  nesting.bpf.h      nested runs and rescue copies: busy, claim(), enter()
+ *  stackpath.bpf.h    taking stacks, recognising known paths: stacks, paths,
+ *                     unlearnable, first_frame, frame_step, scratch,
+ *                     stack_depth and the other stack globals, get_stack()
+ *  shared_flags.bpf.h a wait's lock type from its flags: flag_type,
+ *                     flag_shared, shared_fn_*, shared_flags_type()
+ *  spin.bpf.h         the part of a wait spent spinning
+ *  rwbase.bpf.h       PREEMPT_RT's rwbase_rt (also used by names.bpf.c)
+ *  owner.bpf.h        lock owners and their stacks: owners, owner_marks,
+ *                     owner_exits, owners_on, owner_switch_skip
+ *  timeline.bpf.h     timeline, timeline_types, timeline_start,
+ *                     timeline_control
+ *  record.bpf.h       recording an ended wait: aggregate, histogram, record()
+ *  funcprobe.bpf.h    the function probes and their programs: control,
+ *                     calib_samples, holds, hold_aggregate, hold_histogram,
+ *                     fn_cookie, fn_stack_at_entry, type_owner_flags
  */
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include "lockstat.h"
+#include "common.bpf.h"
+#include "counters.bpf.h"
+#include "filter.bpf.h"
+#include "funcprobe.bpf.h"
+#include "nesting.bpf.h"
+#include "owner.bpf.h"
+#include "record.bpf.h"
+#include "rwbase.bpf.h"
+#include "shared_flags.bpf.h"
+#include "spin.bpf.h"
+#include "stackpath.bpf.h"
+#include "threads.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* contention_begin flags, include/trace/events/lock.h */
-#define LCB_F_SPIN (1U << 0)
-#define LCB_F_MUTEX (1U << 5)
-
-/* Map helpers return an int zero-extended to 64 bits before Linux 6.4:
- * keep their results in an int to compare them with negative errnos. */
-#define EEXIST 17
-
-/* Set by the loader before load. */
-const volatile __u32 self_tgid = 0;
-const volatile bool filter_pids = false;
-const volatile bool filter_comm = false;
-const volatile char comm_filter[16] = {};
-/* Entries of cgroup_filter in use: 0, no filter. */
-const volatile __u32 cgroup_filters = 0;
-/* flags value -> index of the lock type that claims it, or -1 (not captured) */
-const volatile __s32 flag_type[MAX_FLAGS] = {};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
 
 /* Force BTF for the types bpf2go generates Go code for. */
 const enum counter unused_counter __attribute__((unused));
@@ -59,177 +67,12 @@ const enum owner_reason unused_owner_reason __attribute__((unused));
 const enum owner_state unused_owner_state __attribute__((unused));
 const enum owner_stack_reason unused_owner_stack_reason __attribute__((unused));
 
-/* Per-CPU cells are still shared with the runs nested on their CPU (an
- * interrupt's contention, a rescue copy): a plain read-modify-write there
- * loses the nested run's increment, so every per-CPU sum adds atomically. */
-static __always_inline void count(__u32 which, __u64 n)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &which);
-
-	if (c)
-		__sync_fetch_and_add(c, n);
-}
-
-/* Threads by tid & (THREAD_BUCKETS - 1), counted (struct thread_bucket) so
- * that the programs run for every thread of the machine read an array
- * instead of looking the thread up in a hash map: the one at every thread's
- * free deletes a wait slot only where its bucket counts one (a fork-heavy
- * workload frees several threads per contention event, most of which never
- * waited), and under --owners the one at every context switch (on_switch)
- * looks further only where a thread of the bucket was ever marked an owner
- * or has an owner-tracked wait open. The owner mark is never cleared: a
- * thread that shares a bucket with an owner only costs that lookup. */
-#define THREAD_BUCKETS 16384
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct thread_bucket);
-	__uint(max_entries, THREAD_BUCKETS);
-} thread_buckets SEC(".maps");
-
-static __always_inline struct thread_bucket *thread_bucket_of(__u32 tid)
-{
-	__u32 i = tid & (THREAD_BUCKETS - 1);
-
-	return bpf_map_lookup_elem(&thread_buckets, &i);
-}
-
-#include "nesting.bpf.h"
-#include "stackpath.bpf.h"
-#include "spin.bpf.h"
-#include "owner.bpf.h"
-#include "shared_flags.bpf.h"
-#include "rwbase.bpf.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct wait_key);
-	__type(value, struct wait_stats);
-	__uint(max_entries, 16384); /* resized by the loader */
-} aggregate SEC(".maps");
-
-/* Sleeping waits, one entry per live thread that waited during the capture. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct wait_slot);
-	__uint(max_entries, 16384); /* resized by the loader */
-} thread_waits SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct cpu_waits);
 	__uint(max_entries, 1);
 } spin_waits SEC(".maps");
-
-/* The timeline: per generation, lock type and bucket of the window, the
- * waits that ended there; index (gen * timeline_types + type) *
- * TIMELINE_BUCKETS + bucket. A bucket is 1 << shift ns wide, shift and gen
- * in timeline_control (gen << 8 | shift). To double the width while the
- * programs run, user space switches to the other generation at twice the
- * width, and folds the one it left, which nothing writes any more
- * (collector.timeline): per-CPU cells, no lock. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct timeline_cell);
-	__uint(max_entries, 2 * MAX_TYPES * TIMELINE_BUCKETS); /* resized to the types in use */
-} timeline SEC(".maps");
-
-/* Set by the loader before load. */
-const volatile __u32 timeline_types = 1;
-/* CLOCK_MONOTONIC at the start of the window, set when the probes are
- * attached; waits ending before then count in the first bucket. */
-volatile __u64 timeline_start SEC(".data") = 0;
-volatile __u64 timeline_control SEC(".data") = 20;
-
-static __always_inline void timeline_add(__u32 type, __u64 end, __u64 delta)
-{
-	__u64 ctl = timeline_control, start = timeline_start, b = 0;
-	struct timeline_cell *c;
-	__u32 idx;
-
-	if (end > start)
-		b = (end - start) >> (ctl & 63);
-	/* A window longer than planned (a slow stop) ends in the last bucket. */
-	if (b >= TIMELINE_BUCKETS)
-		b = TIMELINE_BUCKETS - 1;
-	idx = (((ctl >> 8) & 1) * timeline_types + type) * TIMELINE_BUCKETS + b;
-	c = bpf_map_lookup_elem(&timeline, &idx);
-	if (c) {
-		__sync_fetch_and_add(&c->count, 1);
-		__sync_fetch_and_add(&c->total_ns, delta);
-	}
-}
-
-/* Log-linear wait histogram per lock type: index type*HIST_BUCKETS + bucket. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, MAX_TYPES * HIST_BUCKETS); /* resized to the types in use */
-} histogram SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1); /* resized to the number of --pid values */
-} pid_filter SEC(".maps");
-
-/* The cgroups of --cgroup: a task in one of them or their descendants is
- * captured. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, MAX_CGROUP_FILTERS); /* resized to the number of --cgroup values */
-} cgroup_filter SEC(".maps");
-
-static __always_inline bool in_cgroups(void)
-{
-	for (__u32 i = 0; i < MAX_CGROUP_FILTERS; i++) {
-		if (i >= cgroup_filters)
-			break;
-		if (bpf_current_task_under_cgroup(&cgroup_filter, i) == 1)
-			return true;
-	}
-	return false;
-}
-
-static __always_inline bool comm_equal(const char *a, const volatile char *b)
-{
-	for (int i = 0; i < 16; i++) {
-		if (a[i] != b[i])
-			return false;
-		if (a[i] == 0)
-			return true;
-	}
-	return true;
-}
-
-/* Filters apply to the process: its tgid, and its main thread's name; and
- * to the thread's cgroup. */
-static __always_inline bool wanted(__u32 pid)
-{
-	if (pid == self_tgid)
-		return false;
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid))
-		return false;
-	if (filter_comm) {
-		struct task_struct *task = (void *)bpf_get_current_task();
-		char comm[16] = {};
-
-		BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-		if (!comm_equal(comm, comm_filter))
-			return false;
-	}
-	if (cgroup_filters && !in_cgroups())
-		return false;
-	return true;
-}
 
 static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock, __u32 flags,
 				 __u32 tid, __u32 pid, __s32 type, bool skip, __u32 level)
@@ -242,28 +85,6 @@ static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock, __u
 	s->cgroup = skip ? 0 : bpf_get_current_cgroup_id();
 	s->stack = skip ? 0 : get_stack(ctx, flags, level);
 	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
-}
-
-/* thread_slot returns the thread's entry in thread_waits, made on its first
- * wait and reused for every later one: no allocation on the steady path. */
-static __always_inline struct wait_slot *thread_slot(__u32 tid)
-{
-	struct wait_slot *s = bpf_map_lookup_elem(&thread_waits, &tid);
-	struct wait_slot empty = {};
-	struct thread_bucket *bucket;
-	int err;
-
-	if (s)
-		return s;
-	err = bpf_map_update_elem(&thread_waits, &tid, &empty, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count(CNT_LOST_WAIT_FULL, 1);
-		return NULL;
-	}
-	bucket = thread_bucket_of(tid);
-	if (!err && bucket)
-		__sync_fetch_and_add(&bucket->slots, 1);
-	return bpf_map_lookup_elem(&thread_waits, &tid);
 }
 
 static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool rescue)
@@ -352,109 +173,6 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 out:
 	leave(b);
 	return 0;
-}
-
-static __always_inline __u32 name_lock(__u64 lock)
-{
-	struct task_struct *task = (void *)bpf_get_current_task();
-	struct mm_struct *mm = BPF_CORE_READ(task, mm);
-	struct sighand_struct *sighand;
-
-	if (mm) {
-		__u64 addr;
-
-		if (bpf_core_field_exists(mm->mmap_lock))
-			addr = (__u64)mm + bpf_core_field_offset(struct mm_struct, mmap_lock);
-		else
-			addr = (__u64)mm + bpf_core_field_offset(struct mm_struct___pre58, mmap_sem);
-		if (addr == lock || (rwbase_inner() && addr + rwbase_inner() == lock))
-			return LOCK_NAME_MMAP;
-	}
-	sighand = BPF_CORE_READ(task, sighand);
-	if (sighand && (__u64)sighand + bpf_core_field_offset(struct sighand_struct, siglock) == lock)
-		return LOCK_NAME_SIGHAND;
-	return LOCK_NAME_NONE;
-}
-
-/* hist_bucket is capture.BucketIndex: log-linear, HIST_SUB_BITS per power of two. */
-static __always_inline __u32 hist_bucket(__u64 delta)
-{
-	__u64 v = delta;
-	__u32 m = 0;
-
-	if (delta < (1 << (HIST_SUB_BITS)))
-		return delta;
-	/* m = floor(log2(delta)) without a loop */
-	if (v >> 32) { v >>= 32; m += 32; }
-	if (v >> 16) { v >>= 16; m += 16; }
-	if (v >> 8) { v >>= 8; m += 8; }
-	if (v >> 4) { v >>= 4; m += 4; }
-	if (v >> 2) { v >>= 2; m += 2; }
-	if (v >> 1) { m += 1; }
-	return (m - HIST_SUB_BITS + 1) * (1 << HIST_SUB_BITS) +
-	       ((delta >> (m - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
-}
-
-/* record_in adds one wait (or hold) of w's key, spin of it spent spinning,
- * to an aggregation map and its type's histogram; lost is the counter of
- * what a full map drops. It returns whether the map had room. */
-static __always_inline bool record_in(void *agg, void *hist, __u32 lost,
-				      struct wait_slot *w, __u64 delta, __u64 spin)
-{
-	struct wait_key key = {
-		.lock = w->lock,
-		.stack = w->stack,
-		.cgroup = w->cgroup,
-		.pid = w->pid,
-		.tid = w->tid,
-		.type = w->type,
-	};
-	struct wait_stats *v;
-	__u32 idx;
-	__u64 *h;
-
-	v = bpf_map_lookup_elem(agg, &key);
-	if (v) {
-		/* The key holds the thread, so only this thread writes here. */
-		v->count++;
-		v->total_ns += delta;
-		v->spin_ns += spin;
-		if (delta < v->min_ns)
-			v->min_ns = delta;
-		if (delta > v->max_ns)
-			v->max_ns = delta;
-	} else {
-		struct wait_stats init = {
-			.count = 1,
-			.total_ns = delta,
-			.min_ns = delta,
-			.max_ns = delta,
-			.spin_ns = spin,
-		};
-		int err;
-
-		bpf_get_current_comm(&init.comm, sizeof(init.comm));
-		init.lock_name = name_lock(w->lock);
-		err = bpf_map_update_elem(agg, &key, &init, BPF_NOEXIST);
-		if (err) {
-			count(lost, 1);
-			return false;
-		}
-	}
-
-	idx = w->type * HIST_BUCKETS + hist_bucket(delta);
-	h = bpf_map_lookup_elem(hist, &idx);
-	if (h)
-		__sync_fetch_and_add(h, 1);
-	return true;
-}
-
-/* record records a wait that began at w->ts and lasted delta: in the
- * records, and, where they have room for it, the timeline. */
-static __always_inline void record(struct wait_slot *w, __u64 delta, __u64 spin)
-{
-	if (record_in(&aggregate, &histogram, CNT_LOST_AGG_FULL, w, delta, spin))
-		timeline_add(w->type, w->ts + delta, delta);
 }
 
 static __always_inline int on_end(__u64 lock, bool rescue)
@@ -675,5 +393,3 @@ int tp_owner_switch(void *ctx)
 {
 	return on_switch(ctx);
 }
-
-#include "funcprobe.bpf.h"

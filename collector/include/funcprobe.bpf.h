@@ -2,11 +2,20 @@
 /*
  * The function probes, for kernels without the contention tracepoints:
  * fentry/fexit or kprobe/kretprobe on the acquire and release functions of
- * locks.json. Included by lockstat.bpf.c, at its end: they share its maps,
- * its pairing slots and its recording.
+ * locks.json. They share the wait slots, the filters, the owners and the
+ * recording of the tracepoint programs.
  */
 #ifndef __KLOCKSTAT_FUNCPROBE_BPF_H__
 #define __KLOCKSTAT_FUNCPROBE_BPF_H__
+
+#include "common.bpf.h"
+#include "counters.bpf.h"
+#include "filter.bpf.h"
+#include "nesting.bpf.h"
+#include "owner.bpf.h"
+#include "record.bpf.h"
+#include "stackpath.bpf.h"
+#include "threads.bpf.h"
 
 /* Function probes read their FN_* value from the BPF cookie (else from a
  * patched constant, see fn_info). */

@@ -7,6 +7,8 @@
 #ifndef __KLOCKSTAT_LOCKSTAT_H__
 #define __KLOCKSTAT_LOCKSTAT_H__
 
+#include "vmlinux.h"
+
 /* contention_begin flag bits are below 1<<6; see lockspec.MaxFlags. */
 #define MAX_FLAGS 64
 /* Lock types a spec can define; see collector.MaxTypes. */
@@ -159,7 +161,7 @@ struct owner_mark {
 };
 
 /* The threads whose id falls in one bucket of thread_buckets
- * (lockstat.bpf.c): how many have a wait slot, whether one was ever marked
+ * (threads.bpf.h): how many have a wait slot, whether one was ever marked
  * a lock owner, and how many have an owner-tracked wait open. */
 struct thread_bucket {
 	__u32 slots;

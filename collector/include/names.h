@@ -3,6 +3,8 @@
 #ifndef __KLOCKSTAT_NAMES_H__
 #define __KLOCKSTAT_NAMES_H__
 
+#include "vmlinux.h"
+
 enum label_kind {
 	LABEL_NONE = 0,
 	LABEL_MMAP = 1,    /* a process's mm->mmap_lock; id: tgid, text: comm */

@@ -2,10 +2,13 @@
 /*
  * Nesting and rescue: runs of the programs on one CPU, nested by
  * interrupts, and the rescue copies that take the events the kernel skips
- * for a running program. Included by lockstat.bpf.c, after count().
+ * for a running program.
  */
 #ifndef __KLOCKSTAT_NESTING_BPF_H__
 #define __KLOCKSTAT_NESTING_BPF_H__
+
+#include "common.bpf.h"
+#include "counters.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -18,15 +18,16 @@
  * mutex's), and when it goes back to sleep without the lock (on_switch in
  * lockstat.bpf.c, the same sched_switch program): rwsem writers and rtmutex
  * waiters announce their wait once, then wake, lose the lock to another
- * thread and sleep again. Included by lockstat.bpf.c, after the LCB_F_* flags,
- * count(), nesting.bpf.h and stackpath.bpf.h.
+ * thread and sleep again.
  */
 #ifndef __KLOCKSTAT_OWNER_BPF_H__
 #define __KLOCKSTAT_OWNER_BPF_H__
 
-#define LCB_F_READ (1U << 1)
-#define LCB_F_WRITE (1U << 2)
-#define LCB_F_RT (1U << 3)
+#include "common.bpf.h"
+#include "counters.bpf.h"
+#include "nesting.bpf.h"
+#include "stackpath.bpf.h"
+#include "threads.bpf.h"
 
 /* Flag bits in the low bits of the owner words: MUTEX_FLAGS (3 bits),
  * RWSEM_OWNER_FLAGS_MASK (2), RT_MUTEX_HAS_WAITERS (1). */

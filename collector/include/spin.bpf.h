@@ -7,10 +7,11 @@
  * in line, it spins once more: each announcement closes the phase before
  * it. No other sleeping lock announces its spin (rwsem writers and rtmutex
  * spin on the owner without a tracepoint), so their waits count as slept.
- * Included by lockstat.bpf.c, after the LCB_F_* flags.
  */
 #ifndef __KLOCKSTAT_SPIN_BPF_H__
 #define __KLOCKSTAT_SPIN_BPF_H__
+
+#include "common.bpf.h"
 
 /* spin_first starts the phases of a wait whose first announcement carried
  * flags, at s->ts. */

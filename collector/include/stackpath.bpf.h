@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The stack path: take the kernel stack of a wait, and recognise a path
- * walked before instead of walking it again. Included by lockstat.bpf.c,
- * after count().
+ * walked before instead of walking it again.
  */
 #ifndef __KLOCKSTAT_STACKPATH_BPF_H__
 #define __KLOCKSTAT_STACKPATH_BPF_H__
+
+#include "common.bpf.h"
+#include "counters.bpf.h"
 
 #define BPF_F_SKIP_FIELD_MASK 0xffULL
 

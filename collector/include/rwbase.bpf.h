@@ -2,6 +2,10 @@
 #ifndef __KLOCKSTAT_RWBASE_BPF_H__
 #define __KLOCKSTAT_RWBASE_BPF_H__
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
 /* On PREEMPT_RT an rw_semaphore is a struct rwbase_rt, whose writers first
  * wait for its inner rtmutex (announced with LCB_F_RT, at the rtmutex's
  * address) and then for the readers (at the rwbase_rt's). */

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Lock types that share their contention_begin flags. On PREEMPT_RT an
+ * The lock type of a wait, from its contention_begin flags: locks.json says
+ * which type claims each flags value (flag_type).
+ *
+ * Some lock types share their contention_begin flags. On PREEMPT_RT an
  * rw_semaphore and an rwlock_t are both built on rwbase_rt, and both announce
  * a wait with LCB_F_RT|LCB_F_READ or LCB_F_RT|LCB_F_WRITE: only the acquire
  * function below the tracepoint (down_read or rt_read_lock) tells them
@@ -9,11 +12,16 @@
  * look for one among the first frames of the stack. That costs a short
  * stack walk per wait of such flags, and only those: other kernels never
  * announce them.
- *
- * Included by lockstat.bpf.c after stack_skip and BPF_F_SKIP_FIELD_MASK.
  */
 #ifndef __KLOCKSTAT_SHARED_FLAGS_BPF_H__
 #define __KLOCKSTAT_SHARED_FLAGS_BPF_H__
+
+#include "common.bpf.h"
+#include "stackpath.bpf.h"
+
+/* Set by the loader before load: flags value -> index of the lock type that
+ * claims it, or -1 (not captured). */
+const volatile __s32 flag_type[MAX_FLAGS] = {};
 
 /* Frames searched for an acquire function: the tracepoint machinery (up to
  * five frames with the perf-event backend), the lock's slow path (four for
