@@ -87,6 +87,73 @@ static __always_inline void fill(struct wait_slot *s, void *ctx, __u64 lock, __u
 	count(skip ? CNT_FILTERED : CNT_BEGIN, 1);
 }
 
+/* spin_slot pushes a spinning wait of lock by thread tid on cw, the CPU's
+ * spinning waits, and returns its slot to fill, or NULL for none: the same
+ * wait announced again, or no room. */
+static __always_inline struct wait_slot *spin_slot(struct cpu_waits *cw, __u64 lock, __u32 tid)
+{
+	struct wait_slot *s;
+	__u32 d;
+
+	if (!cw)
+		return NULL;
+	d = cw->depth;
+	if (d > 0 && d <= MAX_NEST) {
+		struct wait_slot *top = &cw->slot[(d - 1) & (MAX_NEST - 1)];
+
+		if (top->tid != tid) {
+			/* Its owner stopped spinning here without an end. */
+			count(CNT_UNMATCHED_BEGIN, d);
+			d = 0;
+		} else if (top->lock == lock) {
+			return NULL; /* the same wait announced again, still spinning */
+		} else {
+			count(CNT_NESTED, 1);
+		}
+	}
+	if (d >= MAX_NEST) {
+		count(CNT_LOST_NEST_DEPTH, 1);
+		return NULL;
+	}
+	s = &cw->slot[d & (MAX_NEST - 1)];
+	/* Claimed before it is pushed: a run nested from here on finds it
+	 * ours. */
+	s->lock = lock;
+	s->tid = tid;
+	cw->depth = d + 1;
+	return s;
+}
+
+/*
+ * sleep_slot returns the slot to fill for a sleeping wait of lock by thread
+ * tid, announced with flags, or NULL for none. Mutexes announce one wait
+ * several times (optimistic spin, then sleep, then spin again when first in
+ * line) and may migrate in between, so all of them go to the thread's entry
+ * and only the first announcement counts. Threads of processes the filters
+ * reject take no entry: their ends find none and are not counted.
+ */
+static __always_inline struct wait_slot *sleep_slot(__u64 lock, __u32 flags, __u32 tid, bool captured)
+{
+	struct wait_slot *s;
+
+	if (!captured) {
+		count(CNT_FILTERED, 1);
+		return NULL;
+	}
+	s = thread_slot(tid);
+	if (!s || !s->lock)
+		return s;
+	if (s->lock == lock || rwbase_part(s->lock, lock)) {
+		spin_again(s, flags);
+		owner_again(s, lock, flags);
+		return NULL;
+	}
+	/* A thread sleeps on one lock at a time: the old end was lost. */
+	count(CNT_UNMATCHED_BEGIN, 1);
+	owner_waiting(tid, s->owner_reason, -1);
+	return s;
+}
+
 static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool rescue)
 {
 	__u64 id;
@@ -105,63 +172,12 @@ static __always_inline int on_begin(void *ctx, __u64 lock, __u32 flags, bool res
 	pid = id >> 32;
 	captured = wanted(pid);
 
-	if ((flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX)) {
-		struct cpu_waits *cw = bpf_map_lookup_elem(&spin_waits, &zero);
-		__u32 d;
-
-		if (!cw)
-			goto out;
-		d = cw->depth;
-		if (d > 0 && d <= MAX_NEST) {
-			struct wait_slot *top = &cw->slot[(d - 1) & (MAX_NEST - 1)];
-
-			if (top->tid != tid) {
-				/* Its owner stopped spinning here without an end. */
-				count(CNT_UNMATCHED_BEGIN, d);
-				d = 0;
-			} else if (top->lock == lock) {
-				goto out; /* the same wait announced again, still spinning */
-			} else {
-				count(CNT_NESTED, 1);
-			}
-		}
-		if (d >= MAX_NEST) {
-			count(CNT_LOST_NEST_DEPTH, 1);
-			goto out;
-		}
-		s = &cw->slot[d & (MAX_NEST - 1)];
-		/* Claimed before it is pushed: a run nested from here on
-		 * finds it ours. */
-		s->lock = lock;
-		s->tid = tid;
-		cw->depth = d + 1;
-	} else {
-		/*
-		 * Mutexes announce one wait several times (optimistic spin,
-		 * then sleep, then spin again when first in line) and may
-		 * migrate in between, so all of them go to the thread's entry
-		 * and only the first announcement counts. Threads of
-		 * processes the filters reject take no entry: their ends find
-		 * none and are not counted.
-		 */
-		if (!captured) {
-			count(CNT_FILTERED, 1);
-			goto out;
-		}
-		s = thread_slot(tid);
-		if (!s)
-			goto out;
-		if (s->lock) {
-			if (s->lock == lock || rwbase_part(s->lock, lock)) {
-				spin_again(s, flags);
-				owner_again(s, lock, flags);
-				goto out;
-			}
-			/* A thread sleeps on one lock at a time: the old end was lost. */
-			count(CNT_UNMATCHED_BEGIN, 1);
-			owner_waiting(tid, s->owner_reason, -1);
-		}
-	}
+	if ((flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX))
+		s = spin_slot(bpf_map_lookup_elem(&spin_waits, &zero), lock, tid);
+	else
+		s = sleep_slot(lock, flags, tid, captured);
+	if (!s)
+		goto out;
 	type = shared_flags_type(ctx, flags, type);
 	fill(s, ctx, lock, flags, tid, pid, type, type < 0 || !captured, level);
 	owner_begin(s, lock, flags, (flags & LCB_F_SPIN) && !(flags & LCB_F_MUTEX));
