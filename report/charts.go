@@ -23,13 +23,6 @@ import (
 // Where ECharts calls a function, a formatter, the chart names one of page.js's by the path of the
 // option it goes in; the tooltips' texts are written here, one per point, so page.js formats nothing.
 
-// typeColors are assigned to lock types in order of total wait, the same in every chart.
-var typeColors = []string{
-	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-	"#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f5f8b", "#8cd17d",
-	"#d37295", "#499894", "#86bcb6", "#f1ce63",
-}
-
 // chart is one figure of a page: a title, a caption and the element ECharts draws into.
 type chart struct {
 	ID, Title, Caption string
@@ -288,7 +281,7 @@ func summarizeTypes(hists []capture.Histogram) []typeSummary {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count))
 	})
 	for i := range types {
-		types[i].Color = typeColors[i%len(typeColors)]
+		types[i].Color = typeColor(types[i].Name)
 		if total > 0 {
 			types[i].Share = float64(types[i].TotalNS) / float64(total)
 		}
@@ -363,13 +356,13 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 	var total uint64
 	slices := make([]slice, len(types))
 	hists := make([]capture.Histogram, len(types))
-	colors := make(map[string]string, len(types))
 	var doughnutTips []tip
+	waited := make(map[string]bool, len(types))
 	for i, t := range types {
+		waited[t.Name] = true
 		total += t.TotalNS
 		slices[i] = slice{Name: t.Name, Color: t.Color, Value: float64(t.TotalNS), Share: t.Share}
 		hists[i] = t.hist
-		colors[t.Name] = t.Color
 		doughnutTips = append(doughnutTips, tip{Title: visible(t.Name), Color: t.Color, Rows: [][]string{
 			{"total " + ms.Time, FormatDuration(float64(t.TotalNS)) + " (" + percent(t.Share) + ")"},
 			{ms.Events, strconv.FormatUint(t.Count, 10)},
@@ -398,12 +391,12 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 			byType[h.Name] = h
 		}
 		for _, h := range summarizeTypes(holdHists) {
-			if _, wait := colors[h.Name]; !wait {
+			if !waited[h.Name] {
 				categories = append(categories, h.Name)
 			}
 		}
 		for i, name := range categories {
-			color := typeColors[i%len(typeColors)]
+			color := typeColor(name)
 			holds.Colors = append(holds.Colors, color)
 			h, ok := byType[name]
 			if !ok {
@@ -447,7 +440,7 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 	var callers []hbar
 	var callerTips []tip
 	for _, g := range byCaller[:min(top, len(byCaller))] {
-		callers = append(callers, hbar{Label: callerText(g.Caller), Color: colors[g.Type], Value: float64(g.TotalNS)})
+		callers = append(callers, hbar{Label: callerText(g.Caller), Color: typeColor(g.Type), Value: float64(g.TotalNS)})
 		callerTips = append(callerTips, tip{Title: visible(callerText(g.Caller)), Rows: [][]string{
 			{"lock type", visible(g.Type)},
 			{"total " + ms.Time, FormatDuration(float64(g.TotalNS))},
@@ -473,7 +466,7 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 	}
 	if timeline != nil && len(timeline.Series) > 0 {
 		// After the doughnut and the box chart, before the histogram.
-		built = append(built[:2], append([]builtChart{timelineChart(timeline, colors)}, built[2:]...)...)
+		built = append(built[:2], append([]builtChart{timelineChart(timeline)}, built[2:]...)...)
 	}
 	return renderCharts(built)
 }

@@ -29,8 +29,7 @@ func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
 	}
 	count := func(n float64) string { return strconv.FormatFloat(n, 'f', countDecimals(d), 64) }
 
-	// The lock types of either capture, ordered by their wait in both, so that a type has the same
-	// colour in every chart.
+	// The lock types of either capture, ordered by their wait in both.
 	types := slices.Clone(d.Types)
 	slices.SortStableFunc(types, func(x, y capture.TypeDiff) int {
 		return cmp.Compare(y.Before.TotalNS+y.After.TotalNS, x.Before.TotalNS+x.After.TotalNS)
@@ -43,11 +42,11 @@ func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
 		}
 		var pieces []slice
 		var tips []tip
-		for i, t := range types {
+		for _, t := range types {
 			if !inSide(t.Status, side) {
 				continue
 			}
-			v, color := sideOf(t, side), typeColors[i%len(typeColors)]
+			v, color := sideOf(t, side), typeColor(t.Type)
 			share := 0.0
 			if total > 0 {
 				share = v.TotalNS / total

@@ -13,8 +13,8 @@ import (
 // type and in the diff before and after on a time axis relative to each capture's window.
 
 // timelineChart draws the wait time of each lock type per bucket of the window, stacked, with the
-// command's start and end marked. colors are the types' colours in the other charts.
-func timelineChart(tl *capture.Timeline, colors map[string]string) builtChart {
+// command's start and end marked.
+func timelineChart(tl *capture.Timeline) builtChart {
 	n := tl.Buckets()
 	labels := make([]string, n)
 	tips := make([]tip, n)
@@ -25,8 +25,8 @@ func timelineChart(tl *capture.Timeline, colors map[string]string) builtChart {
 	}
 	bar := charts.NewBar()
 	var palette opts.Colors
-	for i, s := range tl.Series {
-		palette = append(palette, colorOf(colors, s.Type, i))
+	for _, s := range tl.Series {
+		palette = append(palette, typeColor(s.Type))
 	}
 	bar.SetGlobalOptions(append(baseOptions("axis"),
 		charts.WithColorsOpts(palette),
@@ -45,7 +45,7 @@ func timelineChart(tl *capture.Timeline, colors map[string]string) builtChart {
 			if s.Count[b] > 0 {
 				all[b] += s.TotalNS[b]
 				allWaits[b] += s.Count[b]
-				tips[b].Rows = append(tips[b].Rows, []string{visible(s.Type), FormatDuration(float64(s.TotalNS[b])) + " in " + waitsText(s.Count[b]), colorOf(colors, s.Type, i)})
+				tips[b].Rows = append(tips[b].Rows, []string{visible(s.Type), FormatDuration(float64(s.TotalNS[b])) + " in " + waitsText(s.Count[b]), typeColor(s.Type)})
 			}
 		}
 		seriesOpts := []charts.SeriesOpts{charts.WithBarChartOpts(opts.BarChart{Stack: "all", BarCategoryGap: "8%"})}
@@ -100,14 +100,6 @@ func waitsText(n uint64) string {
 		return "1 wait"
 	}
 	return strconv.FormatUint(n, 10) + " waits"
-}
-
-// colorOf is the colour of a lock type: its colour in the other charts, else one of the palette.
-func colorOf(colors map[string]string, typ string, i int) string {
-	if c, ok := colors[typ]; ok {
-		return c
-	}
-	return typeColors[i%len(typeColors)]
 }
 
 // relativeBins is how many parts of its window the diff's timeline divides each capture into.
