@@ -14,12 +14,16 @@ import (
 // WriteDiffHTML renders the comparison as one self-contained page, under the rules of WriteHTML's
 // report: it works offline from file://, inlines ECharts, the CSS, the JavaScript and its rows, and
 // escapes every string from the captures. Unless o.RawAddresses is set, kernel addresses (callers and
-// stack frames kallsyms could not name) are replaced by ids under a key drawn for this page only.
-// o.Top is the number of rows on a table page and of bars in the changes chart.
+// stack frames kallsyms could not name) are replaced by ids under o.AddressKey, or a key drawn for
+// this page only. o.Top is the number of rows on a table page and of bars in the changes chart.
 //
 // Unlike the report, the page does not embed the captures: it is not an input of ReadInput.
 func WriteDiffHTML(w io.Writer, d *capture.Diff, o HTMLOptions) error {
-	return writeDiffHTML(w, d, o, newKey())
+	key := o.AddressKey
+	if key == nil {
+		key = newKey()
+	}
+	return writeDiffHTML(w, d, o, key)
 }
 
 // writeDiffHTML is WriteDiffHTML with the address-hashing key chosen by the caller.
@@ -54,11 +58,11 @@ func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffP
 	p := &diffPage{
 		page:  newPage(a, "klockstat diff", sideTitle(b)+" → "+sideTitle(af), strings.TrimSpace("klockstat "+af.ToolVersion)),
 		Basis: basis(d),
-		Sides: sideFields(d),
 	}
 	p.Warnings, p.WarningsTitle = d.Warnings(), "The captures differ in ways that change what the numbers mean"
 	p.Empty = len(d.Rows) == 0
 	p.AddrHashed = tab.hasher != nil || b.AddressesHashed && af.AddressesHashed
+	p.Sides = sideFields(d, tab.hasher != nil)
 	p.FooterNote = "the page does not embed the captures: keep their JSON or reports"
 	p.OwnersNote = ownersNotCompared(d)
 	p.Highlights = diffHighlights(d, tab)
@@ -180,11 +184,14 @@ func nameSuffix(name string) string {
 	return " on " + name
 }
 
-// sideFields put the two captures' header fields (header.go) side by side, with their warnings.
-func sideFields(d *capture.Diff) []sideField {
+// sideFields put the two captures' header fields (header.go) side by side, with their warnings;
+// hashed says the page hashes the addresses of both.
+func sideFields(d *capture.Diff, hashed bool) []sideField {
 	var lists [2][]field
 	for side, c := range d.Captures {
-		captured, settings, health := headerFields(c.Meta)
+		m := c.Meta
+		m.AddressesHashed = m.AddressesHashed || hashed
+		captured, settings, health := headerFields(m)
 		lists[side] = append(append(append(lists[side], captured...), settings...), health...)
 		lists[side] = append(lists[side], field{Label: "Warnings", Value: cmp.Or(strings.Join(c.Meta.Warnings, "; "), "none"), Bad: len(c.Meta.Warnings) > 0})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -192,6 +193,19 @@ func TestDiffHTMLAddresses(t *testing.T) {
 	// The diff itself keeps the addresses: hashing works on copies.
 	if !slices.ContainsFunc(d.Rows, func(r capture.DiffRow) bool { return r.Caller == "0xffffffffc0a81234" }) {
 		t.Error("rendering changed the diff's rows")
+	}
+	// The caller's key hashes them, as it does in the report and the exports, and the header says
+	// that the page shows ids.
+	var b bytes.Buffer
+	if err := WriteDiffHTML(&b, d, HTMLOptions{AddressKey: testKey}); err != nil {
+		t.Fatal(err)
+	}
+	if id := capture.NewAddressHasher(testKey).Frame("0xffffffffc0a81234"); !shows(b.Bytes(), id) {
+		t.Errorf("the page hashed with the caller's key lacks the id %s", id)
+	}
+	texts := shownTexts(parseHTML(t, b.Bytes()), textOf)
+	if texts["real kernel addresses"] || !slices.ContainsFunc(slices.Collect(maps.Keys(texts)), func(s string) bool { return strings.HasPrefix(s, "hashed ids") }) {
+		t.Error("the header of a page of hashed ids does not say so")
 	}
 }
 

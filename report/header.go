@@ -146,7 +146,7 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 	}
 	addresses := "real kernel addresses"
 	if m.AddressesHashed {
-		addresses = "hashed ids, as the kernel's %p prints them; the same address has the same id within this report"
+		addresses = "hashed ids, as the kernel's %p prints them; the same address has the same id within this page"
 	}
 	measures, functions := "waits: lock:contention_begin to contention_end", "none: the contention tracepoints"
 	var measuresTitle, functionsTitle string
