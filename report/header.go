@@ -105,9 +105,11 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 			Detail: fmt.Sprintf("%s, %.1f%% of the %s time, %s", g.Type, 100*share, ms.Time, FormatDuration(float64(g.TotalNS))),
 		})
 	}
+	named := c.NameShares()
 	hs = append(hs, highlight{
 		Label: "Contended locks", Value: strconv.Itoa(len(locks)),
-		Detail: fmt.Sprintf("%d threads, %d records; %.1f%% of the %s time on locks with a name", len(threads), len(c.Records), 100*c.NamedShare(), ms.Time),
+		Detail: fmt.Sprintf("%d threads, %d records; of the %s time, %.1f%% on locks named by symbol or field, %.1f%% on locks named by slab cache only",
+			len(threads), len(c.Records), ms.Time, 100*named.Symbol, 100*named.SlabCache),
 	})
 	health := highlight{Label: "Capture health", Value: "complete", Detail: "probe cost " + probeCost(m)}
 	if lost := m.LostTotal(); lost > 0 {
