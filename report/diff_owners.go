@@ -137,7 +137,7 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 	}
 	for i, o := range d.Owners {
 		present := [2]bool{o.Status != capture.New, o.Status != capture.Gone}
-		statuses[i], types[i], owners[i], notes[i] = tab.str(o.Status.String()), tab.str(o.Type), tab.str(ownerDiffText(o)), tab.str(o.StackReason)
+		statuses[i], types[i], owners[i], notes[i] = tab.str(o.Status.String()), tab.str(o.Type), tab.str(ownerDiffText(o)), tab.str(stackReasonText(o.StackReason, ownerDiffStates(o)))
 		locks[i], lockTitles[i] = lockNameTexts(tab, o.Name)
 		stack := o.After.Stack
 		if o.Status == capture.Gone {
@@ -174,3 +174,14 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 }
 
 func positive(v float64) bool { return v > 0 }
+
+// ownerDiffStates are the states an owner of a diff was in as waits charged to it began, on either side.
+func ownerDiffStates(o capture.OwnerDiff) []string {
+	var states []string
+	for _, state := range capture.OwnerStates {
+		if zeroIfMissing(o.Before.Share(state)) > 0 || zeroIfMissing(o.After.Share(state)) > 0 {
+			states = append(states, state)
+		}
+	}
+	return states
+}

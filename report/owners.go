@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/klockstat/klockstat/capture"
 )
@@ -25,7 +26,7 @@ func ownerView(owners []capture.Owner, tab *strtab, links *ownerLinks) view {
 		types[i] = tab.str(o.Type)
 		locks[i], lockTitles[i] = lockTexts(tab, o.Name, o.Lock)
 		pids[i], tids[i], counts[i], totals[i] = uint64(o.PID), uint64(o.TID), o.Count, o.TotalNS
-		stacks[i], notes[i] = -1, tab.str(o.StackReason)
+		stacks[i], notes[i] = -1, tab.str(stackReasonText(o.StackReason, ownerStatesOf(o)))
 		if len(o.Stack) > 0 {
 			stacks[i] = tab.stack(o.Stack)
 		}
@@ -152,6 +153,46 @@ func (l *ownerLinks) toOwners(n int, key func(i int) lockKey) column {
 var ownerStateLabels = map[string]string{
 	capture.OwnerOnCPU: "On CPU", capture.OwnerRunnable: "Runnable", capture.OwnerSleeping: "Sleeping",
 	capture.OwnerDiskSleep: "Uninterruptible (D)", capture.OwnerOther: "Other",
+}
+
+// ownerStatesOf are the states an owner was in as waits charged to it began.
+func ownerStatesOf(o capture.Owner) []string {
+	var states []string
+	for _, s := range o.States {
+		if s.Count > 0 {
+			states = append(states, s.State)
+		}
+	}
+	return states
+}
+
+// stackReasonText says why an owner has no stack (reason, of capture.OwnerStackReasons) in words
+// that agree with the states it was in as the waits began. The kernel side gives
+// capture.OwnerStackRan when it never saw the owner leave a CPU holding the lock after the waits
+// began, which for an owner that was runnable or asleep as they began does not mean it stayed on
+// one: it had left its CPU before, and once back on one it kept it until it released the lock.
+func stackReasonText(reason string, states []string) string {
+	if reason != capture.OwnerStackRan {
+		return reason
+	}
+	var off []string
+	onCPU := false
+	for _, s := range capture.OwnerStates {
+		switch {
+		case !slices.Contains(states, s):
+		case s == capture.OwnerOnCPU:
+			onCPU = true
+		default:
+			off = append(off, ownerStateLabels[s])
+		}
+	}
+	switch {
+	case len(off) == 0:
+		return reason
+	case onCPU:
+		return fmt.Sprintf("the owner was not seen leaving a CPU holding the lock after the waits began: on its CPU as some began, already off it (%s) as others did", strings.Join(off, ", "))
+	}
+	return fmt.Sprintf("the owner was already off its CPU (%s) as the waits began, and once back on one kept it until it released the lock: a stack is taken only as an owner leaves a CPU", strings.Join(off, ", "))
 }
 
 // hashedOwners is owners with their locks and frames hashed as tab hashes the rest of the page.

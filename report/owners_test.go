@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
 )
 
 // TestHTMLOwnerLinks links the rows of "Blocked by" and the waiters' rows both ways: an owner's row
@@ -109,6 +110,67 @@ func TestHTMLNoOwnerLinks(t *testing.T) {
 	for _, v := range d.Views {
 		if v.ID == "owners" || strings.Contains(strings.Join(v.keys(), " "), "blocked_by") {
 			t.Errorf("a capture without owners has view %s with columns %q", v.ID, v.keys())
+		}
+	}
+}
+
+// TestHTMLStackReasonAgreesWithState: an owner with no stack because it was never seen leaving a
+// CPU holding the lock is only said not to have left its CPU when it was on one as the waits began;
+// one that was runnable or asleep had left it already, and its row says so, in the report and the
+// diff alike.
+func TestHTMLStackReasonAgreesWithState(t *testing.T) {
+	owner := func(tid uint32, reason string, states ...string) capture.Owner {
+		o := capture.Owner{Type: "mutex", Lock: capture.Addr(0xffff888100000000 + uint64(tid)<<6), Comm: fmt.Sprintf("holder%d", tid), PID: 1, TID: tid, StackReason: reason}
+		for _, s := range states {
+			o.States = append(o.States, capture.OwnerState{State: s, Count: 1, TotalNS: 1_000})
+			o.Count, o.TotalNS = o.Count+1, o.TotalNS+1_000
+		}
+		return o
+	}
+	c := capturetest.Of(t, 1e9, capturetest.Rec("mutex", "", "f+0x1", "waiter", 1, 2, 0xffff888100000040, 1_000))
+	c.Owners = []capture.Owner{
+		owner(1, capture.OwnerStackRan, capture.OwnerOnCPU),
+		owner(2, capture.OwnerStackRan, capture.OwnerRunnable),
+		owner(3, capture.OwnerStackRan, capture.OwnerDiskSleep, capture.OwnerSleeping),
+		owner(4, capture.OwnerStackRan, capture.OwnerOnCPU, capture.OwnerRunnable),
+		owner(5, capture.OwnerStackFailed, capture.OwnerRunnable),
+	}
+	capture.SortOwners(c.Owners)
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
+	owners := d.view(t, "owners")
+	diff := dataOf(t, renderDiff(t, capture.Compare(c, c, capture.DiffOptions{}), HTMLOptions{}))
+	changes := diff.view(t, "owner-changes")
+	diffRowOf := func(comm string) int {
+		for r := range changes.Rows {
+			if diff.cell(t, changes, "owner", r) == comm {
+				return r
+			}
+		}
+		t.Fatalf("no diff row of owner %s", comm)
+		return -1
+	}
+	for i, o := range c.Owners {
+		var offCPU []string
+		for _, s := range o.States {
+			if s.State != capture.OwnerOnCPU {
+				offCPU = append(offCPU, ownerStateLabels[s.State])
+			}
+		}
+		for _, got := range []string{d.cell(t, owners, "stack_reason", i), diff.cell(t, changes, "stack_reason", diffRowOf(o.Comm))} {
+			switch {
+			case o.StackReason != capture.OwnerStackRan || len(offCPU) == 0:
+				if got != o.StackReason {
+					t.Errorf("owner %d (%v): reason %q, want the kernel's %q", o.TID, o.States, got, o.StackReason)
+				}
+			case got == capture.OwnerStackRan:
+				t.Errorf("owner %d was %v as the waits began, yet its row says %q", o.TID, offCPU, got)
+			default:
+				for _, state := range offCPU {
+					if !strings.Contains(got, state) {
+						t.Errorf("owner %d: reason %q does not name the state %s it was in", o.TID, got, state)
+					}
+				}
+			}
 		}
 	}
 }
