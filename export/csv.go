@@ -19,14 +19,14 @@ var csvHeader = []string{
 }
 
 // WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
-// header, CRLF line ends and fields quoted where they need it (encoding/csv drops a lone CR from a
-// field, so that no reader takes it for a line end). avg_wait_ns is rounded down, as perf does;
+// header, CRLF line ends and fields quoted where they need it. avg_wait_ns is rounded down, as perf does;
 // spin_ns is the part of total_wait_ns spent spinning; stack is the record's frames, innermost first, joined by " <- "; cgroup_id and cgroup, last so that older readers' columns stay where they were, the waiter's cgroup. With a function-probe backend
 // the wait columns hold acquire times, as in the capture.
 //
-// Text fields come from processes (thread names) and the kernel, and a spreadsheet runs a cell that
-// starts with =, +, -, @, a tab or a carriage return as a formula; such a field is written with a
-// leading ' (OWASP's advice against CSV injection), which spreadsheets show and do not evaluate.
+// Text fields come from processes (thread names) and the kernel: their control characters are
+// replaced as in every export (printableText), and a spreadsheet runs a cell that starts with =, +, -
+// or @ as a formula (a tab or a carriage return too, which are replaced); such a field is written
+// with a leading ' (OWASP's advice against CSV injection), which spreadsheets show and do not evaluate.
 func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
 	addrs := newAddresses(c, hasher)
 	cw := csv.NewWriter(w)
@@ -56,10 +56,11 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 	return nil
 }
 
-// csvText is a text field made safe for a spreadsheet: valid UTF-8, and never read as a formula.
+// csvText is a text field made safe for a terminal and a spreadsheet: printable, and never read as a
+// formula.
 func csvText(s string) string {
-	s = validText(s)
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	s = printableText(s)
+	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
 		return "'" + s
 	}
 	return s

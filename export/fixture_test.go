@@ -2,7 +2,9 @@ package export
 
 import (
 	"os"
+	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/klockstat/klockstat/capture"
 )
@@ -27,7 +29,29 @@ func realCapture(t testing.TB) *capture.Capture {
 // invalid UTF-8.
 var hostileComms = []string{
 	`=HYPERLINK("http://x","y")`, "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "a;b c", "line\nbreak", `"quoted",`,
-	"\u202eevil", "bad\xffutf8", "",
+	"\u202eevil", "bad\xffutf8", "esc\x1b]0;title\x07", "",
+}
+
+// checkPrintable fails unless out is in, as valid UTF-8, with each control character (ESC, BEL,
+// line breaks) and bidirectional-text control replaced by one printable character and every other
+// character kept in place.
+func checkPrintable(t *testing.T, what, in, out string) {
+	t.Helper()
+	want := []rune(strings.ToValidUTF8(in, "\uFFFD"))
+	got := []rune(out)
+	if len(got) != len(want) {
+		t.Errorf("%s %q from %q: %d characters, want %d, one for one", what, out, in, len(got), len(want))
+		return
+	}
+	for i, r := range want {
+		replaced := unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+		switch {
+		case replaced && (unicode.IsControl(got[i]) || unicode.Is(unicode.Bidi_Control, got[i])):
+			t.Errorf("%s %q from %q: control character %U at %d reaches the reader", what, out, in, got[i], i)
+		case !replaced && got[i] != r:
+			t.Errorf("%s %q from %q: printable %q at %d changed to %q", what, out, in, r, i, got[i])
+		}
+	}
 }
 
 // hostileCapture has one record per hostile thread name, stacks with unnamed frames, a record without

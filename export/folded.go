@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/klockstat/klockstat/capture"
 )
@@ -18,8 +17,8 @@ import (
 // the flame graph wherever in it the call was; records of the same thread name and functions merge
 // into one line. Lines are sorted by stack, so equal captures give equal files.
 //
-// A thread name is chosen by the process, so the characters the format gives a meaning to (the ';'
-// between frames, line breaks) and other control characters are replaced by '_' in it.
+// A thread name is chosen by the process, so the ';' between frames and what printableText replaces
+// (line breaks, other control characters) are replaced by '_' in it.
 func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
 	addrs := newAddresses(c, hasher)
 	weights := map[string]uint64{}
@@ -58,10 +57,5 @@ func foldedName(s string) string {
 	if s == "" {
 		return "[unnamed]"
 	}
-	return strings.Map(func(r rune) rune {
-		if r == ';' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return '_'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return strings.ReplaceAll(printableText(s), ";", "_")
 }

@@ -3,7 +3,6 @@ package export
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -48,12 +47,12 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 		}
 		s := &profile.Sample{
 			Value:    []int64{int64(r.Count), int64(r.TotalNS)},
-			Label:    map[string][]string{"lock_type": {validText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
+			Label:    map[string][]string{"lock_type": {printableText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
 			NumLabel: map[string][]int64{},
 		}
 		for key, value := range map[string]string{"lock_name": r.Name, "comm": r.Comm, "cgroup": r.Cgroup} {
 			if value != "" {
-				s.Label[key] = []string{validText(value)}
+				s.Label[key] = []string{printableText(value)}
 			}
 		}
 		for key, value := range map[string]uint64{"pid": uint64(r.PID), "tid": uint64(r.TID), "cgroup_id": r.CgroupID} {
@@ -115,7 +114,7 @@ func (f *pprofFrames) location(s string, addrs addresses) *profile.Location {
 	if loc := f.locations[s]; loc != nil {
 		return loc
 	}
-	fr := capture.ParseFrame(validText(addrs.frame(s)))
+	fr := capture.ParseFrame(printableText(addrs.frame(s)))
 	m := f.mapping(fr.Module)
 	name := fr.Function
 	var address uint64
@@ -145,11 +144,5 @@ func (f *pprofFrames) location(s string, addrs addresses) *profile.Location {
 // pprofComment says where the profile comes from; pprof -comments prints it.
 func pprofComment(m capture.Meta) string {
 	return fmt.Sprintf("klockstat %s: kernel lock contention on %s (kernel %s, %s probe), %d waits",
-		m.ToolVersion, validText(m.Hostname), validText(m.Kernel), m.Probe, m.Events.Waits)
-}
-
-// validText keeps strings from the capture, which a process names, valid UTF-8 as protobuf strings
-// and spreadsheets expect.
-func validText(s string) string {
-	return strings.ToValidUTF8(s, "\uFFFD")
+		m.ToolVersion, printableText(m.Hostname), printableText(m.Kernel), m.Probe, m.Events.Waits)
 }

@@ -24,14 +24,7 @@ import (
 func TestPprofReadsBack(t *testing.T) {
 	for name, c := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WritePprof(&b, c, nil); err != nil {
-				t.Fatal(err)
-			}
-			p, err := profile.Parse(&b)
-			if err != nil {
-				t.Fatalf("pprof cannot parse the profile: %v", err)
-			}
+			p := readPprof(t, c)
 			var types []string
 			for _, st := range p.SampleType {
 				types = append(types, st.Type+"/"+st.Unit)
@@ -64,6 +57,20 @@ func TestPprofReadsBack(t *testing.T) {
 	}
 }
 
+// readPprof writes c's profile with addresses as they are and reads it back with pprof's own parser.
+func readPprof(t *testing.T, c *capture.Capture) *profile.Profile {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WritePprof(&b, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&b)
+	if err != nil {
+		t.Fatalf("pprof cannot parse the profile: %v", err)
+	}
+	return p
+}
+
 // describeSample tells what a sample says of its record, in describeRecord's words.
 func describeSample(s *profile.Sample) string {
 	var frames []string
@@ -82,7 +89,7 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 		if s == "" {
 			return nil
 		}
-		return []string{validText(s)}
+		return []string{printableText(s)}
 	}
 	num := func(n uint64) []int64 {
 		if n == 0 {
@@ -92,7 +99,7 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 	}
 	var frames []string
 	for _, s := range stackOf(r.Stack) {
-		f := capture.ParseFrame(validText(s))
+		f := capture.ParseFrame(printableText(s))
 		name, file := f.String(), "[kernel.kallsyms]"
 		if f.Kind == capture.FrameSymbol {
 			name = f.Function // the offset is the line, the module the mapping
@@ -109,6 +116,30 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q cgroup=%q pid=%d tid=%d cgroup_id=%d value=%v stack=%+v",
 		text(r.Type), text(r.Name), text(newAddresses(c, nil).lock(r.Lock)), text(r.Comm), text(r.Cgroup), num(uint64(r.PID)), num(uint64(r.TID)), num(r.CgroupID),
 		[]int64{int64(r.Count), int64(r.TotalNS)}, frames)
+}
+
+// TestPprofHostileNames: the text labels, which go tool pprof -tags and -traces print to the
+// terminal, carry no control character of a thread name.
+func TestPprofHostileNames(t *testing.T) {
+	c := hostileCapture(t)
+	p := readPprof(t, c)
+	byTID := map[int64]*profile.Sample{}
+	for _, s := range p.Sample {
+		byTID[s.NumLabel["tid"][0]] = s
+	}
+	for _, r := range c.Records {
+		s := byTID[int64(r.TID)]
+		if r.Count == 0 || r.Comm == "" {
+			continue
+		}
+		if s == nil {
+			t.Errorf("no sample of thread %d (%q)", r.TID, r.Comm)
+			continue
+		}
+		for key, value := range map[string]string{"comm": r.Comm, "lock_name": r.Name, "cgroup": r.Cgroup} {
+			checkPrintable(t, key+" label", value, s.Label[key][0])
+		}
+	}
 }
 
 // TestPprofTop runs go tool pprof on the profile of a real capture: its total delay is the
