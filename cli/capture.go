@@ -170,18 +170,32 @@ func readLocks(path string, stdin io.Reader) ([]byte, error) {
 
 // runCapture captures for the window or while the command runs, then writes the outputs. Its
 // status is the command's when there is one.
+//
+// The window begins when collector.Start returns: stamping the capture's start is its last step,
+// and the command, if any, starts right after. A stop signal that comes before, while the flags are
+// parsed or the probes loaded, attached and calibrated, ends klockstat with 128+signal, no command
+// started and nothing written: there is no window to report. Loading is let finish and undone by
+// Close, not cut short by an exit, so that nothing it made in the kernel is left behind. A signal
+// that comes after the check ends the window as usual: the command, started, gets it passed on, and
+// the capture so far is written.
 func (inv invocation) runCapture(args []string) (int, error) {
+	signals, stopSignals := notifyStopSignals()
+	defer stopSignals()
 	o, err := inv.parseCaptureFlags(args)
 	if err != nil {
 		return 0, err
 	}
-	signals, stopSignals := notifyStopSignals()
-	defer stopSignals()
+	if sig := pendingSignal(signals); sig != nil {
+		return stoppedBeforeStart(sig, o)
+	}
 	coll, err := collector.Start(o.cfg)
 	if err != nil {
 		return 0, err
 	}
 	defer coll.Close()
+	if sig := pendingSignal(signals); sig != nil {
+		return stoppedBeforeStart(sig, o)
+	}
 
 	var (
 		work              *workload
@@ -253,6 +267,26 @@ wait:
 		status = 128 + int(interrupted.(syscall.Signal))
 	}
 	return status, writeErr
+}
+
+// pendingSignal returns the stop signal that has come, or nil.
+func pendingSignal(signals <-chan os.Signal) os.Signal {
+	select {
+	case sig := <-signals:
+		return sig
+	default:
+		return nil
+	}
+}
+
+// stoppedBeforeStart is runCapture's end for a stop signal before the window began.
+func stoppedBeforeStart(sig os.Signal, o *captureOptions) (int, error) {
+	notStarted := ""
+	if len(o.command) > 0 {
+		notStarted = ", " + o.command[0] + " not started"
+	}
+	status := 128 + int(sig.(syscall.Signal))
+	return status, fmt.Errorf("%s before the capture began: nothing captured or written%s", unix.SignalName(sig.(syscall.Signal)), notStarted)
 }
 
 // sinceStart is how long after start at was, or nil for a time that never came (zero).

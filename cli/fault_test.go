@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/internal/testenv"
@@ -44,8 +47,8 @@ type fault struct {
 	terminal bool
 	// during, when set, acts while klockstat runs: signals it, types on its terminal.
 	during func(t *testing.T, r *faultRun)
-	// check, when set, looks at what is left in dir after klockstat ended.
-	check func(t *testing.T, dir, stdout string)
+	// check, when set, looks at what klockstat left: its files in r.dir, its output and status.
+	check func(t *testing.T, r *faultRun)
 }
 
 // faultRun is a running case of the fault matrix.
@@ -54,6 +57,9 @@ type faultRun struct {
 	proc   *os.Process
 	stderr *lockedBuffer
 	tty    *os.File // the terminal's master side, with terminal
+	// Once klockstat ended: its stdout, and its exit status, -1 when a signal killed it.
+	stdout string
+	status int
 }
 
 // lockedBuffer is a bytes.Buffer that klockstat's stderr copier and the test may use at once.
@@ -157,8 +163,9 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			select {
 			case err := <-done:
-				if status := exitStatus(t, err); status != f.status && !f.anyStatus {
-					t.Errorf("exit status %d, want %d\nstderr: %s", status, f.status, stderr.String())
+				run.status = exitStatus(t, err)
+				if run.status != f.status && !f.anyStatus {
+					t.Errorf("exit status %d, want %d\nstderr: %s", run.status, f.status, stderr.String())
 				}
 			case <-time.After(60 * time.Second):
 				cmd.Process.Kill()
@@ -176,7 +183,8 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			}
 			if f.check != nil {
-				f.check(t, dir, stdout.String())
+				run.stdout = stdout.String()
+				f.check(t, run)
 			}
 		})
 	}
@@ -192,7 +200,7 @@ func fileIn(path string) func(*testing.T, string) *os.File {
 }
 
 func faults() []fault {
-	return []fault{
+	return append([]fault{
 		{
 			name:   "a --map-size the machine cannot hold is refused before any map is created",
 			args:   fixed("--map-size", "100000000", "-o", ""),
@@ -240,8 +248,8 @@ func faults() []fault {
 			capture: true,
 			args:    fixed("-t", "rwsem:W, mutex", "-d", "100ms", "-q", "-o", "", "--json", "c.json"),
 			status:  0,
-			check: func(t *testing.T, dir, _ string) {
-				if types := readCaptureFile(t, filepath.Join(dir, "c.json")).Meta.Types; !slices.Equal(types, []string{"rwsem:W", "mutex"}) {
+			check: func(t *testing.T, r *faultRun) {
+				if types := readCaptureFile(t, filepath.Join(r.dir, "c.json")).Meta.Types; !slices.Equal(types, []string{"rwsem:W", "mutex"}) {
 					t.Errorf("captured types %q, want rwsem:W and mutex", types)
 				}
 			},
@@ -298,8 +306,8 @@ func faults() []fault {
 			},
 			status: 128 + int(syscall.SIGTERM), // sleep's, killed by the SIGTERM passed on
 			stderr: []string{"klockstat: capture ended; waiting for sleep (pid "},
-			check: func(t *testing.T, dir, _ string) {
-				if c := readCaptureFile(t, filepath.Join(dir, "c.json")); c.Meta.WorkloadExit != nil {
+			check: func(t *testing.T, r *faultRun) {
+				if c := readCaptureFile(t, filepath.Join(r.dir, "c.json")); c.Meta.WorkloadExit != nil {
 					t.Errorf("workload_exit %d in a capture written while the command ran", *c.Meta.WorkloadExit)
 				}
 			},
@@ -315,19 +323,20 @@ func faults() []fault {
 				r.proc.Signal(os.Interrupt)
 			},
 			status: 128 + int(syscall.SIGINT),
-			check:  func(t *testing.T, dir, _ string) { readCaptureFile(t, filepath.Join(dir, "c.json")) },
+			check:  func(t *testing.T, r *faultRun) { readCaptureFile(t, filepath.Join(r.dir, "c.json")) },
 		},
 		{
 			name:    "SIGHUP ends the capture as SIGTERM does",
 			capture: true,
-			args:    fixed("-d", "60s", "-q", "-o", "", "--json", "c.json"),
+			// The command's file shows that the capture began: a signal before ends klockstat unwritten.
+			args: fixed("-d", "60s", "-q", "-o", "", "--json", "c.json", "--", "sh", "-c", "touch started; exec sleep 60"),
 			during: func(t *testing.T, r *faultRun) {
-				time.Sleep(time.Second) // past flag parsing, where klockstat starts catching signals
+				waitFor(t, "sh to start", func() bool { return exists(r.dir, "started") })
 				r.proc.Signal(syscall.SIGHUP)
 			},
-			status: 128 + int(syscall.SIGHUP),
-			check: func(t *testing.T, dir, _ string) {
-				if d := readCaptureFile(t, filepath.Join(dir, "c.json")).Meta.Duration(); d >= 60*time.Second {
+			status: 128 + int(syscall.SIGHUP), // sleep's, killed by the SIGHUP passed on
+			check: func(t *testing.T, r *faultRun) {
+				if d := readCaptureFile(t, filepath.Join(r.dir, "c.json")).Meta.Duration(); d >= 60*time.Second {
 					t.Errorf("capture lasted %v: SIGHUP did not end it", d)
 				}
 			},
@@ -363,17 +372,17 @@ func faults() []fault {
 				writeText(t, filepath.Join(r.dir, "stop"), "")
 			},
 			status: 0,
-			check:  func(t *testing.T, dir, _ string) { readCaptureFile(t, filepath.Join(dir, "c.json")) },
+			check:  func(t *testing.T, r *faultRun) { readCaptureFile(t, filepath.Join(r.dir, "c.json")) },
 		},
 		{
 			name:   "a failed output does not keep the others from being written",
 			args:   fixed("report", "x.json", "--json", "/dev/full", "-o", "r.html"),
 			status: 1,
 			stderr: []string{"klockstat: writing --json /dev/full: ", "no space left on device"},
-			check: func(t *testing.T, dir, stdout string) {
-				readCaptureFile(t, filepath.Join(dir, "r.html"))
-				if !strings.Contains(stdout, "anon_pipe_write") || !strings.Contains(stdout, "report: r.html") {
-					t.Errorf("no summary after the failed --json:\n%s", stdout)
+			check: func(t *testing.T, r *faultRun) {
+				readCaptureFile(t, filepath.Join(r.dir, "r.html"))
+				if !strings.Contains(r.stdout, "anon_pipe_write") || !strings.Contains(r.stdout, "report: r.html") {
+					t.Errorf("no summary after the failed --json:\n%s", r.stdout)
 				}
 			},
 		},
@@ -386,11 +395,11 @@ func faults() []fault {
 			prefix: []string{"prlimit", "--fsize=100000"}, // a report is a megabyte: the disk is "full" at 100 kB
 			status: 1,
 			stderr: []string{"klockstat: writing --output r.html: ", "file too large"},
-			check: func(t *testing.T, dir, _ string) {
-				if b, _ := os.ReadFile(filepath.Join(dir, "r.html")); string(b) != "the previous report" {
+			check: func(t *testing.T, r *faultRun) {
+				if b, _ := os.ReadFile(filepath.Join(r.dir, "r.html")); string(b) != "the previous report" {
 					t.Errorf("r.html holds %d bytes of something else, want the previous report", len(b))
 				}
-				if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+				if entries, _ := os.ReadDir(r.dir); len(entries) != 3 {
 					t.Errorf("%d files left in the directory, want x.json, x2.json and r.html: a temporary file stayed", len(entries))
 				}
 			},
@@ -412,8 +421,8 @@ func faults() []fault {
 				r.proc.Kill()
 			},
 			anyStatus: true, // killed, or done before the kill landed
-			check: func(t *testing.T, dir, _ string) {
-				b, err := os.ReadFile(filepath.Join(dir, "r.html"))
+			check: func(t *testing.T, r *faultRun) {
+				b, err := os.ReadFile(filepath.Join(r.dir, "r.html"))
 				if err != nil || string(b) == "the previous report" {
 					return
 				}
@@ -426,9 +435,9 @@ func faults() []fault {
 			name:   "the capture JSON is readable by its owner only",
 			args:   fixed("report", "-q", "x.json", "--json", "c.json", "-o", "r.html"),
 			status: 0,
-			check: func(t *testing.T, dir, _ string) {
+			check: func(t *testing.T, r *faultRun) {
 				for name, want := range map[string]os.FileMode{"c.json": 0o600, "r.html": 0o644} {
-					if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Mode().Perm() != want {
+					if st, err := os.Stat(filepath.Join(r.dir, name)); err != nil || st.Mode().Perm() != want {
 						t.Errorf("%s: mode %v (%v), want %v", name, st.Mode().Perm(), err, want)
 					}
 				}
@@ -439,7 +448,7 @@ func faults() []fault {
 			args:   fixed("diff", "x.json", "x2.json", "-o", "x.json"),
 			status: 2,
 			stderr: []string{"klockstat: --output x.json is BEFORE: writing it would destroy the input"},
-			check:  func(t *testing.T, dir, _ string) { readCaptureFile(t, filepath.Join(dir, "x.json")) },
+			check:  func(t *testing.T, r *faultRun) { readCaptureFile(t, filepath.Join(r.dir, "x.json")) },
 		},
 		{
 			name: "an output over an input by another name is refused",
@@ -483,9 +492,9 @@ func faults() []fault {
 			name:   "diff -q prints no summary",
 			args:   fixed("diff", "-q", "-o", "", "x.json", "x2.json"),
 			status: 0,
-			check: func(t *testing.T, _, stdout string) {
-				if stdout != "" {
-					t.Errorf("diff -q printed %q", stdout)
+			check: func(t *testing.T, r *faultRun) {
+				if r.stdout != "" {
+					t.Errorf("diff -q printed %q", r.stdout)
 				}
 			},
 		},
@@ -511,10 +520,10 @@ func faults() []fault {
 			args:   fixed("report", "-", "-o", "r.html"),
 			stdin:  fileIn("x.json"),
 			status: 0,
-			check: func(t *testing.T, dir, stdout string) {
-				readCaptureFile(t, filepath.Join(dir, "r.html"))
-				if !strings.Contains(stdout, "anon_pipe_write") {
-					t.Errorf("no summary of the capture read from stdin:\n%s", stdout)
+			check: func(t *testing.T, r *faultRun) {
+				readCaptureFile(t, filepath.Join(r.dir, "r.html"))
+				if !strings.Contains(r.stdout, "anon_pipe_write") {
+					t.Errorf("no summary of the capture read from stdin:\n%s", r.stdout)
 				}
 			},
 		},
@@ -552,7 +561,135 @@ func faults() []fault {
 			// The element's id is the report package's to name.
 			stderr: []string{`c.html: not a klockstat capture JSON or HTML report: HTML without a <script id=`},
 		},
+	}, signalsDuringStart()...)
+}
+
+// signalsDuringStart are stop signals at delays that land, on a loaded machine, while klockstat parses
+// its flags or loads its probes (a second or more), before the command would start; and, to see the
+// other side, once the command has started.
+func signalsDuringStart() []fault {
+	var faults []fault
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		for _, delay := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond} {
+			faults = append(faults, signalDuringStart(sig, fmt.Sprint(delay, " after the start"), func(*testing.T, *faultRun) { time.Sleep(delay) }))
+		}
+		faults = append(faults, signalDuringStart(sig, "once the command has started", func(t *testing.T, r *faultRun) {
+			waitFor(t, "sh to start", func() bool { return exists(r.dir, "started") })
+		}))
 	}
+	return faults
+}
+
+// signalDuringStart signals klockstat once wait returns. Either the signal came before the capture
+// began, and klockstat ends with 128+signal, having started nothing and written nothing, or it came
+// after, and the command, started before the signal, gets it passed on while the capture is written
+// whole. Either way no BPF program of klockstat's outlives it.
+func signalDuringStart(sig syscall.Signal, when string, wait func(*testing.T, *faultRun)) fault {
+	var (
+		sent time.Time
+		bpf  *bpfWatch
+	)
+	return fault{
+		name:    fmt.Sprintf("%v %s starts no command unless the capture began", sig, when),
+		capture: true,
+		// exec: the signal passed on ends the command at once, not once sleep is done.
+		args: fixed("-q", "--json", "c.json", "-o", "r.html", "--", "sh", "-c", "touch started; exec sleep 30"),
+		during: func(t *testing.T, r *faultRun) {
+			bpf = watchBPF(r.proc.Pid)
+			wait(t, r)
+			sent = time.Now()
+			r.proc.Signal(sig)
+		},
+		anyStatus: true, // checked below, by what klockstat did
+		check: func(t *testing.T, r *faultRun) {
+			held := bpf.programs()
+			for _, id := range held {
+				waitFor(t, fmt.Sprintf("klockstat's BPF program %d to be freed", id), func() bool { return !programLoaded(t, id) })
+			}
+			stderr := r.stderr.String()
+			if r.status == -1 || strings.Contains(stderr, "before the capture began") {
+				// Killed before it caught signals (the status says "killed", the shell's 128+signal),
+				// or stopped before the capture began.
+				if r.status != -1 && r.status != 128+int(sig) {
+					t.Errorf("exit status %d, want %d\nstderr: %s", r.status, 128+int(sig), stderr)
+				}
+				for _, name := range []string{"started", "c.json", "r.html"} {
+					if exists(r.dir, name) {
+						t.Errorf("%s exists, though klockstat ended before the capture began\nstderr: %s", name, stderr)
+					}
+				}
+				t.Logf("ended before the capture began, status %d; %d BPF programs held, all freed", r.status, len(held))
+				return
+			}
+			// The command started and had the signal passed on: its status is klockstat's.
+			if r.status != 128+int(sig) || !strings.Contains(stderr, "waiting for sh") {
+				t.Errorf("exit status %d, want %d of the command killed by the signal passed on\nstderr: %s", r.status, 128+int(sig), stderr)
+			}
+			c, page := readCaptureFile(t, filepath.Join(r.dir, "c.json")), readCaptureFile(t, filepath.Join(r.dir, "r.html"))
+			if page.Meta.DurationNS != c.Meta.DurationNS || !slices.Equal(c.Meta.Workload, []string{"sh", "-c", "touch started; exec sleep 30"}) {
+				t.Errorf("report of a %v capture, JSON of a %v one of %q", page.Meta.Duration(), c.Meta.Duration(), c.Meta.Workload)
+			}
+			// klockstat sees the signal a little after it is sent: it checks just before the start.
+			if c.Timeline != nil && c.Timeline.CommandStartNS != nil {
+				started := c.Meta.Start.Add(time.Duration(*c.Timeline.CommandStartNS))
+				if late := started.Sub(sent); late > 100*time.Millisecond {
+					t.Errorf("the command started %v after the signal", late)
+				}
+			}
+			t.Logf("the command started and got the signal; %d BPF programs held, all freed", len(held))
+			if len(held) == 0 {
+				t.Error("no BPF program seen in klockstat's descriptors while it ran: that none is left proves nothing")
+			}
+		},
+	}
+}
+
+// bpfWatch collects the BPF programs a process holds open, from its descriptors, until it exits.
+type bpfWatch struct {
+	done chan struct{}
+	ids  map[ebpf.ProgramID]bool
+}
+
+func watchBPF(pid int) *bpfWatch {
+	w := &bpfWatch{done: make(chan struct{}), ids: map[ebpf.ProgramID]bool{}}
+	go func() {
+		defer close(w.done)
+		for running(pid) {
+			infos, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
+			for _, info := range infos {
+				b, _ := os.ReadFile(info)
+				// A program's descriptor and a link's both name the program.
+				for line := range strings.Lines(string(b)) {
+					if v, ok := strings.CutPrefix(line, "prog_id:"); ok {
+						if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+							w.ids[ebpf.ProgramID(id)] = true
+						}
+					}
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// programs waits for the process to exit and returns the programs it was seen holding.
+func (w *bpfWatch) programs() []ebpf.ProgramID {
+	<-w.done
+	return slices.Collect(maps.Keys(w.ids))
+}
+
+// programLoaded reports whether the kernel still has the BPF program id: attached, or held open.
+func programLoaded(t *testing.T, id ebpf.ProgramID) bool {
+	p, err := ebpf.NewProgramFromID(id)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("looking up BPF program %d: %v", id, err)
+	}
+	p.Close()
+	return true
 }
 
 // childPID is the first child of pid, 0 for none. Each thread lists the children it forked.
