@@ -295,18 +295,31 @@ func healthLine(m capture.Meta) string {
 	return b.String()
 }
 
-// probeCost is what the probes cost per event and as a share of all CPU time, then what the
-// bookkeeping programs cost per run, e.g. "152 ns/event, 0.01% CPU; 310 thread exits at 402 ns",
-// or "not measured".
+// minCostEvents is the fewest contention events over which the summary gives the probes' cost per
+// event. The first runs of the programs find cold caches and walk each kernel stack path they have
+// not met yet (later waits on a known path skip the walk, the probes' largest cost), and the
+// bookkeeping runs at sched_switch and thread exits do not follow contention: over a few events
+// these make the quotient meaningless (an idle machine showed 8 events at 53673 ns each, where a
+// loaded one shows a few hundred). A thousand events outweigh those first runs; the total run time
+// and the share of CPU are given whatever the count.
+const minCostEvents = 1000
+
+// probeCost is what the probes cost per event (in all under minCostEvents) and as a share of all CPU
+// time, then what the bookkeeping programs cost per run, e.g. "152 ns/event, 0.01% CPU; 310 thread
+// exits at 402 ns", or "not measured".
 func probeCost(m capture.Meta) string {
 	if m.ProbeRunTimeNS() == 0 {
 		// The kernel only counts BPF run time while kernel.bpf_stats_enabled is 1.
 		return "not measured"
 	}
 	var b strings.Builder
-	if m.Events.Begin > 0 {
+	switch n := m.Events.Begin; {
+	case n >= minCostEvents:
 		fmt.Fprintf(&b, "%.0f ns/event", m.ProbeNSPerEvent())
-	} else {
+	case n > 0:
+		fmt.Fprintf(&b, "%s in all (%d %s, too few for a cost per event: %d at least)",
+			FormatDuration(float64(m.ProbeRunTimeNS())), n, plural(int(n), "event", "events"), minCostEvents)
+	default:
 		b.WriteString(FormatDuration(float64(m.ProbeRunTimeNS())))
 	}
 	if share := m.ProbeCPUShare() * 100; share >= 0.01 {

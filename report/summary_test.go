@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -126,15 +127,25 @@ func TestWriteSummaryHealth(t *testing.T) {
 		t.Errorf("want %q in:\n%s", want, out)
 	}
 
-	// An idle machine: one event, and threads exiting all the while.
-	idle := summaryCapture()
-	idle.Meta.Events.Begin = 1
-	idle.Meta.Programs = append(idle.Meta.Programs,
-		capture.ProgramStats{Name: "raw_thread_free", RunCount: 400, RunTimeNS: 160_000, Hook: "sched_process_free"},
-		capture.ProgramStats{Name: "raw_owner_switch", RunCount: 2000, RunTimeNS: 300_000, Hook: "sched_switch"})
-	out = summary(t, idle, 0)
-	if want := "probe cost 1000000 ns/event, 0.15% CPU; 400 thread exits at 400 ns; 2000 context switches at 150 ns\n"; !strings.Contains(out, want) {
-		t.Errorf("want %q in:\n%s", want, out)
+	// An idle machine: a few events, and threads exiting all the while. Under minCostEvents the
+	// first runs' cold caches and first stack walks would pass for a cost per event.
+	for _, events := range []uint64{1, minCostEvents - 1} {
+		idle := summaryCapture()
+		idle.Meta.Events.Begin = events
+		idle.Meta.Programs = []capture.ProgramStats{
+			{Name: "tp_contention_begin", RunCount: events, RunTimeNS: 1_000_000, Begins: true},
+			{Name: "raw_thread_free", RunCount: 400, RunTimeNS: 160_000, Hook: "sched_process_free"},
+			{Name: "raw_owner_switch", RunCount: 2000, RunTimeNS: 300_000, Hook: "sched_switch"},
+		}
+		out = summary(t, idle, 0)
+		want := fmt.Sprintf("probe cost 1.46 ms in all (%d %s, too few for a cost per event: %d at least), 0.15%% CPU; 400 thread exits at 400 ns; 2000 context switches at 150 ns\n",
+			events, plural(int(events), "event", "events"), minCostEvents)
+		if !strings.Contains(out, want) {
+			t.Errorf("%d events: want %q in:\n%s", events, want, out)
+		}
+		if strings.Contains(out, "ns/event") {
+			t.Errorf("%d events: a cost per event is given:\n%s", events, out)
+		}
 	}
 
 	c.Meta.Programs = nil
