@@ -459,6 +459,19 @@ func faults() []fault {
 			stderr: []string{"is INPUT: writing it would destroy the input"},
 		},
 		{
+			name: "a block device at -o is refused, not overwritten",
+			args: func(t *testing.T, dir string) []string {
+				return []string{"report", "x.json", "-o", blockDevice(t, filepath.Join(dir, "disk"))}
+			},
+			status: 1,
+			stderr: []string{"klockstat: --output /dev/", "is a block device: writing would overwrite its data (give a file name)"},
+			check: func(t *testing.T, r *faultRun) {
+				if b, err := os.ReadFile(filepath.Join(r.dir, "disk")); err != nil || !bytes.Equal(b, make([]byte, len(b))) {
+					t.Errorf("the loop device's file holds %.40q (%v), want only zeros", b, err)
+				}
+			},
+		},
+		{
 			name:   "two outputs to one file are refused",
 			args:   fixed("report", "x.json", "-o", "same", "--json", "./same"),
 			status: 2,
@@ -690,6 +703,27 @@ func programLoaded(t *testing.T, id ebpf.ProgramID) bool {
 	}
 	p.Close()
 	return true
+}
+
+// blockDevice attaches a loop device to a new file at backing, zeros, and returns the device's path.
+// Without root, or loop devices, it skips the test.
+func blockDevice(t *testing.T, backing string) string {
+	t.Helper()
+	testenv.RequireRoot(t)
+	if err := os.WriteFile(backing, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", backing).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device: losetup: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+		}
+	})
+	return dev
 }
 
 // childPID is the first child of pid, 0 for none. Each thread lists the children it forked.

@@ -33,7 +33,8 @@ type input struct {
 // destination is where an output goes, decided before the capture.
 type destination struct {
 	stdout bool
-	// inPlace: the path is a device or a FIFO (/dev/null, a terminal), written through as it is.
+	// inPlace: the path is a character device or a FIFO (/dev/null, a terminal, a pipe), written
+	// through as it is.
 	inPlace bool
 	// path is the file to write: for a regular file, its symlinks resolved, so that the temporary
 	// file goes beside the file the link points to and the rename replaces that file.
@@ -54,7 +55,13 @@ func resolveOutput(path string) (destination, error) {
 		return destination{stdout: true, key: "stdout"}, nil
 	case err == nil && st.IsDir():
 		return destination{}, errors.New("is a directory (give a file name)")
+	case err == nil && st.Mode().Type() == fs.ModeDevice: // a block device: /dev/sda for sda.html
+		return destination{}, errors.New("is a block device: writing would overwrite its data (give a file name)")
+	case err == nil && st.Mode().Type() == fs.ModeSocket:
+		return destination{}, errors.New("is a socket, not a file (give a file name, or - for stdout)")
 	case err == nil && !st.Mode().IsRegular():
+		// A character device is there to be written to (/dev/null, a terminal), and a FIFO, named or
+		// a pipe as /dev/fd/N, streams the output to the program that reads it.
 		return destination{inPlace: true, path: path}, nil
 	case err == nil:
 		resolved, err := filepath.EvalSymlinks(path)

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,10 +89,16 @@ func TestPlanOutputsNamesTheProblem(t *testing.T) {
 	if err := os.Symlink("nowhere/r.html", filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
 	}
+	socket, err := net.Listen("unix", filepath.Join(dir, "socket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer socket.Close()
 	for _, tc := range []struct{ path, want string }{
 		{filepath.Join(dir, "no", "r.html"), "--output " + filepath.Join(dir, "no", "r.html") + ": cannot create output file: no directory " + filepath.Join(dir, "no")},
 		{dir, "--output " + dir + ": is a directory"},
 		{filepath.Join(dir, "dangling"), ": a symlink to nowhere/r.html, which does not exist"},
+		{filepath.Join(dir, "socket"), "--output " + filepath.Join(dir, "socket") + ": is a socket, not a file (give a file name, or - for stdout)"},
 	} {
 		_, err := planOutputs([]output{{flag: "--output", path: tc.path}}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -119,5 +126,26 @@ func TestPlanOutputsDevNull(t *testing.T) {
 		if d.stdout || !d.inPlace {
 			t.Errorf("/dev/null planned as %+v, want written in place", d)
 		}
+	}
+}
+
+// TestPlanOutputsStreamsToAFIFO checks that a named pipe with a reader is written in place: it
+// streams the output to another program, as a pipe at /dev/fd/N does.
+func TestPlanOutputsStreamsToAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	dests, err := planOutputs([]output{{flag: "--json", path: fifo}}, nil)
+	if err != nil {
+		t.Fatalf("--json to a FIFO with a reader: %v", err)
+	}
+	if !dests[0].inPlace {
+		t.Errorf("FIFO planned as %+v, want written in place", dests[0])
 	}
 }
