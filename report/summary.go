@@ -24,6 +24,11 @@ type SummaryOptions struct {
 	Sort   capture.GroupStat   // the order, largest first; "" is wait_total
 	Fields []capture.GroupStat // the numbers shown, in this order; nil is perf's default
 	Filter capture.Filter      // the records that count; the health line still tells of the whole capture
+	// RawAddresses shows kernel addresses as they are. By default they are ids under AddressKey
+	// (capture.HashAddresses), as the HTML report and the exports of the same key show them: a
+	// summary is pasted into bug reports as often as a report is attached to one.
+	RawAddresses bool
+	AddressKey   []byte // nil draws a key for this summary alone
 }
 
 // DefaultFields are the numbers perf lock contention shows by default, with the part of the total
@@ -102,7 +107,8 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	if o.Fields == nil {
 		o.Fields = DefaultFields
 	}
-	shown := c.Select(o.Filter)
+	// Selected before hashing: the filter's addresses are the capture's.
+	shown := withAddressIDs(c.Select(o.Filter), o)
 	var b bytes.Buffer
 	groups := slices.DeleteFunc(capture.GroupBy(shown.Records, view.key), func(g capture.Group) bool { return g.Count == 0 })
 	capture.SortGroups(groups, o.Sort)
@@ -112,7 +118,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	}
 	switch {
 	case len(groups) > 0:
-		writeTable(&b, top, view, o.Fields, measureOf(c.Meta), c.Meta.AddressesHashed)
+		writeTable(&b, top, view, o.Fields, measureOf(c.Meta), shown.Meta.AddressesHashed)
 		if omitted := len(groups) - len(top); omitted > 0 {
 			fmt.Fprintf(&b, "... %d more %s not shown\n", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
 		}
@@ -135,9 +141,33 @@ func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error 
 		return fmt.Errorf("--by %s takes no lock or callstack filter (-l, -S): they select records, not owners; drop them", OwnerView)
 	}
 	var b bytes.Buffer
-	writeOwnerTable(&b, c, o.Top)
+	writeOwnerTable(&b, withAddressIDs(c, o), o.Top)
 	_, err := w.Write(withHealth(&b, c.Meta))
 	return err
+}
+
+// withAddressIDs is c as the summary shows it: unless o.RawAddresses, or c holds ids already, a copy
+// whose kernel addresses are ids under o.AddressKey. c itself is left as it is: the other outputs
+// are written from it.
+func withAddressIDs(c *capture.Capture, o SummaryOptions) *capture.Capture {
+	if o.RawAddresses || c.Meta.AddressesHashed {
+		return c
+	}
+	key := o.AddressKey
+	if key == nil {
+		key = newKey()
+	}
+	h := *c
+	h.Records = slices.Clone(c.Records)
+	for i := range h.Records {
+		h.Records[i].Stack = slices.Clone(h.Records[i].Stack)
+	}
+	h.Owners = slices.Clone(c.Owners)
+	for i := range h.Owners {
+		h.Owners[i].Stack = slices.Clone(h.Owners[i].Stack)
+	}
+	h.HashAddresses(key)
+	return &h
 }
 
 // withHealth ends a summary with the capture's health line and its warnings.

@@ -239,7 +239,7 @@ func TestWriteSummaryByOwner(t *testing.T) {
 		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Name: "runqueues+0x1c0", Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
 	}
 	var b bytes.Buffer
-	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 3}); err != nil {
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 3, RawAddresses: true}); err != nil {
 		t.Fatal(err)
 	}
 	rows := tableCells(b.String())
@@ -284,5 +284,55 @@ func TestWriteSummaryByOwner(t *testing.T) {
 	}
 	if !strings.HasPrefix(b.String(), "no lock owners in this capture: capture with --owners\n") {
 		t.Errorf("a capture without owners:\n%s", b.String())
+	}
+}
+
+// TestWriteSummaryHashesAddresses: by default the summary shows kernel addresses (callers and frames
+// kallsyms could not name, locks, owners' stacks) as the ids the HTML report and the exports of the
+// same key show, in every grouping that has them, and leaves the capture as it was; RawAddresses
+// shows the addresses.
+func TestWriteSummaryHashesAddresses(t *testing.T) {
+	c, _ := knownCapture(t)
+	ownerFrame := capture.Addr(0xffffffffc0a85678)
+	c.Owners = []capture.Owner{{Type: "rwsem:W", Lock: 0xffff8881237e5a10, Comm: "ct-inode-0", PID: 3150, TID: 3164, Count: 1, TotalNS: 10,
+		Stack: []string{"io_schedule+0x46", ownerFrame.String()}, States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 10}}}}
+	key := []byte("the key of one capture's outputs")
+	ids := capture.NewAddressHasher(key)
+	shown := map[string][]capture.Addr{ // the addresses each grouping shows
+		"caller":  {0xffffffffc0a81234},
+		OwnerView: {0xffff8881237e5a10, ownerFrame},
+	}
+	for _, r := range c.Records {
+		shown["lock"] = append(shown["lock"], r.Lock)
+	}
+	for by, addrs := range shown {
+		var raw, hashed bytes.Buffer
+		if err := WriteSummary(&raw, c, SummaryOptions{By: by, RawAddresses: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSummary(&hashed, c, SummaryOptions{By: by, AddressKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			if !strings.Contains(raw.String(), a.String()) {
+				t.Errorf("--by %s --raw-addresses: no %s in\n%s", by, a, raw.String())
+			}
+			if id := ids.ID(a).HashedString(); !strings.Contains(hashed.String(), id) {
+				t.Errorf("--by %s: no id %s of %s, as the report shows it, in\n%s", by, id, a, hashed.String())
+			}
+		}
+		if strings.Contains(hashed.String(), "0xffff") {
+			t.Errorf("--by %s: a kernel address in\n%s", by, hashed.String())
+		}
+		var drawn bytes.Buffer // a key of its own when none is given
+		if err := WriteSummary(&drawn, c, SummaryOptions{By: by}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(drawn.String(), "0xffff") {
+			t.Errorf("--by %s without a key: a kernel address in\n%s", by, drawn.String())
+		}
+	}
+	if c.Meta.AddressesHashed || c.Records[9].Caller != "0xffffffffc0a81234" || c.Owners[0].Stack[1] != ownerFrame.String() {
+		t.Error("writing the summary hashed the capture itself")
 	}
 }
