@@ -412,22 +412,49 @@ func faults() []fault {
 				return []string{"report", "-q", "big.json", "-o", "r.html"}
 			},
 			during: func(t *testing.T, r *faultRun) {
-				// Kill as soon as writing shows: a temporary file, or r.html changed in place.
+				// Kill as soon as writing shows: a new file in the directory, named or not, or r.html
+				// changed in place.
 				waitFor(t, "klockstat to start writing r.html", func() bool {
-					temps, _ := filepath.Glob(filepath.Join(r.dir, ".r.html.*"))
 					b, _ := os.ReadFile(filepath.Join(r.dir, "r.html"))
-					return len(temps) > 0 || string(b) != "the previous report"
+					return writingIn(r.proc.Pid, r.dir) || string(b) != "the previous report"
 				})
 				r.proc.Kill()
 			},
 			anyStatus: true, // killed, or done before the kill landed
 			check: func(t *testing.T, r *faultRun) {
+				// The new file has a name only from just before the rename: none may be left.
+				if temps, _ := filepath.Glob(filepath.Join(r.dir, ".r.html.*")); len(temps) > 0 {
+					t.Errorf("the kill left %q", temps)
+				}
 				b, err := os.ReadFile(filepath.Join(r.dir, "r.html"))
 				if err != nil || string(b) == "the previous report" {
 					return
 				}
 				if _, err := report.ReadInput(bytes.NewReader(b)); err != nil {
 					t.Errorf("r.html after the kill is neither the previous report nor a whole one (%d bytes): %v", len(b), err)
+				}
+			},
+		},
+		{
+			name: "the next run of an output removes the temporary files a killed run left",
+			args: func(t *testing.T, dir string) []string {
+				// As a SIGKILL during the write leaves them: the whole capture, readable by its owner.
+				writeTemp := func(pid int) {
+					name := filepath.Join(dir, fmt.Sprintf(".r.html.%d.0123456789ab.tmp", pid))
+					if err := os.WriteFile(name, []byte("<!DOCTYPE html> half a report"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				writeTemp(deadPID(t))
+				writeTemp(os.Getpid()) // a live writer's
+				return []string{"report", "-q", "x.json", "-o", "r.html"}
+			},
+			status: 0,
+			check: func(t *testing.T, r *faultRun) {
+				readCaptureFile(t, filepath.Join(r.dir, "r.html"))
+				temps, _ := filepath.Glob(filepath.Join(r.dir, ".r.html.*"))
+				if want := []string{filepath.Join(r.dir, fmt.Sprintf(".r.html.%d.0123456789ab.tmp", os.Getpid()))}; !slices.Equal(temps, want) {
+					t.Errorf("temporary files left: %q, want the live writer's only", temps)
 				}
 			},
 		},
@@ -724,6 +751,28 @@ func blockDevice(t *testing.T, backing string) string {
 		}
 	})
 	return dev
+}
+
+// writingIn reports whether process pid has a file of dir open but for a capture JSON: an output
+// it writes, or the unnamed file of one.
+func writingIn(pid int, dir string) bool {
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && filepath.Dir(target) == dir && !strings.HasSuffix(target, ".json") {
+			return true
+		}
+	}
+	return false
+}
+
+// deadPID is the id of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.Pid()
 }
 
 // childPID is the first child of pid, 0 for none. Each thread lists the children it forked.

@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // output is one file klockstat writes.
@@ -169,7 +172,7 @@ func checkWritable(d destination) error {
 		}
 		return f.Close()
 	}
-	f, err := createTemp(d.path, 0o600)
+	f, err := openTemp(d.path, 0o600)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -177,28 +180,119 @@ func checkWritable(d destination) error {
 		}
 		return fmt.Errorf("cannot create output file in %s: %w", filepath.Dir(d.path), err)
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	return f.discard()
 }
 
-// createTemp creates a new file beside path, under a random name. O_EXCL and O_NOFOLLOW: a file or
-// symlink someone planted at that name makes it fail rather than be written through.
+// A file is written beside the file it replaces, then renamed over it. It has no name while it is
+// written where the file system allows it (O_TMPFILE), so that a kill mid-write leaves nothing
+// behind; it gets one for the rename, and has one from the start elsewhere. That name,
+// .NAME.PID.RANDOM.tmp, tells the next run of the same output which files a killed run left.
+
+// tempFile is the new content of an output being written.
+type tempFile struct {
+	*os.File
+	name string // beside the output, "" while the file has none
+}
+
+// openTemp opens a new file for path's new content: unnamed where the file system allows it, else
+// named by createTemp.
+func openTemp(path string, perm os.FileMode) (*tempFile, error) {
+	if f, err := os.OpenFile(filepath.Dir(path), os.O_WRONLY|unix.O_TMPFILE, perm); err == nil {
+		return &tempFile{File: f}, nil
+	}
+	// Whatever O_TMPFILE's failure (unsupported, or what would fail a named file too), a named
+	// file says best what goes wrong.
+	f, err := createTemp(path, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &tempFile{File: f, name: f.Name()}, nil
+}
+
+// replace names the file if it has no name yet, closes it and renames it over path.
+func (f *tempFile) replace(path string) error {
+	var err error
+	if f.name == "" {
+		// The kernel links an unnamed file through its /proc descriptor without any capability.
+		procPath := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+		f.name, err = withTempName(path, func(name string) error {
+			return unix.Linkat(unix.AT_FDCWD, procPath, unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+		})
+		if err != nil {
+			return fmt.Errorf("naming the new file beside %s: %w", path, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.name, path)
+}
+
+// discard closes the file, if replace has not, and removes its name, if it has one.
+func (f *tempFile) discard() error {
+	f.Close() // nothing to lose
+	if f.name == "" {
+		return nil
+	}
+	return os.Remove(f.name)
+}
+
+// createTemp creates a new file beside path. O_EXCL and O_NOFOLLOW: a file or symlink someone
+// planted at that name makes it fail rather than be written through.
 func createTemp(path string, perm os.FileMode) (*os.File, error) {
+	var f *os.File
+	_, err := withTempName(path, func(name string) error {
+		var err error
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+		return err
+	})
+	return f, err
+}
+
+// withTempName calls create with a new temporary name beside path until one is free, and returns it.
+func withTempName(path string, create func(name string) error) (string, error) {
 	dir, base := filepath.Split(path)
 	for range 10 {
 		suffix := make([]byte, 6)
 		rand.Read(suffix) // never fails
-		name := filepath.Join(dir, "."+base+"."+hex.EncodeToString(suffix)+".tmp")
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
+		name := filepath.Join(dir, fmt.Sprintf(".%s.%d.%s.tmp", base, os.Getpid(), hex.EncodeToString(suffix)))
+		switch err := create(name); {
+		case err == nil:
+			return name, nil
+		case !errors.Is(err, fs.ErrExist):
+			return "", err
 		}
 	}
-	return nil, fmt.Errorf("no free temporary name beside %s", path)
+	return "", fmt.Errorf("no free temporary name beside %s", path)
 }
 
-// writeOutput writes o to d: stdout; a device in place; a regular file through a temporary file in
-// its directory, synced and renamed over it, so that a full disk or a kill mid-write leaves the
+// removeStaleTemps removes the temporary files of path whose writer is dead: those of a killed run.
+// It is best effort: a file left is only clutter. A writer in another PID namespace, or on another
+// host sharing the directory, looks dead; it writes the same output at the same time, and one of
+// the two would be lost anyway.
+func removeStaleTemps(path string) {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "."+base+".")
+		fields := strings.Split(rest, ".") // PID, RANDOM, "tmp"
+		if !ok || len(fields) != 3 || fields[2] != "tmp" || len(fields[1]) != 12 {
+			continue
+		}
+		if _, err := hex.DecodeString(fields[1]); err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[0]); err == nil && pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// writeOutput writes o to d: stdout; a device in place; a regular file through a new file in its
+// directory, synced and renamed over it, so that a full disk or a kill mid-write leaves the
 // previous file whole. Files are created with mode 0666 (0600 if secret), less the umask.
 func writeOutput(o output, d destination, stdout io.Writer) error {
 	switch {
@@ -215,11 +309,12 @@ func writeOutput(o output, d destination, stdout io.Writer) error {
 		}
 		return f.Close()
 	}
+	removeStaleTemps(d.path)
 	perm := os.FileMode(0o666)
 	if o.secret {
 		perm = 0o600
 	}
-	f, err := createTemp(d.path, perm)
+	f, err := openTemp(d.path, perm)
 	if err != nil {
 		return err
 	}
@@ -227,14 +322,11 @@ func writeOutput(o output, d destination, stdout io.Writer) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = os.Rename(f.Name(), d.path)
+		err = f.replace(d.path)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		f.discard()
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -147,5 +148,32 @@ func TestPlanOutputsStreamsToAFIFO(t *testing.T) {
 	}
 	if !dests[0].inPlace {
 		t.Errorf("FIFO planned as %+v, want written in place", dests[0])
+	}
+}
+
+// TestNamedTempFileReplaces checks the file system without O_TMPFILE's way to replace a file: a
+// named new file, whose name says which process writes it, renamed over the output.
+func TestNamedTempFileReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.html")
+	writeText(t, path, "the previous report")
+	f, err := createTemp(path, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix := fmt.Sprintf(".r.html.%d.", os.Getpid()); !strings.HasPrefix(filepath.Base(f.Name()), prefix) {
+		t.Errorf("new file named %s, want %s followed by a random part: no later run could tell whose it is", f.Name(), prefix)
+	}
+	if _, err := io.WriteString(f, "the new report"); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&tempFile{File: f, name: f.Name()}).replace(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "the new report" {
+		t.Errorf("r.html holds %q after the replace", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the directory after the replace, want r.html only", len(entries))
 	}
 }
