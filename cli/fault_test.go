@@ -405,6 +405,31 @@ func faults() []fault {
 			},
 		},
 		{
+			name: "a report a full disk kept from being written is not named in the summary",
+			args: func(t *testing.T, dir string) []string {
+				return []string{"report", "x.json", "-o", filepath.Join(smallDisk(t, filepath.Join(dir, "disk")), "r.html")}
+			},
+			status: 1,
+			stderr: []string{"klockstat: writing --output ", "/disk/r.html: ", "no space left on device"},
+			check: func(t *testing.T, r *faultRun) {
+				if !strings.Contains(r.stdout, "anon_pipe_write") || strings.Contains(r.stdout, "report: ") {
+					t.Errorf("want the summary without a line for the report that was not written:\n%s", r.stdout)
+				}
+			},
+		},
+		{
+			name:   "a comparison that could not be written is not named in the summary",
+			args:   fixed("diff", "x.json", "x2.json", "-o", "d.html"),
+			prefix: []string{"prlimit", "--fsize=100000"}, // the page is a megabyte
+			status: 1,
+			stderr: []string{"klockstat: writing --output d.html: ", "file too large"},
+			check: func(t *testing.T, r *faultRun) {
+				if !strings.Contains(r.stdout, "anon_pipe_write") || strings.Contains(r.stdout, "diff: ") {
+					t.Errorf("want the summary without a line for the page that was not written:\n%s", r.stdout)
+				}
+			},
+		},
+		{
 			name: "a kill while writing leaves the previous file or the new one, never part of one",
 			args: func(t *testing.T, dir string) []string {
 				writeText(t, filepath.Join(dir, "r.html"), "the previous report")
@@ -751,6 +776,25 @@ func blockDevice(t *testing.T, backing string) string {
 		}
 	})
 	return dev
+}
+
+// smallDisk mounts a 64 KiB tmpfs at dir, which a report fills, until the test ends. Without root it
+// skips the test.
+func smallDisk(t *testing.T, dir string) string {
+	t.Helper()
+	testenv.RequireRoot(t)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting %s: %v", dir, err)
+		}
+	})
+	return dir
 }
 
 // writingIn reports whether process pid has a file of dir open but for a capture JSON: an output

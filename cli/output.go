@@ -43,6 +43,8 @@ type destination struct {
 	// file goes beside the file the link points to and the rename replaces that file.
 	path string
 	key  string // what two destinations share when they are the same file
+	// written: writeAll wrote the output whole, which a summary may then name.
+	written bool
 }
 
 // resolveOutput decides where path goes, without changing anything.
@@ -197,8 +199,9 @@ type tempFile struct {
 // openTemp opens a new file for path's new content: unnamed where the file system allows it, else
 // named by createTemp.
 func openTemp(path string, perm os.FileMode) (*tempFile, error) {
-	if f, err := os.OpenFile(filepath.Dir(path), os.O_WRONLY|unix.O_TMPFILE, perm); err == nil {
-		return &tempFile{File: f}, nil
+	if fd, err := unix.Open(filepath.Dir(path), unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, uint32(perm)); err == nil {
+		// Named after path, the file it will be, in errors.
+		return &tempFile{File: os.NewFile(uintptr(fd), path)}, nil
 	}
 	// Whatever O_TMPFILE's failure (unsupported, or what would fail a named file too), a named
 	// file says best what goes wrong.
@@ -331,7 +334,8 @@ func writeOutput(o output, d destination, stdout io.Writer) error {
 	return err
 }
 
-// writeAll writes every output it can, in order, and returns the failures joined, one line each.
+// writeAll writes every output it can, in order, marks those written in dests, and returns the
+// failures joined, one line each.
 func writeAll(outs []output, dests []destination, stdout io.Writer) error {
 	var errs []error
 	for i, o := range outs {
@@ -340,7 +344,9 @@ func writeAll(outs []output, dests []destination, stdout io.Writer) error {
 		}
 		if err := writeOutput(o, dests[i], stdout); err != nil {
 			errs = append(errs, fmt.Errorf("writing %s %s: %w", o.flag, o.path, err))
+			continue
 		}
+		dests[i].written = true
 	}
 	return errors.Join(errs...)
 }

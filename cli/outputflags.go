@@ -45,7 +45,8 @@ func (p pageFlags) validate() error {
 }
 
 // writeSummary writes the terminal summary with write, unless quiet, and then, as "label: path",
-// the HTML page if it went to a file. The summary makes way on stdout for a file written there.
+// the HTML page if writeAll wrote it to a file. The summary makes way on stdout for a file written
+// there.
 func (p pageFlags) writeSummary(inv invocation, dests []destination, page destination, label string, write func(io.Writer) error) error {
 	if p.quiet {
 		return nil
@@ -57,7 +58,7 @@ func (p pageFlags) writeSummary(inv invocation, dests []destination, page destin
 	if err := write(summary); err != nil {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
-	if p.htmlPath != "" && !page.stdout {
+	if p.htmlPath != "" && !page.stdout && page.written {
 		fmt.Fprintf(summary, "%s: %s\n", label, p.htmlPath)
 	}
 	return nil
