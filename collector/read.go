@@ -33,6 +33,8 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		symbols:  c.symbols,
 		locks:    c.obj.kernel,
 		cgroups:  c.cgroups,
+		// Turned on by Start, or not at all.
+		runTimeOff: c.stats == nil,
 	})
 }
 
@@ -111,12 +113,7 @@ func (c *Collector) read(snap *snapshot) error {
 	if snap.stacks, err = readStacks(maps.Stacks, snap, open); err != nil {
 		return err
 	}
-	snap.mapSizes = map[string]uint32{
-		"aggregate":    maps.Aggregate.MaxEntries(),
-		"stacks":       maps.Stacks.MaxEntries(),
-		"thread_waits": maps.ThreadWaits.MaxEntries(),
-		"owners":       maps.Owners.MaxEntries(),
-	}
+	snap.mapSizes = c.mapSizes()
 	snap.cgroups = c.cgroups.atEnd()
 	return nil
 }

@@ -1,0 +1,236 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// Rounds cuts one attached collector's capture into rounds, one per run of a
+// sweep (`klockstat scale`): the probes are loaded and attached once, and
+// between rounds the maps are read and cleared instead of detached.
+//
+// The aggregation maps (waits, holds, owners) are drained entry by entry
+// with lookup-and-delete, so an update racing the drain lands in this round
+// or the next, never in both. The per-CPU arrays (counters, histograms)
+// and the programs' run statistics cannot be cleared without losing
+// concurrent increments: a round is their difference from the values at
+// its start. A round has no timeline (the collector's timeline spans the
+// whole sweep and stops growing when Rounds starts), and a wait still open
+// when a round ends is counted in the round where it ends.
+type Rounds struct {
+	c     *Collector
+	start time.Time // of the current round
+	base  roundBase
+}
+
+// roundBase is what the cumulative sources held when a round began.
+type roundBase struct {
+	counters      [lockstatCounterCNT_MAX]uint64
+	histogram     [][]uint64
+	holdHistogram [][]uint64
+	programs      []capture.ProgramStats
+}
+
+// Rounds stops the collector's timeline and returns its capture cut into
+// rounds; Stop must not be called on c afterwards, Close must.
+func (c *Collector) Rounds() (*Rounds, error) {
+	if err := c.timeline.stopGrowing(); err != nil {
+		return nil, err
+	}
+	return &Rounds{c: c}, nil
+}
+
+// Begin starts a round: what the probes aggregated since the previous
+// round (klockstat's own work between runs, other processes) is dropped.
+func (r *Rounds) Begin() error {
+	maps := &r.c.obj.maps
+	drop := []*ebpf.Map{maps.Aggregate}
+	if r.c.att.acquire != nil {
+		drop = append(drop, maps.HoldAggregate)
+	}
+	for _, m := range drop {
+		if _, err := drain[lockstatWaitKey, lockstatWaitStats](m); err != nil {
+			return err
+		}
+	}
+	if r.c.cfg.Owners {
+		if _, err := drainOwners(maps.Owners); err != nil {
+			return err
+		}
+	}
+	base, err := r.read()
+	if err != nil {
+		return err
+	}
+	r.base = base
+	r.start = time.Now()
+	return nil
+}
+
+// End ends the round begun by Begin and returns its capture, as Stop would
+// have returned it for a collector started at Begin: host, command-line and
+// tool fields of the metadata are left to the caller.
+func (r *Rounds) End() (*capture.Capture, error) {
+	c := r.c
+	stopNS, err := monotonicNow()
+	if err != nil {
+		return nil, err
+	}
+	snap := snapshot{stopNS: stopNS, duration: time.Since(r.start)}
+	maps := &c.obj.maps
+	if snap.waits, err = drain[lockstatWaitKey, lockstatWaitStats](maps.Aggregate); err != nil {
+		return nil, err
+	}
+	if c.att.acquire != nil {
+		if snap.holds, err = drain[lockstatWaitKey, lockstatWaitStats](maps.HoldAggregate); err != nil {
+			return nil, err
+		}
+	}
+	if c.cfg.Owners {
+		if snap.owners, err = drainOwners(maps.Owners); err != nil {
+			return nil, err
+		}
+	}
+	now, err := r.read()
+	if err != nil {
+		return nil, err
+	}
+	for i := range now.counters {
+		snap.counters[i] = now.counters[i] - r.base.counters[i]
+	}
+	snap.histogram = subtractBuckets(now.histogram, r.base.histogram)
+	snap.holdHistogram = subtractBuckets(now.holdHistogram, r.base.holdHistogram)
+	snap.programs = subtractPrograms(now.programs, r.base.programs)
+	snap.spinWaits = []lockstatCpuWaits{}
+	if snap.stacks, err = readStacks(maps.Stacks, &snap, nil); err != nil {
+		return nil, err
+	}
+	snap.mapSizes = c.mapSizes()
+	snap.cgroups = c.cgroups.atEnd()
+	return assemble(snap, assembly{
+		cfg:      c.cfg,
+		probe:    c.backend.Name(),
+		start:    r.start,
+		acquire:  c.att.acquire,
+		warnings: c.warnings,
+		symbols:  c.symbols,
+		locks:    c.obj.kernel,
+		cgroups:  c.cgroups,
+	})
+}
+
+// read reads the cumulative sources.
+func (r *Rounds) read() (roundBase, error) {
+	c := r.c
+	var b roundBase
+	var err error
+	if b.programs, err = c.programStats(); err != nil {
+		return b, err
+	}
+	if b.counters, err = c.readCounters(); err != nil {
+		return b, err
+	}
+	types := len(c.cfg.Spec.Types)
+	if b.histogram, err = readHistogram(c.obj.maps.Histogram, types); err != nil {
+		return b, err
+	}
+	if c.att.acquire != nil {
+		if b.holdHistogram, err = readHistogram(c.obj.maps.HoldHistogram, types); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// drain reads and deletes every entry of a hash map. The keys are listed
+// first: deleting while iterating would restart the iteration.
+func drain[K comparable, V any](m *ebpf.Map) ([]entry[K, V], error) {
+	listed, err := readEntries[K, V](m)
+	if err != nil {
+		return nil, err
+	}
+	out := listed[:0]
+	for _, e := range listed {
+		err := m.LookupAndDelete(e.key, &e.value)
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			// Linux before 5.14 has no lookup-and-delete for hash maps: the listed value, and
+			// what was added to it since, lost.
+			err = m.Delete(e.key)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			continue // gone since it was listed: a thread's entry freed as it exited
+		}
+		if err != nil {
+			return nil, fmt.Errorf("clearing the map %s: %w", m, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// drainOwners reads and deletes the owners' entries that have waits: an
+// entry without is an owner whose wait began and has not ended, which its
+// end looks up.
+func drainOwners(m *ebpf.Map) ([]ownerEntry, error) {
+	listed, err := readEntries[lockstatOwnerKey, lockstatOwnerStats](m)
+	if err != nil {
+		return nil, err
+	}
+	var out []ownerEntry
+	for _, e := range listed {
+		if e.value.Count == 0 {
+			continue
+		}
+		if err := m.Delete(e.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil, fmt.Errorf("clearing the map %s: %w", m, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// subtractBuckets is now - base, bucket by bucket; nil when now is.
+func subtractBuckets(now, base [][]uint64) [][]uint64 {
+	if now == nil {
+		return nil
+	}
+	out := make([][]uint64, len(now))
+	for i := range now {
+		out[i] = make([]uint64, len(now[i]))
+		for j := range now[i] {
+			out[i][j] = now[i][j] - base[i][j]
+		}
+	}
+	return out
+}
+
+// subtractPrograms is the programs' run statistics since base, which lists
+// the same programs in the same order.
+func subtractPrograms(now, base []capture.ProgramStats) []capture.ProgramStats {
+	out := make([]capture.ProgramStats, len(now))
+	for i, p := range now {
+		b := base[i]
+		p.RunCount -= b.RunCount
+		p.RunTimeNS -= b.RunTimeNS
+		p.RecursionMisses -= b.RecursionMisses
+		out[i] = p
+	}
+	return out
+}
+
+// mapSizes are the entries of the maps a capture lists, under the names it
+// lists them by.
+func (c *Collector) mapSizes() map[string]uint32 {
+	maps := &c.obj.maps
+	return map[string]uint32{
+		"aggregate":    maps.Aggregate.MaxEntries(),
+		"stacks":       maps.Stacks.MaxEntries(),
+		"thread_waits": maps.ThreadWaits.MaxEntries(),
+		"owners":       maps.Owners.MaxEntries(),
+	}
+}
