@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/klockstat/klockstat/capture"
@@ -44,7 +47,11 @@ Flags:
 %s`
 
 func (inv invocation) parseCaptureFlags(args []string) (*captureOptions, error) {
-	fs := newFlagSet("klockstat", captureUsage, inv.stderr)
+	return inv.parseCaptureFlagsIn(newFlagSet("klockstat", captureUsage, inv.stderr), args)
+}
+
+// parseCaptureFlagsIn parses the capture flags in fs, which may hold a subcommand's own flags.
+func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*captureOptions, error) {
 	o := &captureOptions{commandLine: append([]string{"klockstat"}, args...)}
 	var (
 		locksPath string
@@ -59,7 +66,7 @@ func (inv invocation) parseCaptureFlags(args []string) (*captureOptions, error) 
 	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
 	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
 	fs.StringVar(&o.cfg.Comm, "comm", "", "capture only processes whose main thread is named `NAME`")
-	fs.StringSliceVarP(&cgroupArg, "cgroup", "G", nil, "capture only tasks in these cgroups or their descendants (`PATH` as /proc/PID/cgroup shows it after 0::, or its directory; repeatable or comma list)")
+	fs.StringArrayVarP(&cgroupArg, "cgroup", "G", nil, "capture only tasks in these cgroups or their descendants (`PATH` as /proc/PID/cgroup shows it after 0::, or its directory; repeatable or comma list)")
 	fs.IntVar(&o.cfg.StackDepth, "stack-depth", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
 	fs.Uint32Var(&mapSize, "map-size", 65536, "entries of the BPF aggregation, stack and per-thread maps")
 	fs.BoolVar(&o.cfg.Owners, "owners", false, "charge each wait to the lock's owner when it began, with the owner's state and stack (see README)")
@@ -134,9 +141,11 @@ func (inv invocation) parseCaptureFlags(args []string) (*captureOptions, error) 
 	return o, nil
 }
 
-// cgroupDirs resolves the --cgroup values to the directories of their cgroups.
-func cgroupDirs(names []string) ([]string, error) {
-	if len(names) == 0 {
+// cgroupDirs resolves the --cgroup values to the directories of their cgroups. A value is one
+// cgroup's path, commas and all, if there is such a cgroup (a cgroup's name may hold a comma), and
+// else a comma list, split as pflag splits its lists (CSV: a quoted part keeps its commas).
+func cgroupDirs(values []string) ([]string, error) {
+	if !slices.ContainsFunc(values, func(v string) bool { return v != "" }) {
 		return nil, usagef("empty --cgroup list (give cgroup paths, e.g. -G /system.slice/cron.service, or leave out -G for all)")
 	}
 	h, err := cgroups.Find()
@@ -144,12 +153,29 @@ func cgroupDirs(names []string) ([]string, error) {
 		return nil, usagef("--cgroup: %v", err)
 	}
 	var dirs []string
-	for _, name := range names {
-		dir, err := h.Dir(name)
-		if err != nil {
-			return nil, usagef("--cgroup: %v", err)
+	for _, value := range values {
+		if value == "" {
+			continue
 		}
-		dirs = append(dirs, dir)
+		dir, wholeErr := h.Dir(value)
+		if wholeErr == nil {
+			dirs = append(dirs, dir)
+			continue
+		}
+		if !strings.Contains(value, ",") {
+			return nil, usagef("--cgroup: %v", wholeErr)
+		}
+		names, err := csv.NewReader(strings.NewReader(value)).Read()
+		if err != nil {
+			return nil, usagef("--cgroup %s: neither a cgroup nor a comma list: %v", value, err)
+		}
+		for _, name := range names {
+			dir, err := h.Dir(name)
+			if err != nil {
+				return nil, usagef("--cgroup %s: neither a cgroup nor a list of cgroups: %v", value, err)
+			}
+			dirs = append(dirs, dir)
+		}
 	}
 	return dirs, nil
 }

@@ -59,6 +59,8 @@ func (inv invocation) run(args []string) (int, error) {
 			command, args = inv.runReport, args[1:]
 		case "diff":
 			command, args = inv.runDiff, args[1:]
+		case "scale":
+			command, args = inv.runScale, args[1:]
 		}
 	}
 	status, err := command(args)

@@ -9,7 +9,8 @@ import (
 const reportUsage = `Usage: klockstat report INPUT [flags]
 
 Re-renders the HTML report and the summary from a capture JSON (--json) or
-from an earlier klockstat HTML report, which carries its capture.
+from an earlier klockstat HTML report, which carries its capture; the
+scaling report from a sweep JSON or scaling report of klockstat scale.
 
 Flags:
 %s`
@@ -19,6 +20,7 @@ func (inv invocation) runReport(args []string) (int, error) {
 	fs := newFlagSet("klockstat report", reportUsage, inv.stderr)
 	var o captureOutputs
 	o.addFlags(fs, "no terminal summary")
+	level := fs.Int("level", 0, "of a sweep (klockstat scale), write level `N`'s report instead of the scaling report")
 	if err := parseFlags(fs, args); err != nil {
 		return 0, err
 	}
@@ -29,6 +31,9 @@ func (inv invocation) runReport(args []string) (int, error) {
 		return 0, err
 	}
 	inputPath := fs.Arg(0)
+	if handled, err := inv.reportSweep(&o, inputPath, *level, fs.Changed("level"), fs.Changed("output")); handled {
+		return 0, err
+	}
 	if err := o.plan([]input{{"INPUT", inputPath}}); err != nil {
 		return 0, err
 	}

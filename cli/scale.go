@@ -1,0 +1,512 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/collector"
+	"github.com/klockstat/klockstat/export"
+	"github.com/klockstat/klockstat/internal/host"
+	"github.com/klockstat/klockstat/report"
+)
+
+const scaleUsage = `Usage: klockstat scale [--levels 1,2,4,8] [--repeat R] [--metric REGEX] [flags] -- COMMAND [ARGS...]
+
+Runs COMMAND once per level of parallelism (R times with --repeat), with every
+{N} in its arguments replaced by the level and KLOCKSTAT_LEVEL=N in its
+environment, and captures each run as 'klockstat -- COMMAND' would, the probes
+attached once for the whole sweep. Writes a scaling report that ranks the
+locks and callers whose wait per unit of work grows fastest with the level.
+The work of a run is --metric's match in the command's output (a throughput,
+e.g. stress-ng's bogo ops/s), or without --metric the same for every run, so
+that throughput is 1 / run time. Needs root.
+
+Flags:
+%s`
+
+// scaleOptions is everything the scale command line says.
+type scaleOptions struct {
+	*captureOptions
+	sweepOutputs
+	repeat int
+	metric *regexp.Regexp
+	// commandOut receives the command's stdout: klockstat's, or its stderr when an output goes to
+	// stdout.
+	commandOut io.Writer
+}
+
+// sweepOutputs are the files a sweep's outputs write, of the capture's output flags: the scaling
+// report, the sweep JSON, the exports of every level.
+type sweepOutputs struct {
+	flags  *captureOutputs
+	levels []int
+	sweep  *capture.Sweep // when the outputs are written
+	outs   []output       // by plan
+}
+
+// defaultLevels are the powers of two up to twice the CPUs.
+func defaultLevels(cpus int) []int {
+	var levels []int
+	for n := 1; n <= 2*max(cpus, 1); n *= 2 {
+		levels = append(levels, n)
+	}
+	return levels
+}
+
+// parseLevels reads --levels: positive integers, each once; returned in increasing order.
+func parseLevels(s string) ([]int, error) {
+	var levels []int
+	for field := range strings.SplitSeq(s, ",") {
+		field = strings.TrimSpace(field)
+		n, err := strconv.Atoi(field)
+		if err != nil || n < 1 || n > capture.MaxSweepLevel {
+			return nil, usagef("--levels %q: %q is not a level (want positive integers up to %d, e.g. --levels 1,2,4,8)", s, field, capture.MaxSweepLevel)
+		}
+		if slices.Contains(levels, n) {
+			return nil, usagef("--levels %q: %d given twice (name each level once, e.g. --levels 1,2,4,8)", s, n)
+		}
+		levels = append(levels, n)
+	}
+	if len(levels) > capture.MaxSweepLevels {
+		return nil, usagef("--levels %q: %d levels, at most %d", s, len(levels), capture.MaxSweepLevels)
+	}
+	slices.Sort(levels)
+	return levels, nil
+}
+
+// parseMetric compiles --metric, which must capture the number in a group.
+func parseMetric(s string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return nil, usagef("--metric %q: not a regular expression: %v (Go syntax, e.g. --metric 'ops_per_sec=([0-9.]+)')", s, err)
+	}
+	if re.NumSubexp() < 1 {
+		return nil, usagef("--metric %q: no capture group: put the number in parentheses, e.g. --metric 'bogo-ops-per-second-real-time ([0-9.]+)'", s)
+	}
+	return re, nil
+}
+
+func (inv invocation) parseScaleFlags(args []string) (*scaleOptions, error) {
+	fs := newFlagSet("klockstat scale", scaleUsage, inv.stderr)
+	var levelList, metric string
+	o := &scaleOptions{}
+	fs.StringVar(&levelList, "levels", "", "levels of parallelism, comma list (default: powers of two up to twice the CPU count)")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs per level")
+	fs.StringVar(&metric, "metric", "", "regular expression whose first group, in the last match in the command's output, is the run's throughput")
+	co, err := inv.parseCaptureFlagsIn(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	o.captureOptions = co
+	o.flags = &co.captureOutputs
+	o.commandLine = append([]string{"klockstat", "scale"}, args...)
+	if fs.Changed("levels") {
+		if o.sweepOutputs.levels, err = parseLevels(levelList); err != nil {
+			return nil, err
+		}
+	} else {
+		o.sweepOutputs.levels = defaultLevels(runtime.NumCPU())
+	}
+	if fs.Changed("metric") {
+		if o.metric, err = parseMetric(metric); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case o.repeat < 1:
+		return nil, usagef("--repeat %d: must be at least 1", o.repeat)
+	case len(o.sweepOutputs.levels)*o.repeat > capture.MaxSweepRuns:
+		return nil, usagef("%d levels × --repeat %d: more than %d runs", len(o.levels), o.repeat, capture.MaxSweepRuns)
+	case len(o.command) == 0:
+		return nil, usagef("scale needs a command after --, e.g. klockstat scale -- stress-ng --fcntl {N} -t 5s --metrics-brief")
+	}
+	if !slices.ContainsFunc(o.command, func(a string) bool { return strings.Contains(a, "{N}") }) {
+		fmt.Fprintf(inv.stderr, "klockstat: warning: no {N} in the command: every level runs the same command, unless it reads KLOCKSTAT_LEVEL from its environment (then all is well)\n")
+	}
+	if err := o.plan(o.inputs, fs.Changed("output")); err != nil {
+		return nil, err
+	}
+	o.commandOut = inv.stdout
+	if slices.ContainsFunc(o.dests, func(d destination) bool { return d.stdout }) {
+		o.commandOut = inv.stderr
+	}
+	return o, nil
+}
+
+// plan decides where every output goes (see planOutputs): the scaling report goes to
+// klockstat-scale.html unless --output was given.
+func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
+	f := o.flags
+	for _, e := range []struct{ flag, path string }{{"--folded", f.exports.folded}, {"--csv", f.exports.csv}} {
+		if e.path == "-" {
+			return usagef("%s -: a sweep writes one file per level (FILE-levelN), give a file name", e.flag)
+		}
+	}
+	if !outputGiven {
+		f.htmlPath = "klockstat-scale.html"
+	}
+	key := make([]byte, 32)
+	rand.Read(key) // never fails
+	var hasher *capture.AddressHasher
+	if !f.rawAddrs {
+		hasher = capture.NewAddressHasher(key)
+	}
+	o.outs = []output{
+		{flag: "--json", path: f.jsonPath, secret: true, write: func(w io.Writer) error { return o.sweep.Write(w) }},
+		{flag: "--pprof", path: f.exports.pprof, secret: f.rawAddrs, write: func(w io.Writer) error { return writeLevelPprof(w, o.sweep, hasher) }},
+	}
+	for _, e := range []struct {
+		flag, path string
+		write      func(io.Writer, *capture.Capture, *capture.AddressHasher) error
+	}{{"--folded", f.exports.folded, export.WriteFolded}, {"--csv", f.exports.csv, export.WriteCSV}} {
+		if e.path == "" {
+			continue
+		}
+		for _, n := range o.levels {
+			o.outs = append(o.outs, output{flag: e.flag, path: levelPath(e.path, n), secret: f.rawAddrs, write: func(w io.Writer) error {
+				return e.write(w, levelCapture(o.sweep, n), hasher)
+			}})
+		}
+	}
+	o.outs = append(o.outs, output{flag: "--output", path: f.htmlPath, secret: f.rawAddrs, write: func(w io.Writer) error {
+		return report.WriteScaleHTML(w, o.sweep, report.HTMLOptions{Top: f.top, RawAddresses: f.rawAddrs, AddressKey: key})
+	}})
+	var err error
+	f.dests, err = planOutputs(o.outs, ins)
+	return err
+}
+
+// write writes every output of o.sweep and the summary, and reports every failure.
+func (o *sweepOutputs) write(inv invocation) error {
+	f := o.flags
+	err := writeAll(o.outs, f.dests, inv.stdout)
+	html := f.dests[len(o.outs)-1] // plan puts --output last
+	return errors.Join(err, f.writeSummary(inv, f.dests, html, "scaling report", func(w io.Writer) error {
+		return report.WriteScaleSummary(w, o.sweep, f.top)
+	}))
+}
+
+// levelPath is the file of level n's export: "-levelN" before the extension(s) of path.
+func levelPath(path string, n int) string {
+	dir, base := filepath.Split(path)
+	stem, ext, _ := strings.Cut(base, ".")
+	if ext != "" {
+		ext = "." + ext
+	}
+	return dir + stem + "-level" + strconv.Itoa(n) + ext
+}
+
+// levelCapture is the capture level n is shown by, or an empty one when no run of it counts.
+func levelCapture(s *capture.Sweep, n int) *capture.Capture {
+	for _, l := range s.Levels {
+		if r := l.Representative(); l.N == n && r != nil {
+			return r.Capture
+		}
+	}
+	return &capture.Capture{Version: capture.FormatVersion}
+}
+
+// writeLevelPprof writes one profile of every level's capture, each sample labelled with its level.
+func writeLevelPprof(w io.Writer, s *capture.Sweep, hasher *capture.AddressHasher) error {
+	var profiles []*profile.Profile
+	for _, l := range s.Levels {
+		r := l.Representative()
+		if r == nil {
+			continue
+		}
+		var b bytes.Buffer
+		if err := export.WritePprof(&b, r.Capture, hasher); err != nil {
+			return err
+		}
+		p, err := profile.Parse(&b)
+		if err != nil {
+			return fmt.Errorf("reading back the profile of level %d: %w", l.N, err)
+		}
+		for _, sample := range p.Sample {
+			if sample.Label == nil {
+				sample.Label = map[string][]string{}
+			}
+			sample.Label["level"] = []string{strconv.Itoa(l.N)}
+		}
+		profiles = append(profiles, p)
+	}
+	if len(profiles) == 0 {
+		return errors.New("no level has a run that counts")
+	}
+	merged, err := profile.Merge(profiles)
+	if err != nil {
+		return fmt.Errorf("merging the levels' profiles: %w", err)
+	}
+	return merged.Write(w)
+}
+
+// runScale runs the sweep and writes its outputs. Its status is 1 when a run failed, 128+signal when
+// a signal cut the sweep short.
+func (inv invocation) runScale(args []string) (int, error) {
+	o, err := inv.parseScaleFlags(args)
+	if err != nil {
+		return 0, err
+	}
+	signals, stopSignals := notifyStopSignals()
+	defer stopSignals()
+	started := time.Now()
+	coll, err := collector.Start(o.cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer coll.Close()
+	rounds, err := coll.Rounds()
+	if err != nil {
+		return 0, err
+	}
+	o.sweep = &capture.Sweep{
+		Version: capture.SweepFormatVersion, Tool: "klockstat", ToolVersion: inv.version,
+		CommandLine: o.commandLine, Command: o.command, CPUs: host.Read().CPUs, Start: started,
+	}
+	if o.metric != nil {
+		o.sweep.Metric = o.metric.String()
+	}
+	o.sweep.Cost.StartNS = time.Since(started).Nanoseconds()
+
+	var interrupted os.Signal
+	failed, total := 0, 0
+sweep:
+	for _, n := range o.sweepOutputs.levels {
+		level := capture.SweepLevel{N: n}
+		for i := range o.repeat {
+			if !o.quiet {
+				fmt.Fprintf(inv.stderr, "klockstat: level %d, run %d of %d: %s\n", n, i+1, o.repeat, strings.Join(substitute(o.command, n), " "))
+			}
+			run, sig, err := inv.sweepRun(o, rounds, n, signals)
+			if err != nil {
+				coll.Close()
+				return 0, err
+			}
+			total++
+			o.sweep.Cost.BetweenNS += run.OverheadNS
+			if run.Failed != "" {
+				failed++
+				fmt.Fprintf(inv.stderr, "klockstat: level %d, run %d failed: %s\n", n, i+1, run.Failed)
+			}
+			level.Runs = append(level.Runs, run)
+			if sig != nil {
+				interrupted = sig
+				o.sweep.Levels = append(o.sweep.Levels, level)
+				o.sweep.Interrupted = true
+				break sweep
+			}
+		}
+		o.sweep.Levels = append(o.sweep.Levels, level)
+	}
+	coll.Close() // the probes go before the outputs are rendered
+
+	writeErr := o.sweepOutputs.write(inv)
+	switch {
+	case interrupted != nil:
+		return 128 + int(interrupted.(syscall.Signal)), writeErr
+	case failed > 0:
+		return 1, errors.Join(writeErr, fmt.Errorf("%d of %d runs failed (the report marks them)", failed, total))
+	}
+	return 0, writeErr
+}
+
+// substitute replaces every {N} in argv with n.
+func substitute(argv []string, n int) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = strings.ReplaceAll(a, "{N}", strconv.Itoa(n))
+	}
+	return out
+}
+
+// tailLines are the lines of a failed run's output kept in the sweep.
+const tailLines = 10
+
+// sweepRun runs the command once at level n and cuts its round: the run, and the signal that
+// interrupted it, if one did. An error is the capture's: a failing command is a failed run.
+func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int, signals <-chan os.Signal) (capture.SweepRun, os.Signal, error) {
+	run := capture.SweepRun{Argv: substitute(o.command, n)}
+	began := time.Now()
+	if err := rounds.Begin(); err != nil {
+		return run, nil, err
+	}
+	run.OverheadNS = time.Since(began).Nanoseconds()
+	out := &outputTail{limit: 1 << 20}
+	cmd := exec.Command(run.Argv[0], run.Argv[1:]...)
+	cmd.Env = append(os.Environ(), "KLOCKSTAT_LEVEL="+strconv.Itoa(n))
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(o.commandOut, out), io.MultiWriter(inv.stderr, out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	var interrupted os.Signal
+	if err := cmd.Start(); err != nil {
+		run.Failed = fmt.Sprintf("starting %s: %v", run.Argv[0], err)
+	} else {
+		w := &workload{cmd: cmd, done: make(chan error, 1)}
+		go func() { w.done <- cmd.Wait() }()
+		var deadline <-chan time.Time
+		if o.durationSet {
+			timer := time.NewTimer(o.duration)
+			defer timer.Stop()
+			deadline = timer.C
+		}
+		var timedOut bool
+	wait:
+		for {
+			select {
+			case err := <-w.done:
+				run.Exit = commandStatus(err)
+				break wait
+			case <-deadline:
+				timedOut = true
+				w.signal(syscall.SIGTERM)
+				deadline = nil
+			case sig := <-signals:
+				interrupted = sig
+				if w.signal(sig) {
+					<-w.done
+					break wait
+				}
+			}
+		}
+		run.WallNS = time.Since(start).Nanoseconds()
+		start = time.Now()
+		switch {
+		case interrupted != nil:
+			run.Failed = "interrupted by " + interrupted.String()
+		case timedOut:
+			run.Failed = fmt.Sprintf("ran longer than --duration %v, stopped", o.duration)
+		case *run.Exit != 0:
+			run.Failed = fmt.Sprintf("exit status %d", *run.Exit)
+		}
+	}
+	c, err := rounds.End()
+	if err != nil {
+		return run, interrupted, err
+	}
+	inv.fillMeta(&c.Meta, o.captureOptions, run.Exit)
+	c.Meta.CommandLine, c.Meta.Workload = o.commandLine, run.Argv
+	run.Capture = c
+	run.OverheadNS += time.Since(start).Nanoseconds()
+	if o.metric != nil && run.Failed == "" {
+		run.Metric, run.Failed = metricOf(o.metric, out.bytes())
+	}
+	if run.Failed != "" {
+		run.Tail = out.lastLines(tailLines)
+	}
+	return run, interrupted, nil
+}
+
+// metricOf is the first group of re's last match in output as a number, or why there is none.
+func metricOf(re *regexp.Regexp, output []byte) (*float64, string) {
+	matches := re.FindAllSubmatch(output, -1)
+	if len(matches) == 0 {
+		return nil, fmt.Sprintf("no match of --metric %q in the output", re)
+	}
+	text := strings.ReplaceAll(string(matches[len(matches)-1][1]), ",", "")
+	v, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil || v < 0 || v != v || v > 1e300 {
+		return nil, fmt.Sprintf("--metric matched %q, not a number of 0 or more", text)
+	}
+	return &v, ""
+}
+
+// outputTail keeps the last limit bytes of a command's output, written by its stdout and stderr
+// at once.
+type outputTail struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+}
+
+func (t *outputTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.limit; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *outputTail) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.buf)
+}
+
+// lastLines are the last n non-empty lines of the output, made printable.
+func (t *outputTail) lastLines(n int) []string {
+	var lines []string
+	for line := range strings.SplitSeq(string(t.bytes()), "\n") {
+		if line = strings.TrimRight(line, "\r"); strings.TrimSpace(line) != "" {
+			lines = append(lines, strings.ToValidUTF8(line, "?"))
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		if len(l) > 1000 {
+			lines[i] = l[:1000] + "…"
+		}
+	}
+	return lines
+}
+
+// reportSweep re-renders the sweep at path, a sweep JSON or scaling report, into o's outputs: the
+// scaling report, or with --level the report of one level. handled is false for an input that is
+// no sweep, which stdin ("-") always is taken to be: it cannot be read twice.
+func (inv invocation) reportSweep(o *captureOutputs, path string, level int, levelGiven, outputGiven bool) (handled bool, err error) {
+	if path == "-" {
+		if levelGiven {
+			return true, usagef("--level: a sweep is read from a file, not stdin")
+		}
+		return false, nil
+	}
+	s, ok, err := report.ReadSweepInputFile(path, inv.stdin)
+	switch {
+	case err != nil:
+		return true, err
+	case !ok && levelGiven:
+		return true, usagef("--level %d: %s is a capture, not a sweep of klockstat scale (leave out --level)", level, path)
+	case !ok:
+		return false, nil
+	}
+	ins := []input{{"INPUT", path}}
+	levels := make([]int, len(s.Levels))
+	for i, l := range s.Levels {
+		levels[i] = l.N
+	}
+	if !levelGiven {
+		sw := sweepOutputs{flags: o, levels: levels, sweep: s}
+		if err := sw.plan(ins, outputGiven); err != nil {
+			return true, err
+		}
+		return true, sw.write(inv)
+	}
+	i := slices.Index(levels, level)
+	if i < 0 || s.Levels[i].Representative() == nil {
+		return true, usagef("--level %d: no run of that level counts in %s (levels: %s)", level, path, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(levels)), ","), "[]"))
+	}
+	if err := o.plan(ins); err != nil {
+		return true, err
+	}
+	return true, o.write(inv, s.Levels[i].Representative().Capture)
+}
