@@ -20,6 +20,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/klockstat/klockstat/cgroups"
 	"github.com/klockstat/klockstat/internal/testenv"
 	"github.com/klockstat/klockstat/lockspec"
 	"github.com/klockstat/klockstat/report"
@@ -226,6 +227,12 @@ func faults() []fault {
 			stderr: []string{"klockstat: --cgroup: no cgroup /klockstat-no-such-cgroup: ", "does not exist (give the path /proc/PID/cgroup shows after 0::"},
 		},
 		{
+			name:   "a --cgroup with a comma that names nothing says it is neither a cgroup nor a list",
+			args:   fixed("--cgroup", "/klockstat-no,such", "-o", ""),
+			status: 2,
+			stderr: []string{"klockstat: --cgroup /klockstat-no,such: neither a cgroup nor a list of cgroups: no cgroup /klockstat-no: "},
+		},
+		{
 			name:   "a --cgroup that is a file of a cgroup, not one, is refused",
 			args:   fixed("--cgroup", "/cgroup.procs", "-o", ""),
 			status: 2,
@@ -251,6 +258,21 @@ func faults() []fault {
 			check: func(t *testing.T, r *faultRun) {
 				if types := readCaptureFile(t, filepath.Join(r.dir, "c.json")).Meta.Types; !slices.Equal(types, []string{"rwsem:W", "mutex"}) {
 					t.Errorf("captured types %q, want rwsem:W and mutex", types)
+				}
+			},
+		},
+		{
+			name:    "a --cgroup path with a comma is a cgroup, and lists are still split",
+			capture: true,
+			args: func(t *testing.T, _ string) []string {
+				comma, plain := newCgroup(t, "co,mma"), newCgroup(t, "plain")
+				return []string{"-G", comma, "--cgroup", "/," + plain, "-d", "100ms", "-q", "-o", "", "--json", "c.json"}
+			},
+			status: 0,
+			check: func(t *testing.T, r *faultRun) {
+				got := readCaptureFile(t, filepath.Join(r.dir, "c.json")).Meta.Cgroups
+				if len(got) != 3 || !strings.HasSuffix(got[0], "-co,mma") || got[1] != "/" || !strings.HasSuffix(got[2], "-plain") {
+					t.Errorf("captured cgroups %q, want the one with a comma, / and the plain one", got)
 				}
 			},
 		},
@@ -776,6 +798,29 @@ func blockDevice(t *testing.T, backing string) string {
 		}
 	})
 	return dev
+}
+
+// newCgroup creates a cgroup named after the test process and name in the cgroup2 hierarchy, until
+// the test ends, and returns its path. A machine without the hierarchy skips the test.
+func newCgroup(t *testing.T, name string) string {
+	t.Helper()
+	h, err := cgroups.Find()
+	if errors.Is(err, cgroups.ErrNoHierarchy) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.Mount, fmt.Sprintf("klockstat-test-%d-%s", os.Getpid(), name))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("removing cgroup %s: %v", dir, err)
+		}
+	})
+	return h.PathOf(dir)
 }
 
 // smallDisk mounts a 64 KiB tmpfs at dir, which a report fills, until the test ends. Without root it
