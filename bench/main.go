@@ -1,19 +1,27 @@
 // Command bench measures what klockstat's probes cost, side by side in one
-// run with no tracing, an empty probe on the same tracepoints, bpftrace and
-// perf lock record: the probe time per contention event from the kernel's
-// BPF run statistics, and the throughput of the contention workloads
-// relative to no tracing (runs interleaved A B A B, median ratio, so drift
-// of the machine cancels). It prints Markdown tables for BENCHMARKS.md.
+// run with no tracing, an empty probe on the same tracepoints, bpftrace,
+// perf lock record and perf lock contention -b: the probe time per
+// contention event from the kernel's BPF run statistics, and the throughput
+// of the contention workloads relative to no tracing (runs interleaved A B A
+// B, median ratio, so drift of the machine cancels). It prints Markdown
+// tables for BENCHMARKS.md.
 //
 // As root:
 //
-//	go run ./bench [-workloads mmap,pipe,inode,spin] [-real all] [-duration 3s] [-rounds 5]
+//	go run ./bench [-workloads mmap,pipe,inode,spin] [-real all] [-duration 3s] [-rounds 5] [-perf PATH] [-throughput]
 //
 // -real adds programs nobody here wrote (stress-ng, perf bench, hackbench,
 // fio, a parallel build of Go's standard library; apt-get install stress-ng
-// rt-tests fio): klockstat, bpftrace and the empty program attached
-// together, on the same events, their costs per event and klockstat's
-// ratio to each.
+// rt-tests fio): klockstat, bpftrace, perf lock contention -b and the empty
+// program attached together, on the same events, their costs per event and
+// klockstat's ratio to each. -throughput measures instead what each tool,
+// attached alone, costs those programs' own figures (bogo ops/s, IOPS, a
+// build's wall time).
+//
+// perf lock contention -b needs a perf built with BPF skeletons, which
+// Debian's is not: sh bench/perf-skel/build.sh builds one from Debian's
+// kernel source and caches it, where -perf finds it by default; without
+// one, the perf -b columns are left out.
 package main
 
 import (
@@ -88,6 +96,10 @@ type options struct {
 	rounds    int
 	threads   int
 	locks     string
+	// perf is a perf built with BPF skeletons, for perf lock contention
+	// -b; "" leaves it out.
+	perf       string
+	throughput bool // -real measures the workloads' own throughput, not probe time
 }
 
 func run() error {
@@ -102,6 +114,8 @@ func run() error {
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved baseline/traced pairs per configuration")
 	flag.IntVar(&o.threads, "threads", 4, "workload threads")
 	flag.StringVar(&o.locks, "locks", "", "lock catalogue `FILE` (default: the embedded locks.json)")
+	flag.StringVar(&o.perf, "perf", defaultPerf(), "`perf` built with BPF skeletons, for perf lock contention -a -b (sh bench/perf-skel/build.sh; \"\" for none)")
+	flag.BoolVar(&o.throughput, "throughput", false, "for the -real workloads, measure the throughput each tool costs them instead of its probe time (longer)")
 	flag.Parse()
 	if workloads != "" {
 		o.workloads = strings.Split(workloads, ",")
@@ -147,24 +161,61 @@ func run() error {
 		{name: "bpftrace, same data (stack depth 127)", probe: func() (probe, error) { return startBpftrace(127) }},
 		{name: "perf lock record -a", probe: func() (probe, error) { return startPerf() }},
 	}
+	const klockstatDefault = 2 // the configuration compared with perf -b
+	perfBaseline := -1         // perf -b at klockstat's default depth
+	if o.perf != "" {
+		perfBaseline = len(configs)
+		configs = append(configs,
+			config{name: "perf lock contention -a -b --max-stack 16", probe: func() (probe, error) { return startPerfContention(o.perf, 16) }},
+			config{name: "perf lock contention -a -b (default depth 8)", probe: func() (probe, error) { return startPerfContention(o.perf, 8) }})
+	}
 
 	printMachine(os.Stdout, o)
 	for _, w := range o.workloads {
 		fmt.Printf("\n### Workload `%s` (%d threads, %v per run, %d rounds)\n\n", w, o.threads, o.duration, o.rounds)
-		fmt.Println("| configuration | probe ns/event (median) | throughput vs untraced (median) | events/s | stacks walked, per round | events lost (all rounds) |")
-		fmt.Println("| --- | ---: | ---: | ---: | --- | --- |")
-		for _, c := range configs {
-			r, err := measure(o, w, c)
-			if err != nil {
+		results := make([]result, len(configs))
+		for i, c := range configs {
+			if results[i], err = measure(o, w, c); err != nil {
 				return fmt.Errorf("%s, %s: %w", w, c.name, err)
 			}
-			fmt.Println(r.row(c.name))
+		}
+		fmt.Println("| configuration | probe ns/event (median) | throughput vs untraced (median) | events/s | stacks walked, per round | events lost (all rounds) | ns/event / perf -b's |")
+		fmt.Println("| --- | ---: | ---: | ---: | --- | --- | ---: |")
+		for i, c := range configs {
+			var base []float64
+			if perfBaseline >= 0 {
+				base = results[perfBaseline].costs
+			}
+			fmt.Println(results[i].row(c.name, base))
+		}
+		if perfBaseline >= 0 {
+			fmt.Printf("\nklockstat (default) / perf -b --max-stack 16, per round (separate runs): %s.\n",
+				ratiosCell(results[klockstatDefault].costs, results[perfBaseline].costs))
 		}
 	}
-	if err := realTable(o, spec, o.real); err != nil {
+	if o.perf == "" {
+		fmt.Printf("\nNo perf lock contention -b column: no perf with BPF skeletons at %s (sh bench/perf-skel/build.sh builds one; -perf names another).\n", perfCacheGlob)
+	}
+	if o.throughput {
+		if err := throughputTable(o, spec, o.real); err != nil {
+			return err
+		}
+	} else if err := realTable(o, spec, o.real); err != nil {
 		return err
 	}
 	return capacity(o, spec)
+}
+
+// ratiosCell renders a/b per round, with their median, e.g. "0.91 1.02
+// (median 0.97x)".
+func ratiosCell(a, b []float64) string {
+	var ratios []float64
+	var parts []string
+	for i := range min(len(a), len(b)) {
+		ratios = append(ratios, a[i]/b[i])
+		parts = append(parts, fmt.Sprintf("%.2f", a[i]/b[i]))
+	}
+	return fmt.Sprintf("%s (median %.2fx)", strings.Join(parts, " "), median(ratios))
 }
 
 // config is one way of tracing the workload.
@@ -225,7 +276,9 @@ func lostByReason(m capture.Meta) map[string]uint64 {
 	return lost
 }
 
-func (r result) row(name string) string {
+// row renders the result; perfCosts, perf -b's costs per round, give the
+// last column, the ratio of medians (nil: no perf).
+func (r result) row(name string, perfCosts []float64) string {
 	cost := "n/a"
 	if c := median(r.costs); !math.IsNaN(c) {
 		cost = fmt.Sprintf("%.0f", c)
@@ -238,7 +291,11 @@ func (r result) row(name string) string {
 	if len(r.walked) > 0 && r.walked[0] != "" {
 		walked = strings.Join(r.walked, " ")
 	}
-	return fmt.Sprintf("| %s | %s | %.1f%% | %s | %s | %s |", name, cost, 100*median(r.ratios), rate, walked, lostCell(r.lost, r.rescued))
+	toPerf := "n/a"
+	if q := median(r.costs) / median(perfCosts); !math.IsNaN(q) && !math.IsInf(q, 0) {
+		toPerf = fmt.Sprintf("%.2fx", q)
+	}
+	return fmt.Sprintf("| %s | %s | %.1f%% | %s | %s | %s | %s |", name, cost, 100*median(r.ratios), rate, walked, lostCell(r.lost, r.rescued), toPerf)
 }
 
 // measure runs untraced and traced workloads in turn and keeps the ratio of
@@ -395,12 +452,15 @@ func costOf(progs []*ebpf.Program) (probeResult, error) {
 }
 
 // bpftraceScript keeps what klockstat keeps: wait-time statistics per lock
-// address and kernel stack.
+// address and kernel stack. It takes the stack where klockstat does, at
+// contention_begin: walked at contention_end, after the waiter slept, the
+// same stack costs about 2 us more.
 const bpftraceScript = `
-tracepoint:lock:contention_begin { @start[tid] = nsecs; }
+tracepoint:lock:contention_begin { @start[tid] = nsecs; @stk[tid] = kstack(%d); }
 tracepoint:lock:contention_end /@start[tid]/ {
-	@wait[args->lock_addr, kstack(%d)] = stats(nsecs - @start[tid]);
+	@wait[args->lock_addr, @stk[tid]] = stats(nsecs - @start[tid]);
 	delete(@start[tid]);
+	delete(@stk[tid]);
 }`
 
 type bpftraceRun struct {
@@ -441,45 +501,73 @@ func startBpftrace(depth int) (*bpftraceRun, error) {
 		return nil, errors.New("bpftrace did not attach within 60s")
 	}
 	b := &bpftraceRun{cmd: cmd}
-	// bpftrace says it is attaching before it loads anything. The begin
-	// program first, as costOf expects.
-	for _, name := range []string{"contention_begi", "contention_end"} {
-		var p *ebpf.Program
-		for deadline := time.Now().Add(30 * time.Second); p == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			p = newProgramNamed(name, before)
-		}
-		if p == nil {
-			b.stop()
-			return nil, fmt.Errorf("bpftrace loaded no program named %s within 30s", name)
-		}
-		b.progs = append(b.progs, p)
+	// bpftrace says it is attaching before it loads anything.
+	if b.progs, err = awaitPrograms(before, ebpf.TracePoint, nil); err != nil {
+		b.stop()
+		return nil, fmt.Errorf("bpftrace: %w", err)
 	}
-	time.Sleep(200 * time.Millisecond) // attached once both are loaded
 	return b, nil
 }
 
+// awaitPrograms waits for a tool to load its two contention programs of
+// type typ, after the program with id before, and for it to attach them;
+// the begin program comes first, as costOf expects. Both bpftrace's and
+// perf's are named after the tracepoints; the type tells them apart, and
+// the id from klockstat's.
+// It gives up when exited is closed: the tool is gone.
+func awaitPrograms(before ebpf.ProgramID, typ ebpf.ProgramType, exited <-chan struct{}) ([]*ebpf.Program, error) {
+	var progs []*ebpf.Program
+	deadline := time.After(30 * time.Second)
+	for _, name := range []string{"contention_begin", "contention_end"} {
+		p := newProgram(name, typ, before)
+		for p == nil {
+			select {
+			case <-time.After(50 * time.Millisecond):
+				p = newProgram(name, typ, before)
+				continue
+			case <-deadline:
+			case <-exited:
+			}
+			for _, p := range progs {
+				p.Close()
+			}
+			return nil, fmt.Errorf("no %v program named %s loaded", typ, name)
+		}
+		progs = append(progs, p)
+	}
+	time.Sleep(200 * time.Millisecond) // attached once both are loaded
+	return progs, nil
+}
+
 func (b *bpftraceRun) stop() (probeResult, error) {
-	res, err := probeResult{nsPerEvent: math.NaN()}, error(nil)
-	if len(b.progs) == 2 {
-		res, err = costOf(b.progs)
-		res.walked = "all"
-	}
-	for _, p := range b.progs {
-		p.Close()
-	}
-	// bpftrace sometimes misses a SIGINT that comes while it is still
-	// setting up its event loop, and waits forever: ask again, then kill.
 	done := make(chan struct{})
 	go func() { b.cmd.Wait(); close(done) }()
-	for _, sig := range []os.Signal{os.Interrupt, os.Interrupt, os.Kill} {
-		b.cmd.Process.Signal(sig)
+	// bpftrace sometimes misses a SIGINT that comes while it is still
+	// setting up its event loop, and waits forever: ask again, then kill.
+	return stopTool(b.cmd.Process, done, b.progs, os.Interrupt, os.Interrupt, os.Kill)
+}
+
+// stopTool reads the cost of another tool's two programs, closes them, and
+// sends the tool's process the signals one by one, each after the last
+// went unanswered for 10 s, until it has exited.
+func stopTool(process *os.Process, exited <-chan struct{}, progs []*ebpf.Program, signals ...os.Signal) (probeResult, error) {
+	res, err := probeResult{nsPerEvent: math.NaN()}, error(nil)
+	if len(progs) == 2 {
+		res, err = costOf(progs)
+		res.walked = "all"
+	}
+	for _, p := range progs {
+		p.Close()
+	}
+	for _, sig := range signals {
+		process.Signal(sig)
 		select {
-		case <-done:
+		case <-exited:
 			return res, err
 		case <-time.After(10 * time.Second):
 		}
 	}
-	<-done
+	<-exited
 	return res, err
 }
 
@@ -497,9 +585,10 @@ func maxProgramID() (ebpf.ProgramID, error) {
 	}
 }
 
-// newProgramNamed finds a program loaded after the program with id after,
-// or returns nil.
-func newProgramNamed(name string, after ebpf.ProgramID) *ebpf.Program {
+// newProgram finds a program of a name and type loaded after the program
+// with id after, or returns nil. The kernel keeps 15 characters of a name;
+// the full name comes from the program's BTF, which bpftrace's lack.
+func newProgram(name string, typ ebpf.ProgramType, after ebpf.ProgramID) *ebpf.Program {
 	for id := after; ; {
 		next, err := ebpf.ProgramGetNextID(id)
 		if err != nil {
@@ -510,7 +599,7 @@ func newProgramNamed(name string, after ebpf.ProgramID) *ebpf.Program {
 		if err != nil {
 			continue
 		}
-		if info, err := p.Info(); err == nil && info.Name == name {
+		if info, err := p.Info(); err == nil && info.Type == typ && (info.Name == name || info.Name == name[:min(len(name), unix.BPF_OBJ_NAME_LEN-1)]) {
 			return p
 		}
 		p.Close()
@@ -549,8 +638,12 @@ func printMachine(w io.Writer, o options) {
 	if model == "" {
 		model = "unknown CPU"
 	}
-	fmt.Fprintf(w, "Machine: %s, %d CPUs, kernel %s. Command: `go run ./bench -workloads '%s' -real '%s' -duration %v -rounds %d -threads %d`.\n",
-		model, machine.CPUs, machine.Kernel, strings.Join(o.workloads, ","), o.realFlag, o.duration, o.rounds, o.threads)
+	throughput := ""
+	if o.throughput {
+		throughput = " -throughput"
+	}
+	fmt.Fprintf(w, "Machine: %s, %d CPUs, kernel %s. Command: `go run ./bench -workloads '%s' -real '%s' -duration %v -rounds %d -threads %d -perf '%s'%s`.\n",
+		model, machine.CPUs, machine.Kernel, strings.Join(o.workloads, ","), o.realFlag, o.duration, o.rounds, o.threads, o.perf, throughput)
 }
 
 // capacity shows the busiest workload's event rate with default maps, and
