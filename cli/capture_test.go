@@ -50,12 +50,14 @@ func TestCaptureWhileCommandRuns(t *testing.T) {
 func TestInterruptStillWritesOutputs(t *testing.T) {
 	testenv.RequireRoot(t)
 	out := filepath.Join(t.TempDir(), "capture.json")
-	cmd, stdout, stderr := klockstat(t, "-d", "60s", "--json", out)
+	// The command marks the window's start: a signal before it would end klockstat with nothing
+	// written, which the fault matrix tests.
+	cmd, stdout, stderr := klockstat(t, "-d", "60s", "--json", out, "--", "sh", "-c", "touch started; exec sleep 60")
 	html := filepath.Join(cmd.Dir, "klockstat-report.html")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, "the command to start", func() bool { return exists(cmd.Dir, "started") })
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
