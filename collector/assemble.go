@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/klockstat/klockstat/capture"
@@ -22,6 +23,10 @@ type assembly struct {
 	symbols  *kallsyms.Table // loaded at Start
 	locks    lockNamer
 	cgroups  *cgroupPaths
+	// runTimeOff is set when Start could not turn BPF run-time
+	// statistics on: the programs' run times then count only while
+	// another process had them on, and are left out.
+	runTimeOff bool
 }
 
 // lockNamer names locks the programs could not name, from the kernel's
@@ -114,7 +119,12 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 		PIDs:       in.cfg.PIDs,
 		Comm:       in.cfg.Comm,
 		MapSizes:   map[string]uint32{},
-		Programs:   snap.programs,
+		Programs:   slices.Clone(snap.programs),
+	}
+	if in.runTimeOff {
+		for i := range m.Programs {
+			m.Programs[i].RunTimeNS = 0
+		}
 	}
 	for _, dir := range in.cfg.Cgroups {
 		m.Cgroups = append(m.Cgroups, in.cgroups.hierarchy.PathOf(dir))

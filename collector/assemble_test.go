@@ -609,3 +609,29 @@ func TestAssembleRefusesBrokenSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// TestAssembleRunTimeNotMeasured: when Start could not turn BPF run-time
+// statistics on, the programs' run times are left out, run counts kept:
+// the kernel counted them only while another process had the statistics
+// on, for part of the window at best, and a cost from them would
+// contradict the warning that it was not measured.
+func TestAssembleRunTimeNotMeasured(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		f := newAssembleFixture(t, assembleKallsyms)
+		f.in.runTimeOff = off
+		f.snap.programs = []capture.ProgramStats{
+			{Name: "btf_contention_begin", Begins: true, RunCount: 30, RunTimeNS: 9000},
+			{Name: "raw_thread_free", RunCount: 4, RunTimeNS: 800, Hook: "sched_process_free"},
+		}
+		cp := f.assemble(t)
+		if len(cp.Meta.Programs) != 2 || cp.Meta.Programs[0].RunCount != 30 || cp.Meta.Programs[1].RunCount != 4 {
+			t.Fatalf("run time off %v: programs %+v, want both with their run counts", off, cp.Meta.Programs)
+		}
+		if got, want := cp.Meta.ProbeRunTimeNS(), map[bool]uint64{false: 9800, true: 0}[off]; got != want {
+			t.Errorf("run time off %v: programs ran %d ns, want %d", off, got, want)
+		}
+		if f.snap.programs[0].RunTimeNS != 9000 {
+			t.Error("assemble changed the snapshot's programs")
+		}
+	}
+}
