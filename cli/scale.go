@@ -353,6 +353,8 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 	cmd.Env = append(os.Environ(), "KLOCKSTAT_LEVEL="+strconv.Itoa(n))
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(o.commandOut, out), io.MultiWriter(inv.stderr, out)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The run ends when the command exits, not when a process it left behind closes its output.
+	cmd.WaitDelay = time.Second
 	start := time.Now()
 	var interrupted os.Signal
 	if err := cmd.Start(); err != nil {
@@ -371,6 +373,9 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 		for {
 			select {
 			case err := <-w.done:
+				if errors.Is(err, exec.ErrWaitDelay) {
+					err = nil // it exited with success; a child of it held its output open
+				}
 				run.Exit = commandStatus(err)
 				break wait
 			case <-deadline:
