@@ -69,7 +69,7 @@ func TestHTMLAcquireTimesAndHolds(t *testing.T) {
 	doc := parseHTML(t, page)
 	d := dataOf(t, page)
 	v := d.view(t, "threads")
-	wantKeys := []string{"lock", "type", "comm", "pid", "tid", "cgroup", "count", "total", "avg", "max", "hold_count", "hold_total", "hold_avg", "hold_max", "caller", "stack"}
+	wantKeys := []string{"lock", "type", "caller", "stack", "comm", "count", "total", "avg", "max", "hold_count", "hold_total", "hold_avg", "hold_max", "pid", "tid", "cgroup"}
 	if !slices.Equal(v.keys(), wantKeys) {
 		t.Fatalf("record view columns %q, want %q", v.keys(), wantKeys)
 	}

@@ -44,6 +44,50 @@ type builtChart struct {
 	options    echartsChart
 	formatters [][2]string // option path ("yAxis.0.axisLabel.formatter"), formatter name ("axisNS", "tip")
 	tips       [][]tip
+	settings   []optionSetting // options go-echarts has no field for
+}
+
+// optionSetting sets the option at Path ("yAxis.0.startValue": keys, and indexes of lists) to Value.
+type optionSetting struct {
+	Path  string
+	Value any
+}
+
+// applySettings sets settings in a chart's options, which it returns as plain JSON values.
+func applySettings(options map[string]any, settings []optionSetting) (any, error) {
+	if len(settings) == 0 {
+		return options, nil
+	}
+	b, err := json.Marshal(options)
+	if err != nil {
+		return nil, fmt.Errorf("encoding chart options: %w", err)
+	}
+	var plain any
+	if err := json.Unmarshal(b, &plain); err != nil {
+		return nil, fmt.Errorf("decoding chart options: %w", err)
+	}
+	for _, s := range settings {
+		keys := strings.Split(s.Path, ".")
+		at := plain
+		for _, k := range keys[:len(keys)-1] {
+			switch v := at.(type) {
+			case map[string]any:
+				at = v[k]
+			case []any:
+				i, err := strconv.Atoi(k)
+				if err != nil || i < 0 || i >= len(v) {
+					return nil, fmt.Errorf("chart option %s: no element %s", s.Path, k)
+				}
+				at = v[i]
+			}
+		}
+		m, ok := at.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("chart option %s: not in an object", s.Path)
+		}
+		m[keys[len(keys)-1]] = s.Value
+	}
+	return plain, nil
 }
 
 // chartSet is what page.html's charts part renders: the figures and the JSON that draws them.
@@ -70,7 +114,11 @@ func renderCharts(built []builtChart) (chartSet, error) {
 	specs := make([]spec, len(built))
 	for i, b := range built {
 		b.options.Validate()
-		specs[i] = spec{ID: b.ID, Option: b.options.JSON(), Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips}
+		option, err := applySettings(b.options.JSON(), b.settings)
+		if err != nil {
+			return chartSet{}, fmt.Errorf("chart %s: %w", b.ID, err)
+		}
+		specs[i] = spec{ID: b.ID, Option: option, Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips}
 		set.Figures = append(set.Figures, b.chart)
 	}
 	js, err := json.Marshal(specs) // escapes <, > and &: safe inside a script element
@@ -185,18 +233,25 @@ type barSeries struct {
 }
 
 // histogram draws series over power-of-two ranges of time: stacked, or overlaid (the later series
-// half transparent over the earlier) on a log axis.
-func histogram(ranges []waitRange, series []barSeries, xName, yName string, overlaid bool) echartsChart {
+// half transparent over the earlier) on a log axis, with the settings that axis needs.
+func histogram(ranges []waitRange, series []barSeries, xName, yName string, overlaid bool) (echartsChart, []optionSetting) {
 	bar := charts.NewBar()
 	colors := make(opts.Colors, len(series))
 	for i, s := range series {
 		colors[i] = s.Color
 	}
 	y := opts.YAxis{Type: "value", Name: yName, AxisLabel: &opts.AxisLabel{}}
+	var settings []optionSetting
 	if overlaid {
 		// Log scale: the two captures' counts can be orders of magnitude apart (more threads, fewer and
-		// longer waits), and a linear axis would flatten the smaller one.
+		// longer waits), and a linear axis would flatten the smaller one. Its bars rise from 1, so a
+		// rate under 1/s would hang below the axis like a negative one: the axis, and the bars, start
+		// at the power of ten under the smallest value instead.
 		y.Type = "log"
+		if floor := logFloor(series); floor < 1 {
+			y.Min = floor
+			settings = append(settings, optionSetting{"yAxis.0.startValue", floor})
+		}
 	}
 	bar.SetGlobalOptions(append(baseOptions("axis"),
 		charts.WithColorsOpts(colors),
@@ -226,33 +281,59 @@ func histogram(ranges []waitRange, series []barSeries, xName, yName string, over
 			bar.AddSeries(visible(s.Name), data, charts.WithBarChartOpts(opts.BarChart{Stack: "all", BarCategoryGap: "12%"}))
 		}
 	}
-	return bar
+	return bar, settings
 }
 
-// hbar is one bar of a horizontal bar chart.
+// logFloor is the power of ten at or under the smallest positive value of series; 1 when there is none.
+func logFloor(series []barSeries) float64 {
+	smallest := math.Inf(1)
+	for _, s := range series {
+		for _, v := range s.Values {
+			if v > 0 {
+				smallest = min(smallest, v)
+			}
+		}
+	}
+	if math.IsInf(smallest, 1) {
+		return 1
+	}
+	return math.Pow(10, math.Floor(math.Log10(smallest)))
+}
+
+// hbar is one bar of a horizontal bar chart, with its value written as Text at its end.
 type hbar struct {
 	Label, Color string
 	Value        float64
+	Text         string
 }
 
-// hbars draws labelled bars across a value axis named axis.
-func hbars(bars []hbar, axis string) echartsChart {
+// hbars draws labelled bars across a value axis named axis, with the settings they need. Where one
+// bar dwarfs the others, the others still show: each is at least a few pixels long, and its value
+// is written at its end.
+func hbars(bars []hbar, axis string) (echartsChart, []optionSetting) {
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(append(baseOptions("item"),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: axis, NameLocation: "middle", NameGap: 28, AxisLabel: &opts.AxisLabel{}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", Width: 300, Overflow: "truncate"}}),
-		charts.WithGridOpts(opts.Grid{Left: "12", Right: "40", Top: "8", Bottom: "28", ContainLabel: opts.Bool(true)}),
+		// Room on both sides for the values written at the bars' ends.
+		charts.WithGridOpts(opts.Grid{Left: "12", Right: "80", Top: "8", Bottom: "28", ContainLabel: opts.Bool(true)}),
 	)...)
 	labels := make([]string, len(bars))
 	data := make([]opts.BarData, len(bars))
 	for i, b := range bars {
 		labels[i] = visible(b.Label)
-		data[i] = opts.BarData{Value: b.Value, ItemStyle: &opts.ItemStyle{Color: b.Color}}
+		position := "right"
+		if b.Value < 0 {
+			position = "left"
+		}
+		// A label without {placeholders} is shown as it is written.
+		data[i] = opts.BarData{Value: b.Value, ItemStyle: &opts.ItemStyle{Color: b.Color},
+			Label: &opts.Label{Show: opts.Bool(true), Position: position, Formatter: b.Text, Color: "#1f2328"}}
 	}
 	bar.SetXAxis(labels).XYReversal()
 	bar.AddSeries(axis, data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))
-	return bar
+	return bar, []optionSetting{{"series.0.barMinHeight", 3}}
 }
 
 // The report's charts.
@@ -297,11 +378,21 @@ func box(s capture.Stats) *[5]uint64 {
 // distributionTip is the tooltip of a box.
 func distributionTip(title, color, events string, s capture.Stats) tip {
 	f := func(ns uint64) string { return FormatDuration(float64(ns)) }
-	return tip{Title: visible(title), Color: color, Rows: [][]string{
+	rows := [][]string{
 		{events, strconv.FormatUint(s.Count, 10)},
 		{"min", f(s.MinNS)}, {"p25", f(s.P25)}, {"median", f(s.P50)}, {"p75", f(s.P75)},
 		{"p95", f(s.P95)}, {"p99", f(s.P99)}, {"max", f(s.MaxNS)}, {"mean", FormatDuration(s.MeanNS)},
-	}}
+	}
+	if s.MeanNS > float64(s.P99) {
+		rows = append(rows, []string{"mean > p99", "a few very long waits"})
+	}
+	return tip{Title: visible(title), Color: color, Rows: rows}
+}
+
+// meanAboveP99 explains a distribution whose mean is above its 99th percentile.
+func meanAboveP99(s capture.Stats) string {
+	return fmt.Sprintf("The average (%s) is above p99 (%s): fewer than 1 in 100 waits, up to %s long, weigh more in it than all the others.",
+		FormatDuration(s.MeanNS), FormatDuration(float64(s.P99)), FormatDuration(float64(s.MaxNS)))
 }
 
 // waitRange is one power-of-two range [LoNS, HiNS) of a histogram chart.
@@ -440,7 +531,7 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 	var callers []hbar
 	var callerTips []tip
 	for _, g := range byCaller[:min(top, len(byCaller))] {
-		callers = append(callers, hbar{Label: callerText(g.Caller), Color: typeColor(g.Type), Value: float64(g.TotalNS)})
+		callers = append(callers, hbar{Label: callerText(g.Caller), Color: typeColor(g.Type), Value: float64(g.TotalNS), Text: FormatDuration(float64(g.TotalNS))})
 		callerTips = append(callerTips, tip{Title: visible(callerText(g.Caller)), Rows: [][]string{
 			{"lock type", visible(g.Type)},
 			{"total " + ms.Time, FormatDuration(float64(g.TotalNS))},
@@ -454,15 +545,17 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 	if len(holdHists) > 0 {
 		boxCaption += " The legend switches to hold times: acquire return to release."
 	}
+	histOptions, histSettings := histogram(ranges, bars, ms.Time+" time (range start)", ms.Events, false)
+	callerOptions, callerSettings := hbars(callers, "total "+ms.Time)
 	built := []builtChart{
 		{chart: chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
 			options: doughnut(slices, FormatDuration(float64(total)), "total "+ms.Time), tips: [][]tip{doughnutTips}},
 		{chart: chart{ID: "klockBox", Title: title(ms.Time + " distribution by lock type"), Caption: boxCaption, Height: 340},
 			options: boxChart(categories, series, axis, len(series) > 1), formatters: [][2]string{{"yAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{waitTips, holdTips}},
 		{chart: chart{ID: "klockHistogram", Title: title(ms.Time + " time histogram"), Caption: fmt.Sprintf("Number of %s per power-of-two range of %s time, all locks, stacked by lock type.", ms.Events, ms.Time), Height: 360, Wide: true},
-			options: histogram(ranges, bars, ms.Time+" time (range start)", ms.Events, false), tips: [][]tip{histTips}},
+			options: histOptions, settings: histSettings, tips: [][]tip{histTips}},
 		{chart: chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(callers), Wide: true},
-			options: hbars(callers, "total "+ms.Time), formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{callerTips}},
+			options: callerOptions, settings: callerSettings, formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{callerTips}},
 	}
 	if timeline != nil && len(timeline.Series) > 0 {
 		// After the doughnut and the box chart, before the histogram.

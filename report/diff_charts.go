@@ -110,7 +110,7 @@ func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
 		if r.DeltaNS() < 0 {
 			color = betterColor
 		}
-		changes = append(changes, hbar{Label: caller + " · " + r.Type, Color: color, Value: r.DeltaNS()})
+		changes = append(changes, hbar{Label: caller + " · " + r.Type, Color: color, Value: r.DeltaNS(), Text: formatDelta(r.DeltaNS()) + perUnit})
 		rows := [][]string{{"lock type", visible(r.Type)}, {"lock", visible(cmp.Or(r.Name, "unnamed"))}}
 		if r.Comm != "" {
 			rows = append(rows, []string{"thread", visible(r.Comm)})
@@ -126,13 +126,15 @@ func diffCharts(d *capture.Diff, top int, tab *strtab) (chartSet, error) {
 	if timeline, ok := diffTimelineChart(d); ok {
 		built = append(built, timeline)
 	}
+	histOptions, histSettings := histogram(ranges, bars, "wait time (range start)", "waits"+perUnit, true)
+	changeOptions, changeSettings := hbars(changes, "change in total wait")
 	return renderCharts(append(built,
 		builtChart{chart: chart{ID: "klockDiffHistogram", Title: "Wait time histogram, before and after", Caption: "Waits" + per + " per power-of-two range of wait time (log scale), all lock types, the two captures overlaid.", Height: 360, Wide: true},
-			options: histogram(ranges, bars, "wait time (range start)", "waits"+perUnit, true), tips: [][]tip{histTips}},
+			options: histOptions, settings: histSettings, tips: [][]tip{histTips}},
 		builtChart{chart: chart{ID: "klockDiffBox", Title: "Wait distribution by lock type, before and after", Caption: "Min, 25th percentile, median, 75th percentile and max of single waits (log scale), not scaled to time.", Height: 360, Wide: true},
 			options: boxChart(categories, boxes, "wait time", false), formatters: [][2]string{{"yAxis.0.axisLabel.formatter", "axisNS"}}, tips: boxTips},
 		builtChart{chart: chart{ID: "klockDiffChanges", Title: fmt.Sprintf("Top %d changes in total wait", len(changes)), Caption: "Change in total wait" + per + " per row (lock type, lock, caller): red waits more after, green less.", Height: 80 + 26*len(changes), Wide: true},
-			options: hbars(changes, "change in total wait"), formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisDelta"}}, tips: [][]tip{changeTips}},
+			options: changeOptions, settings: changeSettings, formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisDelta"}}, tips: [][]tip{changeTips}},
 	))
 }
 

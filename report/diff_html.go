@@ -89,7 +89,8 @@ func newDiffPage(d *capture.Diff, o HTMLOptions, a *assets, tab *strtab) (*diffP
 	}
 	p.Tables = []tables{{
 		ID: "diff-types", Title: "By lock type", PageSize: o.Top, Placeholder: "Filter: type, status…",
-		Note:  "All rows of a lock type merged, with percentiles from the lock type's histogram; sorted by absolute change in total wait.",
+		Note: "All rows of a lock type merged, with percentiles from the lock type's histogram; sorted by absolute change in total wait. " +
+			"An average above p99 (marked *) is no error: a few very long waits, fewer than 1 in 100, weigh more in the average than all the others.",
 		Views: []view{typeView(d, per, tab)},
 	}, {
 		ID: "diff-rows", Title: "Changes", PageSize: o.Top, Placeholder: "Filter: status, type, lock, caller, frame…",
@@ -302,7 +303,15 @@ func typeView(d *capture.Diff, per string, tab *strtab) view {
 	n := len(d.Types)
 	names, statuses := make([]int32, n), make([]int32, n)
 	total, count, mean, p99, maxWait := newCompared(n, true), newCompared(n, true), newCompared(n, false), newCompared(n, false), newCompared(n, false)
+	// An average above p99 looks like an error: it is a few very long waits, which say so.
+	meanNotes := [2][]int32{make([]int32, n), make([]int32, n)}
 	for i, t := range d.Types {
+		for side, dist := range []capture.Stats{t.BeforeDist, t.AfterDist} {
+			meanNotes[side][i] = -1
+			if inSide(t.Status, side) && dist.MeanNS > float64(dist.P99) {
+				meanNotes[side][i] = tab.str(meanAboveP99(dist))
+			}
+		}
 		present := [2]bool{t.Status != capture.New, t.Status != capture.Gone}
 		names[i], statuses[i] = tab.str(t.Type), tab.str(t.Status.String())
 		total.set(i, t.Before.TotalNS, t.After.TotalNS, present)
@@ -311,11 +320,16 @@ func typeView(d *capture.Diff, per string, tab *strtab) view {
 		p99.set(i, float64(t.BeforeDist.P99), float64(t.AfterDist.P99), present)
 		maxWait.set(i, float64(t.Before.MaxNS), float64(t.After.MaxNS), present)
 	}
-	cols := []column{textColumn("type", "Type", "", names), {Key: "status", Label: "Status", Kind: kindStatus, text: statuses}}
+	cols := []column{textColumn("type", "Type", "", names), statusColumn(statuses)}
 	cols = append(cols, total.columns("total", "Total wait"+per, kindMeanNS, "ns", 0)...)
 	cols = append(cols, count.columns("count", "Waits"+per, kindNum, "num", countDecimals(d))...)
-	cols = append(cols, mean.columns("avg", "Average wait", kindMeanNS, "ns", 0)...)
-	cols = append(cols, p99.columns("p99", "p99 wait", kindMeanNS, "ns", 0)...)
+	means := mean.columns("avg", "Average wait", kindMeanNS, "ns", 0)
+	means[0].titles, means[1].titles = meanNotes[capture.BeforeSide], meanNotes[capture.AfterSide]
+	means[0].Term = "p99"
+	p99s := p99.columns("p99", "p99 wait", kindMeanNS, "ns", 0)
+	p99s[0].Term = "p99"
+	cols = append(cols, means...)
+	cols = append(cols, p99s...)
 	cols = append(cols, maxWait.columns("max", "Max wait", kindMeanNS, "ns", 0)...)
 	return view{ID: "types", Title: "By lock type", Caption: "all rows of a lock type merged", Rows: n, Columns: cols}
 }
@@ -344,7 +358,7 @@ func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff,
 		count.set(i, r.Before.Count, r.After.Count, present)
 		mean.set(i, r.Before.MeanNS, r.After.MeanNS, present)
 	}
-	cols := []column{{Key: "status", Label: "Status", Kind: kindStatus, text: statuses}, textColumn("type", "Type", "", types)}
+	cols := []column{statusColumn(statuses), textColumn("type", "Type", "", types)}
 	if fields.Has(capture.FieldCgroup) || d.Options.ByCgroup && fields.Has(capture.FieldName|capture.FieldCaller) {
 		cols = append(cols, textColumn("cgroup", "Cgroup", "", cgroups))
 	}
@@ -359,13 +373,20 @@ func rowView(id, title, caption string, rows []capture.DiffRow, d *capture.Diff,
 	if fields.Has(capture.FieldCaller) {
 		cols = append(cols, textColumn("caller", "Caller", "mono", callers))
 	}
+	// The stack before the numbers: a screen 1400 pixels wide shows what tells the rows apart.
+	cols = append(cols, stackColumn("Heaviest stack", "heaviest-stack", stacks))
 	cols = append(cols, total.columns("total", "Total wait"+per, kindMeanNS, "ns", 0)...)
 	cols = append(cols, count.columns("count", "Waits"+per, kindNum, "num", countDecimals(d))...)
 	cols = append(cols, mean.columns("avg", "Average wait", kindMeanNS, "ns", 0)...)
 	p99Column := textColumn("p99", "p99 wait", "", p99s)
 	p99Column.titles = p99Titles
-	cols = append(cols, p99Column, column{Key: "stack", Label: "Heaviest stack", Kind: kindStack, text: stacks})
+	cols = append(cols, p99Column)
 	return view{ID: id, Title: title, Caption: caption, Rows: n, Columns: cols}
+}
+
+// statusColumn is the column that says whether a row is in both captures, or new or gone.
+func statusColumn(statuses []int32) column {
+	return column{Key: "status", Label: "Status", Kind: kindStatus, Term: "status", text: statuses}
 }
 
 // lockNameTexts are a diff's lock name and its tooltip: a diff matches locks by name, and merges

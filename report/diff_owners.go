@@ -155,9 +155,13 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 	}
 	lock := textColumn("lock", "Lock", "mono", locks)
 	lock.titles = lockTitles
-	cols := []column{{Key: "status", Label: "Status", Kind: kindStatus, text: statuses}, textColumn("type", "Type", "", types), lock,
-		textColumn("owner", "Owner", "", owners)}
-	cols = append(cols, total.columns("total", "Wait charged"+per, kindMeanNS, "ns", 0)...)
+	// The owner's stack, or why there is none, before the numbers: a screen 1400 pixels wide shows
+	// what tells the rows apart.
+	cols := []column{statusColumn(statuses), textColumn("type", "Type", "", types), lock, textColumn("owner", "Owner", "", owners),
+		stackColumn("Owner's heaviest stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes)}
+	charged := total.columns("total", "Wait charged"+per, kindMeanNS, "ns", 0)
+	charged[0].Term = "charged"
+	cols = append(cols, charged...)
 	// The states' shares next to the wait they divide, before the number of waits.
 	for k, state := range capture.OwnerStates {
 		if !slices.ContainsFunc(shares[k].before, positive) && !slices.ContainsFunc(shares[k].after, positive) {
@@ -165,11 +169,11 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 		}
 		// A ratio of shares says less than their difference in points: before, after and change only,
 		// uncoloured, as a share that grows is no worse than one that shrinks.
-		cols = append(cols, shares[k].columns(state, ownerStateLabels[state]+", % of wait", kindNum, "points", 1)[:3]...)
+		stateCols := shares[k].columns(state, ownerStateLabels[state]+", % of wait", kindNum, "points", 1)[:3]
+		stateCols[0].Term = "owner-state"
+		cols = append(cols, stateCols...)
 	}
 	cols = append(cols, count.columns("count", "Waits charged"+per, kindNum, "num", countDecimals(d))...)
-	cols = append(cols, column{Key: "stack", Label: "Owner's heaviest stack", Kind: kindStack, text: stacks},
-		textColumn("stack_reason", "Why no stack", "", notes))
 	return view{ID: "owner-changes", Title: "Blocked by", Caption: "one row per lock type, lock name, owner thread name and owner stack, or reason the owner is unknown", Rows: n, Columns: cols}
 }
 

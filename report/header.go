@@ -17,12 +17,14 @@ import (
 // highlight is one of the headline numbers at the top of the page; a Symbol value is a kernel symbol.
 type highlight struct {
 	Label, Value, Title, Detail string
+	Term                        string // the glossary entry its detail uses, or ""
 	Bad, Symbol                 bool
 }
 
 // field is one line of the header's Captured, Settings and Health lists.
 type field struct {
 	Label, Value, Title string
+	Term                string // the glossary entry its value uses, or ""
 	Bad                 bool
 }
 
@@ -107,7 +109,7 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 	}
 	named := c.NameShares()
 	hs = append(hs, highlight{
-		Label: "Contended locks", Value: strconv.Itoa(len(locks)),
+		Label: "Contended locks", Value: strconv.Itoa(len(locks)), Term: "record",
 		Detail: fmt.Sprintf("%d threads, %d records; of the %s time, %.1f%% on locks named by symbol or field, %.1f%% on locks named by slab cache only",
 			len(threads), len(c.Records), ms.Time, 100*named.Symbol, 100*named.SlabCache),
 	})
@@ -177,7 +179,7 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		{Label: "Comm filter", Value: cmpOr(m.Comm, "all processes")},
 		{Label: "Map sizes", Value: mapSizes(m.MapSizes)},
 		{Label: "Symbols", Value: symbols, Bad: m.KallsymsRestricted},
-		{Label: "Addresses", Value: addresses},
+		{Label: "Addresses", Value: addresses, Term: "id"},
 	}
 
 	e := m.Events
@@ -201,7 +203,7 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		{Label: "Contention events", Value: events},
 		{Label: "Waits recorded", Value: fmt.Sprintf("%d, %d still in progress at the end", e.Waits, e.InProgress)},
 		{Label: "Holds", Value: holds},
-		{Label: "Nested", Value: fmt.Sprintf("%d waits, %d probe events rescued", e.Nested, e.Rescued),
+		{Label: "Nested", Value: fmt.Sprintf("%d waits, %d probe events rescued", e.Nested, e.Rescued), Term: "rescued",
 			Title: "waits begun while another wait of the same thread or CPU was open; events that fired while our probe ran on the CPU, which the kernel skips, taken by the probe's rescue copy"},
 		{Label: "Unmatched", Value: fmt.Sprintf("%d begin, %d end", e.UnmatchedBegin, e.UnmatchedEnd)},
 		{Label: "Stacks", Value: fmt.Sprintf("%d walked, %d recognised without a walk, %d failed", m.Stacks.Walked, m.Stacks.Known, m.Stacks.Failed), Bad: m.Stacks.Failed > 0},

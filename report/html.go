@@ -124,7 +124,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	if len(c.Owners) > 0 {
 		links := newOwnerLinks(c.Owners, c.Records, tab)
 		threads, locks := &p.Tables.Views[0], &p.Tables.Views[2]
-		threads.insertAfter("tid", links.toOwners(len(order), func(i int) lockKey {
+		threads.insertAfter("type", links.toOwners(len(order), func(i int) lockKey {
 			r := &c.Records[order[i]]
 			return lockKey{r.Type, r.Lock}
 		}))

@@ -119,7 +119,7 @@ func TestHTMLRecordTable(t *testing.T) {
 	c, _ := knownCapture(t)
 	d := dataOf(t, renderHTML(t, c, HTMLOptions{Top: 5}, testKey))
 	v := d.view(t, "threads")
-	if want := []string{"lock", "type", "comm", "pid", "tid", "cgroup", "count", "total", "spin", "avg", "max", "caller", "stack"}; !slices.Equal(v.keys(), want) {
+	if want := []string{"lock", "type", "caller", "stack", "comm", "count", "total", "spin", "avg", "max", "pid", "tid", "cgroup"}; !slices.Equal(v.keys(), want) {
 		t.Fatalf("record view columns %q, want %q", v.keys(), want)
 	}
 	records := sortedRecords(hashed(t, c, testKey))

@@ -40,15 +40,19 @@ func ownerView(owners []capture.Owner, tab *strtab, links *ownerLinks) view {
 	lock.titles = lockTitles
 	pid, tid := intColumn("pid", "PID", pids), intColumn("tid", "TID", tids)
 	pid.Search, tid.Search = true, true
-	cols := []column{textColumn("owner", "Owner", "", names), pid, tid, textColumn("type", "Type", "", types), lock,
-		links.toWaiters(owners), sum(intColumn("count", "Waits", counts)), sum(nsColumn("total", "Wait charged", totals))}
+	charged := sum(nsColumn("total", "Wait charged", totals))
+	charged.Term = "charged"
+	// The owner's stack, or why there is none, before the states: a screen 1400 pixels wide shows
+	// them without scrolling.
+	cols := []column{textColumn("owner", "Owner", "", names), textColumn("type", "Type", "", types), lock,
+		links.toWaiters(owners), sum(intColumn("count", "Waits", counts)), charged,
+		stackColumn("Owner's stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes)}
 	for k, state := range capture.OwnerStates {
 		c := sum(nsColumn(state, ownerStateLabels[state], states[k]))
-		c.Group = "Owner's state as the wait began"
+		c.Group, c.Term = "Owner's state as the wait began", "owner-state"
 		cols = append(cols, c)
 	}
-	cols = append(cols, column{Key: "stack", Label: "Owner's stack", Kind: kindStack, text: stacks},
-		textColumn("stack_reason", "Why no stack", "", notes))
+	cols = append(cols, pid, tid)
 	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began, " +
 		"and to the owner's kernel stack as it first left its CPU holding the lock",
 		Rows: n, SortKey: "total", Columns: cols}
@@ -123,7 +127,7 @@ func (l *ownerLinks) toWaiters(owners []capture.Owner) column {
 		link.Labels = append(link.Labels, l.tab.str(fmt.Sprintf("%d %s", n, plural(n, "thread", "threads"))))
 		link.Titles = append(link.Titles, l.tab.str("The waits on "+l.lock[k]))
 	}
-	return column{Key: "waiters", Label: "Waiters", Kind: kindLink, Link: link, text: keys}
+	return column{Key: "waiters", Label: "Waiters", Kind: kindLink, Link: link, Term: "owner", text: keys}
 }
 
 // toOwners is a column of the waiters' rows that leads from each to the owners of its lock: n rows,
@@ -146,7 +150,7 @@ func (l *ownerLinks) toOwners(n int, key func(i int) lockKey) column {
 		link.Labels = append(link.Labels, name)
 		link.Titles = append(link.Titles, l.tab.str("The owners of "+l.lock[k]))
 	}
-	return column{Key: "blocked_by", Label: "Blocked by", Kind: kindLink, Link: link, text: keys}
+	return column{Key: "blocked_by", Label: "Blocked by", Kind: kindLink, Link: link, Term: "owner", text: keys}
 }
 
 // ownerStateLabels head the columns of the owner states in the report and the diff.

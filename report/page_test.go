@@ -38,6 +38,7 @@ type testColumn struct {
 	Values []json.RawMessage `json:"values"`
 	Titles []int32           `json:"titles"`
 	Link   *columnLink       `json:"link"`
+	Term   string            `json:"term"`
 }
 
 // dataOf decodes the page data of page.

@@ -10,19 +10,31 @@ import (
 // Columns of a view, each holding one value per row.
 
 func textColumn(key, label, class string, values []int32) column {
-	return column{Key: key, Label: label, Kind: kindText, Class: class, text: values}
+	return column{Key: key, Label: label, Kind: kindText, Class: class, Term: columnTerms[key], text: values}
+}
+
+// columnTerms are the glossary entries of the columns by key, where one explains them.
+var columnTerms = map[string]string{
+	"lock": "lock-name", "caller": "caller", "records": "record", "spin": "spinning", "status": "status",
+	"blocked_by": "owner", "owner": "owner", "waiters": "owner", "stack_reason": "owner-stack", "p99": "p99",
+	"hold_count": "hold", "hold_total": "hold", "hold_avg": "hold", "hold_max": "hold",
+}
+
+// stackColumn is a column of kernel stacks: term is its glossary entry.
+func stackColumn(label, term string, values []int32) column {
+	return column{Key: "stack", Label: label, Kind: kindStack, Term: term, text: values}
 }
 
 func intColumn(key, label string, values []uint64) column {
-	return column{Key: key, Label: label, Kind: kindInt, ints: values}
+	return column{Key: key, Label: label, Kind: kindInt, Term: columnTerms[key], ints: values}
 }
 
 func nsColumn(key, label string, values []uint64) column {
-	return column{Key: key, Label: label, Kind: kindNS, ints: values}
+	return column{Key: key, Label: label, Kind: kindNS, Term: columnTerms[key], ints: values}
 }
 
 func meanColumn(key, label string, values []float64) column {
-	return column{Key: key, Label: label, Kind: kindMeanNS, floats: values}
+	return column{Key: key, Label: label, Kind: kindMeanNS, Term: columnTerms[key], floats: values}
 }
 
 // ref makes a column take its values from the embedded records' field.
@@ -105,8 +117,10 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 	lock.titles = lockTitles
 	pid, tid := ref(intColumn("pid", "PID", nil), "pid"), ref(intColumn("tid", "TID", nil), "tid")
 	pid.Search, tid.Search = true, true
-	cols := []column{lock, ref(textColumn("type", "Type", "", nil), "type"), ref(textColumn("comm", "Thread", "", nil), "comm"), pid, tid,
-		textColumn("cgroup", "Cgroup", "", cgroups)}
+	// What tells the rows apart first, the numbers next, and the process ids and cgroup last: a
+	// screen 1400 pixels wide shows the stack without scrolling.
+	cols := []column{lock, ref(textColumn("type", "Type", "", nil), "type"), textColumn("caller", "Caller", "mono", callers),
+		ref(stackColumn("Stack", "stack", nil), "stack"), ref(textColumn("comm", "Thread", "", nil), "comm")}
 	for _, c := range num.columns(ms, holds) {
 		switch c.Key {
 		case "count", "hold_count":
@@ -117,7 +131,7 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 		c.Sum = false // a record's numbers are the kernel's, not sums of ours
 		cols = append(cols, c)
 	}
-	cols = append(cols, textColumn("caller", "Caller", "mono", callers), ref(column{Key: "stack", Label: "Stack", Kind: kindStack}, "stack"))
+	cols = append(cols, pid, tid, textColumn("cgroup", "Cgroup", "", cgroups))
 	return view{ID: "threads", Title: "By thread", Caption: "one row per lock, thread, call stack and lock type", Rows: n, SortKey: "total", Columns: cols}
 }
 
@@ -170,8 +184,8 @@ func groupView(id, title, caption string, key capture.Fields, groups []capture.G
 	case capture.FieldCgroup:
 		head = []column{textColumn("cgroup", "Cgroup", "", cgroups), textColumn("type", "Type", "", types), lock, caller}
 	}
-	v.Columns = append(head, textColumn("comm", "Thread", "", comms), intColumn("records", "Records", merged))
+	v.Columns = append(head, stackColumn("Heaviest stack", "heaviest-stack", stacks), textColumn("comm", "Thread", "", comms))
 	v.Columns = append(v.Columns, num.columns(ms, holds)...)
-	v.Columns = append(v.Columns, column{Key: "stack", Label: "Heaviest stack", Kind: kindStack, text: stacks})
+	v.Columns = append(v.Columns, intColumn("records", "Records", merged))
 	return v
 }

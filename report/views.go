@@ -47,6 +47,8 @@ type column struct {
 	// Ref names the column of the embedded capture's records holding the values, which are not
 	// repeated here: the view "By thread" is the records.
 	Ref string `json:"ref,omitempty"`
+	// Term is the glossary entry (page.html's glossary, id "g-" + Term) that explains the column.
+	Term string `json:"term,omitempty"`
 	// Link makes each value a control that shows the rows of another view with the same value.
 	Link *columnLink `json:"link,omitempty"`
 

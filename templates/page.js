@@ -174,6 +174,21 @@
       return td;
     }
 
+    // textCell renders s, the text of column c in row r. A long text is cut to the width of its
+    // column, with an ellipsis: its title holds the whole, with the cell's own title, and a click
+    // opens it in place.
+    function textCell(c, r, s) {
+      const td = el("td", c.class || "");
+      const own = c.titles && c.titles[r] >= 0 ? text(c.titles[r]) : "";
+      if (own) {
+        td.setAttribute("title", own);
+      }
+      const clip = el("span", "clip", s);
+      clip.setAttribute("title", own ? s + "\n" + own : s);
+      td.appendChild(clip);
+      return td;
+    }
+
     // linkCell renders key of a link column: a button that shows the rows of the link's target view
     // with the same key (view.follow), or the link's text for rows without one.
     function linkCell(view, link, key) {
@@ -185,7 +200,8 @@
       const td = el("td");
       const button = el("button", "link", text(link.labels[key]));
       button.type = "button";
-      button.setAttribute("title", text(link.titles[key]));
+      // The label may be cut to the column's width: the title holds it whole.
+      button.setAttribute("title", text(link.labels[key]) + "\n" + text(link.titles[key]));
       button.addEventListener("click", () => view.follow(link.target, key, text(link.titles[key])));
       td.appendChild(button);
       return td;
@@ -204,11 +220,7 @@
           if (v < 0) {
             return el("td", "muted", "various");
           }
-          td = el("td", c.class || "", text(v));
-          if (c.titles && c.titles[r] >= 0) {
-            td.setAttribute("title", text(c.titles[r]));
-          }
-          return td;
+          return textCell(c, r, text(v));
         case "status":
           return el("td", "status-" + text(v), text(v));
         case "stack":
@@ -252,6 +264,10 @@
       if (lowerBound) {
         td.classList.add("bad");
         td.setAttribute("title", "the sum exceeds 2^64-1 and stopped there: the capture's numbers are corrupt");
+      } else if (c.titles && c.titles[r] >= 0) {
+        // A number that needs a word of explanation (an average above p99) is marked and carries it.
+        td.classList.add("noted");
+        td.setAttribute("title", text(c.titles[r]));
       }
       return td;
     }
@@ -314,6 +330,19 @@
       };
     }
 
+    // glossaryLink appends to a heading a link to the glossary's entry term, if any, which explains it.
+    function glossaryLink(th, term, label) {
+      if (!term || !document.getElementById("g-" + term)) {
+        return;
+      }
+      const a = el("a", "gl", "?");
+      a.href = "#g-" + term;
+      a.setAttribute("aria-label", "What " + label + " means");
+      a.setAttribute("title", "What " + label + " means, in the glossary");
+      a.addEventListener("click", (e) => e.stopPropagation()); // follows the link, does not sort
+      th.appendChild(a);
+    }
+
     function header(view) {
       const thead = el("thead");
       const grouped = view.columns.some((c) => c.group);
@@ -324,6 +353,9 @@
         const th = el("th", textual(c) ? "" : "num", c.label);
         th.dataset.col = c.key;
         th.scope = "col";
+        if (!c.group) {
+          glossaryLink(th, c.term, c.label);
+        }
         if (!grouped || !c.group) {
           if (grouped) {
             th.rowSpan = 2;
@@ -339,6 +371,8 @@
           const g = el("th", "group", c.group);
           g.colSpan = span;
           g.scope = "colgroup";
+          const termed = view.columns.slice(i, i + span).find((col) => col.term);
+          glossaryLink(g, termed && termed.term, c.group);
           top.appendChild(g);
         }
         bottom.appendChild(th);
@@ -486,6 +520,15 @@
       // The keys of the cells in their order, which the headings do not give where they span two rows.
       table.dataset.cols = view.columns.map((c) => c.key).join(" ");
       view.table = table;
+      if (!table.dataset.clips) {
+        table.dataset.clips = "1";
+        table.addEventListener("click", (e) => {
+          const clip = e.target.closest && e.target.closest(".clip");
+          if (clip && (clip.classList.contains("open") || clip.scrollWidth > clip.clientWidth)) {
+            clip.classList.toggle("open");
+          }
+        });
+      }
       for (const th of table.querySelectorAll("th[data-col]")) {
         const key = th.dataset.col;
         const c = view.columns.find((col) => col.key === key);
