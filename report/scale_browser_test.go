@@ -1,0 +1,83 @@
+package report
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// openScale opens the scaling report of scaleSweep in Chromium, once its script has run.
+func openScale(t *testing.T) context.Context {
+	t.Helper()
+	s := scaleSweep(t)
+	return openPage(t, "scaling report", func(w io.Writer) error { return WriteScaleHTML(w, s, HTMLOptions{}) })
+}
+
+// waitFrame waits until the level frame shows label and the page in it has run its script, and
+// returns the text of that page.
+func waitFrame(t *testing.T, ctx context.Context, label string) string {
+	t.Helper()
+	js := `(() => {
+		const f = document.getElementById("level-frame");
+		const d = f.contentDocument;
+		return f.dataset.shown === ` + "`" + label + "`" + ` && d && d.documentElement.classList.contains("js") ? d.body.innerText : "";
+	})()`
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if text := eval[string](t, ctx, js); text != "" {
+			return text
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the level frame never showed %q with its script run", label)
+	return ""
+}
+
+func TestScaleBrowserCulprits(t *testing.T) {
+	ctx := openScale(t)
+	first := eval[string](t, ctx, `document.querySelector("#culprit-locks tbody tr").innerText`)
+	if !strings.Contains(first, "hot_lock") || !strings.Contains(first, "2.00") {
+		t.Errorf("first lock culprit %q, want hot_lock with exponent 2.00", first)
+	}
+	if hidden := eval[bool](t, ctx, `document.getElementById("culprit-callers").hidden`); !hidden {
+		t.Error("the callers' culprits are shown before their tab is chosen")
+	}
+	do(t, ctx, "choosing the callers", chromedp.Click(chromedp.CSS(`[data-culprits="culprit-callers"]`)))
+	shown := eval[string](t, ctx, `(() => { const c = document.getElementById("culprit-callers"); return c.hidden ? "" : c.querySelector("tbody tr").innerText; })()`)
+	if !strings.Contains(shown, "hot_caller") {
+		t.Errorf("first caller culprit %q, want hot_caller", shown)
+	}
+	for _, id := range []string{"scale-throughput", "scale-types", "scale-locks"} {
+		if !eval[bool](t, ctx, `!!document.querySelector("#`+id+` canvas")`) {
+			t.Errorf("chart %s not drawn", id)
+		}
+	}
+}
+
+func TestScaleBrowserLevelSwitchAndDiff(t *testing.T) {
+	ctx := openScale(t)
+	text := waitFrame(t, ctx, "Level 1")
+	if !strings.Contains(text, "work -j 1") {
+		t.Errorf("level 1's report does not show its command:\n%.500s", text)
+	}
+	do(t, ctx, "choosing level 4", chromedp.Click(chromedp.CSS(`#level-tabs [data-level="4"]`)))
+	text = waitFrame(t, ctx, "Level 4")
+	if !strings.Contains(text, "work -j 4") || !strings.Contains(text, "hot_lock") {
+		t.Errorf("level 4's report does not show its command and lock:\n%.500s", text)
+	}
+	if n := eval[int](t, ctx, `document.getElementById("level-frame").contentDocument.querySelectorAll(".chart canvas").length`); n == 0 {
+		t.Error("level 4's report drew no chart: its ECharts was not put back")
+	}
+	do(t, ctx, "comparing levels 2 and 4",
+		chromedp.SetValue(chromedp.CSS(`#diff-before`), "2"),
+		chromedp.SetValue(chromedp.CSS(`#diff-after`), "4"),
+		chromedp.Click(chromedp.CSS(`#diff-show`)))
+	waitFrame(t, ctx, "Level 2 compared with level 4")
+	if basis := eval[string](t, ctx, `(document.getElementById("level-frame").contentDocument.getElementById("diff-basis") || {}).textContent || ""`); basis == "" {
+		t.Error("the comparison of levels 2 and 4 is not a diff page")
+	}
+}

@@ -1,0 +1,203 @@
+package report
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
+)
+
+// An unnamed lock of scaleSweep, whose address the page must not show.
+const scaleRawLock = capture.Addr(0xffff888100c0ffee)
+
+// scaleSweep is a sweep at levels 1, 2 and 4 on 2 CPUs: hot_lock's wait per unit of work grows as
+// the square of the level, the unnamed lock's linearly; throughput is 1000 × √N. Level 4 has a
+// failed run besides.
+func scaleSweep(t testing.TB) *capture.Sweep {
+	t.Helper()
+	s := &capture.Sweep{Version: capture.SweepFormatVersion, Tool: "klockstat", ToolVersion: "0.1.0-test", CPUs: 2,
+		Command: []string{"work", "-j", "{N}", svgComm}, Metric: `ops=([0-9.]+)`}
+	for _, n := range []int{1, 2, 4} {
+		metric := 1000 * math.Sqrt(float64(n))
+		argv := []string{"work", "-j", strconv.Itoa(n), svgComm}
+		hot := uint64(10 * n * n * int(metric))
+		raw := uint64(3 * n * int(metric))
+		c := capturetest.Of(t, 1e9,
+			capturetest.Rec("mutex", "hot_lock", "hot_caller+0x10", "work", 10, 11, 0xffffffff83000000, hot/2, hot-hot/2),
+			capturetest.Rec("spinlock", "", "raw_caller+0x20", svgComm, 10, 12, scaleRawLock, raw),
+		)
+		c.Meta.Workload = argv
+		level := capture.SweepLevel{N: n, Runs: []capture.SweepRun{{Argv: argv, WallNS: 1e9, Metric: &metric, OverheadNS: 2e6, Capture: c}}}
+		if n == 4 {
+			exit := 2
+			level.Runs = append(level.Runs, capture.SweepRun{Argv: argv, WallNS: 5e8, Exit: &exit, Failed: "exit status 2",
+				Tail: []string{"error: " + scriptBreak}, Capture: capturetest.Of(t, 5e8)})
+		}
+		s.Levels = append(s.Levels, level)
+	}
+	s.Cost.StartNS, s.Cost.BetweenNS = 1.5e9, 8e6
+	return s
+}
+
+func writeScale(t testing.TB, s *capture.Sweep, o HTMLOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteScaleHTML(&b, s, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestScaleHTMLIsOneOfflineFile(t *testing.T) {
+	s := scaleSweep(t)
+	before := encodeSweepText(t, s)
+	page := writeScale(t, s, HTMLOptions{})
+	if after := encodeSweepText(t, s); after != before {
+		t.Error("WriteScaleHTML changed the sweep")
+	}
+	a, err := loadAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(page, []byte(a.echarts)); n != 1 {
+		t.Errorf("ECharts inlined %d times, want once", n)
+	}
+	for _, bad := range []string{`src="http`, `href="http`, "<script src", "<link", svgComm, scriptBreak, scaleRawLock.String()} {
+		if bytes.Contains(page, []byte(bad)) {
+			t.Errorf("the page contains %q", bad)
+		}
+	}
+	for _, want := range []string{`id="culprit-locks"`, `id="culprit-callers"`, `id="level-frame"`, "hot_lock", "oversubscribed", "run 2 failed: exit status 2", "<svg class=\"spark\""} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if len(page) > 2<<20 {
+		t.Errorf("the page of 3 small levels takes %d bytes", len(page))
+	}
+}
+
+func encodeSweepText(t testing.TB, s *capture.Sweep) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestScaleHTMLEmbedsEveryLevelAndEveryDiff(t *testing.T) {
+	s := scaleSweep(t)
+	page := writeScale(t, s, HTMLOptions{})
+	content, err := embeddedElement(page, "klockstat-scale-pages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages embeddedPages
+	if err := json.Unmarshal(content, &pages); err != nil {
+		t.Fatal(err)
+	}
+	if len(pages.Levels) != len(s.Levels) || len(pages.Diffs) != len(s.Levels)*(len(s.Levels)-1)/2 {
+		t.Fatalf("%d level pages and %d diffs, want %d and every pair", len(pages.Levels), len(pages.Diffs), len(s.Levels))
+	}
+	a, _ := loadAssets()
+	for _, p := range pages.Levels {
+		html := inflate(t, p.Page)
+		if !strings.Contains(html, "<script>"+echartsMark+"</script>") || strings.Contains(html, string(a.echarts)) {
+			t.Errorf("level %d's page keeps its ECharts or lacks the mark", p.A)
+		}
+		// The level's own report: it carries that level's capture.
+		c, err := ReadInput(strings.NewReader(strings.Replace(html, echartsMark, string(a.echarts), 1)))
+		if err != nil {
+			t.Fatalf("level %d's page: %v", p.A, err)
+		}
+		if c.Meta.Workload[2] != strconv.Itoa(p.A) || !c.Meta.AddressesHashed {
+			t.Errorf("level %d's page holds the capture of %q (hashed %v)", p.A, c.Meta.Workload, c.Meta.AddressesHashed)
+		}
+	}
+}
+
+func TestScaleHTMLReadsBack(t *testing.T) {
+	s := scaleSweep(t)
+	back, ok, err := readSweep(writeScale(t, s, HTMLOptions{}), MaxInputSize)
+	if err != nil || !ok {
+		t.Fatalf("reading the sweep back: %v (a sweep: %v)", err, ok)
+	}
+	want, got := s.Analyze(), back.Analyze()
+	if len(got.Locks) != len(want.Locks) || got.Locks[0].Name != want.Locks[0].Name || got.Locks[0].Growth != want.Locks[0].Growth {
+		t.Errorf("culprits read back %+v, want %+v", got.Locks, want.Locks)
+	}
+	for _, l := range back.Levels {
+		for _, r := range l.Runs {
+			for _, rec := range r.Capture.Records {
+				if rec.Lock == scaleRawLock {
+					t.Error("the embedded sweep holds a raw address")
+				}
+			}
+		}
+	}
+	// A capture JSON is no sweep: the report command reads it as a capture.
+	var c bytes.Buffer
+	if err := s.Levels[0].Runs[0].Capture.Write(&c); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := readSweep(c.Bytes(), MaxInputSize); ok || err != nil {
+		t.Errorf("a capture read as a sweep: %v %v", ok, err)
+	}
+}
+
+func TestScaleSummary(t *testing.T) {
+	s := scaleSweep(t)
+	var b bytes.Buffer
+	if err := WriteScaleSummary(&b, s, 5); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	a := s.Analyze()
+	lines := strings.Split(out, "\n")
+	for _, st := range a.Levels {
+		row := ""
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == strconv.Itoa(st.N) {
+				row = l
+				break
+			}
+		}
+		if !strings.Contains(row, FormatNumber(st.Throughput)) || !strings.Contains(row, percent(st.Efficiency)) {
+			t.Errorf("level %d row %q lacks throughput %s and efficiency %s", st.N, row, FormatNumber(st.Throughput), percent(st.Efficiency))
+		}
+	}
+	if !strings.Contains(out, "1 failed") || !strings.Contains(out, "oversubscribed") {
+		t.Errorf("summary lacks the failed run or the oversubscribed level:\n%s", out)
+	}
+	culprits := out[strings.Index(out, "Scaling culprits"):]
+	if first := strings.Index(culprits, "hot_lock"); first < 0 || strings.Index(culprits, scaleRawLock.String()) < first {
+		t.Errorf("hot_lock is not the first culprit, before the unnamed lock shown by its address:\n%s", culprits)
+	}
+}
+
+// inflate decodes an embedded page: base64 of gzip.
+func inflate(t testing.TB, b64 string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(html)
+}
