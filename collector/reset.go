@@ -121,6 +121,8 @@ func (r *Rounds) End() (*capture.Capture, error) {
 		symbols:  c.symbols,
 		locks:    c.obj.kernel,
 		cgroups:  c.cgroups,
+		// As Stop's: turned on by Start, or not at all.
+		runTimeOff: c.stats == nil,
 	})
 }
 
