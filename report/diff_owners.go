@@ -60,7 +60,7 @@ func writeOwnerDiff(b *bytes.Buffer, d *capture.Diff, top int) {
 		rows = append(rows, []string{
 			FormatDuration(o.Before.TotalNS), FormatDuration(o.After.TotalNS), formatDelta(o.DeltaNS()), statusChange(o.Status, o.Before.TotalNS, o.After.TotalNS),
 			ownerStatesChange(o), sanitize(o.Type), sanitize(cmp.Or(o.Name, "-")), sanitize(ownerDiffText(o)),
-			ownerStackText(capture.Owner{Stack: stack, StackReason: o.StackReason}),
+			ownerStackText(stack, o.StackReason, ownerDiffStates(o)),
 		})
 	}
 	writeColumns(b, rows)

@@ -33,7 +33,7 @@ func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
 		}
 		name := cmp.Or(sanitize(o.Name), "-")
 		rows = append(rows, []string{strconv.FormatUint(o.Count, 10), FormatDuration(float64(o.TotalNS)), ownerStates(o),
-			sanitize(o.Type), lock, name, sanitize(ownerText(o)), ownerStackText(o)})
+			sanitize(o.Type), lock, name, sanitize(ownerText(o)), ownerStackText(o.Stack, o.StackReason, ownerStatesOf(o))})
 	}
 	writeColumns(b, rows)
 	if omitted := len(c.Owners) - len(owners); omitted > 0 {
@@ -67,8 +67,8 @@ const ownerStackFrames = 3
 
 // ownerStackText shows where an owner was as it left its CPU holding the lock: the first frames of
 // its stack below the scheduler's own, innermost first; or why it has none; "-" when neither.
-func ownerStackText(o capture.Owner) string {
-	frames := o.Stack
+func ownerStackText(stack []string, reason string, states []string) string {
+	frames := stack
 	for len(frames) > 1 && (strings.HasPrefix(frames[0], "__schedule+") || strings.HasPrefix(frames[0], "schedule+")) {
 		frames = frames[1:]
 	}
@@ -79,8 +79,8 @@ func ownerStackText(o capture.Owner) string {
 			shown = append(shown, sanitize(f))
 		}
 		return strings.Join(shown, " < ")
-	case o.StackReason != "":
-		return "none: " + o.StackReason
+	case reason != "":
+		return "none: " + stackReasonText(reason, states)
 	}
 	return "-"
 }

@@ -336,3 +336,23 @@ func TestWriteSummaryHashesAddresses(t *testing.T) {
 		t.Error("writing the summary hashed the capture itself")
 	}
 }
+
+// An owner that was runnable as the waits began had left its CPU: the summary must not say it
+// never did, as the page does not.
+func TestOwnerStackTextAgreesWithState(t *testing.T) {
+	for _, c := range []struct {
+		states []string
+		want   string
+	}{
+		{[]string{capture.OwnerOnCPU}, "none: " + capture.OwnerStackRan},
+		{[]string{capture.OwnerRunnable}, "none: the owner was already off its CPU"},
+	} {
+		got := ownerStackText(nil, capture.OwnerStackRan, c.states)
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("states %v: owner stack %q, want it to start %q", c.states, got, c.want)
+		}
+	}
+	if got := ownerStackText([]string{"__schedule+0x1", "rwsem_down_write_slowpath+0x2"}, "", nil); got != "rwsem_down_write_slowpath+0x2" {
+		t.Errorf("owner stack %q, want the scheduler's frame left out", got)
+	}
+}
