@@ -1,7 +1,7 @@
 // Package cli is klockstat's command line: the capture (a fixed window or
-// while a command runs), `klockstat report`, `klockstat diff` and `klockstat
-// version`, their flags, and the files they write. The klockstat command is a
-// call to Main.
+// while a command runs), `klockstat report`, `klockstat diff`, `klockstat
+// scale` and `klockstat version`, their flags, and the files they write. The
+// klockstat command is a call to Main.
 package cli
 
 import (
