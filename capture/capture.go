@@ -27,6 +27,9 @@ type Capture struct {
 	// Owners has the waits charged to the lock owners found when they began, and those whose owner
 	// was unknown, by reason; sorted by SortOwners. Empty when owners were not captured.
 	Owners []Owner `json:"owners"`
+	// OwnerChains has the waits whose owner was itself waiting for a lock, by the end of the chain
+	// of owners; sorted by SortOwnerChains. Empty when owners were not captured, or none waited.
+	OwnerChains []OwnerChain `json:"owner_chains"`
 }
 
 // Meta describes how, where and with which settings a capture was taken, and how healthy it was.
@@ -61,6 +64,9 @@ type Meta struct {
 	KallsymsRestricted bool              `json:"kallsyms_restricted"` // addresses could not be symbolized
 	AddressesHashed    bool              `json:"addresses_hashed"`    // kernel addresses replaced by ids (HashAddresses)
 	Warnings           []string          `json:"warnings"`
+	// OwnerSampleHz is the rate lock owners were sampled at on their CPU (--owner-sample-hz),
+	// on each CPU, while others waited for a lock they held; 0 when they were not.
+	OwnerSampleHz int `json:"owner_sample_hz,omitempty"`
 }
 
 // Acquire says how a function-probe backend told contended acquires from uncontended ones, and what
@@ -288,6 +294,7 @@ func (c Capture) MarshalJSON() ([]byte, error) {
 	c.Histograms = nonNil(c.Histograms)
 	c.HoldHistograms = nonNil(c.HoldHistograms)
 	c.Owners = nonNil(c.Owners)
+	c.OwnerChains = nonNil(c.OwnerChains)
 	return json.Marshal(plain(c))
 }
 

@@ -79,6 +79,13 @@ func testCapture(t testing.TB) *Capture {
 			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Reason: OwnerNoField, Count: 5, TotalNS: 1_003_170, Stack: []string{}, States: []OwnerState{}},
 			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Comm: "kworker\x1b]0;pwn\x07", PID: 7, TID: 9, Count: 1, TotalNS: 20_000,
 				Stack: []string{}, StackReason: OwnerStackRan, States: []OwnerState{{State: OwnerOnCPU, Count: 1, TotalNS: 20_000}}},
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Comm: "kworker\x1b]0;pwn\x07", PID: 7, TID: 9, Count: 1, TotalNS: 7_000,
+				Stack: []string{"copy_page+0x10", "generic_perform_write+0x90"}, Where: OwnerStackOnCPU, Samples: 3,
+				States: []OwnerState{{State: OwnerOnCPU, Count: 1, TotalNS: 7_000}}},
+		},
+		OwnerChains: []OwnerChain{
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Comm: "kworker\x1b]0;pwn\x07", TID: 9, EndType: "mutex", EndLock: 0xffff888100a3c2e0,
+				EndTID: 11, EndComm: "<b>b</b>", Depth: 1, Count: 1, TotalNS: 40_000},
 		},
 	}
 	c.Sort()
@@ -193,6 +200,10 @@ func TestReadErrors(t *testing.T) {
 		{name: "owner stack and a reason for none", change: func(c *Capture) {
 			c.Owners[0].Stack, c.Owners[0].StackReason = []string{"schedule+0x1"}, OwnerStackRan
 		}, want: "owner 0: an owner stack, and a reason for none"},
+		{name: "owner stack place unknown", change: func(c *Capture) { c.Owners[3].Where = "elsewhere" }, want: `owner 3: unknown owner stack place "elsewhere"`},
+		{name: "owner samples off CPU", change: func(c *Capture) { c.Owners[3].Where = OwnerStackOffCPU }, want: `owner 3: 3 samples for an owner stack "off_cpu"`},
+		{name: "owner chain too deep", change: func(c *Capture) { c.OwnerChains[0].Depth = MaxOwnerChain + 1 }, want: "owner chain 0: depth 5 out of range (want 1 to 4)"},
+		{name: "owner chain without an end", change: func(c *Capture) { c.OwnerChains[0].EndTID = 0 }, want: "owner chain 0: no owner thread, or no thread at the end"},
 		{name: "owner state unknown", change: func(c *Capture) { c.Owners[0].States[0].State = "zombie" }, want: `owner 0: unknown owner state "zombie"`},
 		{name: "owner states above the owner", change: func(c *Capture) { c.Owners[0].States[0].TotalNS++ }, want: "owner 0: states count 1 waits and 40001 ns, more than the owner's 1 and 40000"},
 		{name: "hold total below hold max", change: func(c *Capture) { c.Records[3].HoldTotalNS = 10 }, want: "record 3: hold_total_ns 10 < hold_max_ns 1500"},

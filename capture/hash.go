@@ -38,6 +38,10 @@ func (c *Capture) HashAddresses(key []byte) {
 			o.Stack[j] = h.Frame(f)
 		}
 	}
+	for i := range c.OwnerChains {
+		ch := &c.OwnerChains[i]
+		ch.Lock, ch.EndLock = h.ID(ch.Lock), h.ID(ch.EndLock)
+	}
 	c.Meta.AddressesHashed = true
 }
 

@@ -22,10 +22,17 @@ type Owner struct {
 	Stack  []string `json:"stack"`            // the owner's kernel stack, innermost first; empty: not taken
 	// StackReason says why a known owner's waits have no stack ("" when they have one, or stacks
 	// were off); one of the OwnerStack* reasons.
-	StackReason string       `json:"stack_reason,omitempty"`
-	Count       uint64       `json:"count"` // waits charged
-	TotalNS     uint64       `json:"total_ns"`
-	States      []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
+	StackReason string `json:"stack_reason,omitempty"`
+	// Where says where the owner was at Stack: OwnerStackOnCPU, sampled running in its critical
+	// section, or OwnerStackOffCPU, leaving its CPU holding the lock; "" without a stack.
+	Where string `json:"where,omitempty"`
+	// Samples is how many samples of the owner on its CPU an OwnerStackOnCPU stack rests on: its
+	// share of the wait is the wait charged to the owner while it ran, times Samples over the
+	// owner's samples (SpreadOwnerSamples).
+	Samples uint64       `json:"samples,omitempty"`
+	Count   uint64       `json:"count"` // waits charged
+	TotalNS uint64       `json:"total_ns"`
+	States  []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
 }
 
 // OwnerState is the waits that began while their lock's owner was in one state.
@@ -77,7 +84,7 @@ func SortOwners(owners []Owner) {
 	slices.SortStableFunc(owners, func(a, b Owner) int {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count),
 			cmp.Compare(a.Type, b.Type), cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Reason, b.Reason),
-			slices.Compare(a.Stack, b.Stack), cmp.Compare(a.StackReason, b.StackReason))
+			slices.Compare(a.Stack, b.Stack), cmp.Compare(a.StackReason, b.StackReason), cmp.Compare(a.Where, b.Where))
 	})
 }
 
@@ -104,6 +111,12 @@ func (o Owner) validate() error {
 		return fmt.Errorf("unknown owner stack reason %q", o.StackReason)
 	case o.StackReason != "" && len(o.Stack) > 0:
 		return fmt.Errorf("an owner stack, and a reason for none: %s", o.StackReason)
+	case o.Where != "" && o.Where != OwnerStackOnCPU && o.Where != OwnerStackOffCPU:
+		return fmt.Errorf("unknown owner stack place %q", o.Where)
+	case o.Where != "" && len(o.Stack) == 0:
+		return fmt.Errorf("an owner stack place %q without a stack", o.Where)
+	case (o.Samples > 0) != (o.Where == OwnerStackOnCPU):
+		return fmt.Errorf("%d samples for an owner stack %q", o.Samples, o.Where)
 	}
 	var count, total uint64
 	for _, s := range o.States {

@@ -67,6 +67,14 @@ func (c *Capture) Validate() error {
 			return fmt.Errorf("owner %d: %w", i, err)
 		}
 	}
+	for i, ch := range c.OwnerChains {
+		if err := checkStrings(nil, ch.Type, ch.Name, ch.Comm, ch.EndType, ch.EndName, ch.EndComm); err != nil {
+			return fmt.Errorf("owner chain %d: %w", i, err)
+		}
+		if err := ch.validate(); err != nil {
+			return fmt.Errorf("owner chain %d: %w", i, err)
+		}
+	}
 	return nil
 }
 
