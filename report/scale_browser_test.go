@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +82,59 @@ func TestScaleBrowserLevelSwitchAndDiff(t *testing.T) {
 	if basis := eval[string](t, ctx, `(document.getElementById("level-frame").contentDocument.getElementById("diff-basis") || {}).textContent || ""`); basis == "" {
 		t.Error("the comparison of levels 2 and 4 is not a diff page")
 	}
+}
+
+// The same in Firefox: the level frame shows a level's report with its charts, and the diff of two.
+func TestScaleFirefoxLevelSwitchAndDiff(t *testing.T) {
+	if _, err := os.Stat(firefoxPath); err != nil {
+		t.Skipf("%s is missing (apt-get install firefox-esr), skipping the Firefox test", firefoxPath)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "scale.html")
+	if err := os.WriteFile(path, writeScale(t, scaleSweep(t), HTMLOptions{}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	profile := filepath.Join(dir, "profile")
+	if err := os.Mkdir(profile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	page := openFirefox(t, ctx, profile, "file://"+path)
+	// waitFor polls a JavaScript expression until it is a string.
+	waitFor := func(what, expression string) string {
+		t.Helper()
+		for ctx.Err() == nil {
+			if v, ok := page.evaluate(expression); ok {
+				return v
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("Firefox never showed %s", what)
+		return ""
+	}
+	frameText := func(label string) string {
+		return `(() => {
+			const f = document.getElementById("level-frame");
+			const d = f && f.contentDocument;
+			return f && f.dataset.shown === "` + label + `" && d && d.documentElement.classList.contains("js") &&
+				d.querySelectorAll(".chart canvas").length > 0 ? d.body.textContent : null;
+		})()`
+	}
+	if text := waitFor("level 1's report", frameText("Level 1")); !strings.Contains(text, "work -j 1") {
+		t.Errorf("level 1's report lacks its command:\n%.300s", text)
+	}
+	if first := waitFor("the culprits", `document.querySelector("#culprit-locks tbody tr").textContent`); !strings.Contains(first, "hot_lock") {
+		t.Errorf("first culprit %q, want hot_lock", first)
+	}
+	page.evaluate(`document.querySelector('#level-tabs [data-level="4"]').click()`)
+	if text := waitFor("level 4's report", frameText("Level 4")); !strings.Contains(text, "work -j 4") {
+		t.Errorf("level 4's report lacks its command:\n%.300s", text)
+	}
+	page.evaluate(`(() => { document.getElementById("diff-before").value = "1"; document.getElementById("diff-after").value = "4"; document.getElementById("diff-show").click(); })()`)
+	waitFor("the diff of levels 1 and 4", `(() => {
+		const f = document.getElementById("level-frame");
+		const d = f.contentDocument;
+		return f.dataset.shown === "Level 1 compared with level 4" && d && d.getElementById("diff-basis") ? "ok" : null;
+	})()`)
 }
