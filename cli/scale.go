@@ -508,10 +508,19 @@ func (inv invocation) reportSweep(o *captureOutputs, path string, level int, lev
 	}
 	i := slices.Index(levels, level)
 	if i < 0 || s.Levels[i].Representative() == nil {
-		return true, usagef("--level %d: no run of that level counts in %s (levels: %s)", level, path, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(levels)), ","), "[]"))
+		return true, usagef("--level %d: no run of that level counts in %s (levels: %s)", level, path, joinLevels(levels))
 	}
 	if err := o.plan(ins); err != nil {
 		return true, err
 	}
 	return true, o.write(inv, s.Levels[i].Representative().Capture)
+}
+
+// joinLevels lists levels as --levels takes them.
+func joinLevels(levels []int) string {
+	texts := make([]string, len(levels))
+	for i, n := range levels {
+		texts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(texts, ",")
 }

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
 	"github.com/klockstat/klockstat/internal/testenv"
 	"github.com/klockstat/klockstat/report"
 )
@@ -321,5 +324,80 @@ func TestScaleSweepOfStressNG(t *testing.T) {
 	}
 	if a := s.Analyze(); len(a.Locks) == 0 || a.Levels[1].Speedup == 0 {
 		t.Errorf("no culprit or no speedup: %+v", a.Levels)
+	}
+}
+
+// testSweepFile writes a sweep of levels 1 and 2, a capture each of one lock, and returns its path.
+func testSweepFile(t *testing.T, dir string) string {
+	t.Helper()
+	s := &capture.Sweep{Version: capture.SweepFormatVersion, Tool: "klockstat", Command: []string{"work", "{N}"}, CPUs: 2}
+	for _, n := range []int{1, 2} {
+		c := capturetest.Of(t, 1e9, capturetest.Rec("mutex", "hot_lock", "hot_caller+0x10", "work", 10, 11, 0xffffffff83000000, uint64(n)*1000, uint64(n)*3000))
+		c.Meta.Workload = []string{"work", strconv.Itoa(n)}
+		s.Levels = append(s.Levels, capture.SweepLevel{N: n, Runs: []capture.SweepRun{{Argv: c.Meta.Workload, WallNS: 1e9, Capture: c}}})
+	}
+	path := filepath.Join(dir, "sweep.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := s.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// klockstat report re-renders a sweep: the scaling report, one pprof whose samples carry their
+// level, a CSV per level; --level N one level's report.
+func TestReportOfASweep(t *testing.T) {
+	dir := t.TempDir()
+	in := testSweepFile(t, dir)
+	html, pprofPath, csv := filepath.Join(dir, "scale.html"), filepath.Join(dir, "waits.pb.gz"), filepath.Join(dir, "waits.csv")
+	var stdout, stderr bytes.Buffer
+	if status := Main("test", []string{"report", in, "-o", html, "--pprof", pprofPath, "--csv", csv}, nil, &stdout, &stderr); status != 0 {
+		t.Fatalf("exit status %d\n%s", status, stderr.String())
+	}
+	if s := readSweepFile(t, html); len(s.Levels) != 2 {
+		t.Errorf("the scaling report holds %d levels, want 2", len(s.Levels))
+	}
+	if !strings.Contains(stdout.String(), "Scaling culprits") || !strings.Contains(stdout.String(), "hot_lock") {
+		t.Errorf("summary lacks the culprits:\n%s", stdout.String())
+	}
+	f, err := os.Open(pprofPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := map[string]bool{}
+	for _, s := range p.Sample {
+		if len(s.Label["level"]) != 1 {
+			t.Fatalf("a sample without one level label: %v", s.Label)
+		}
+		levels[s.Label["level"][0]] = true
+	}
+	if !levels["1"] || !levels["2"] || len(levels) != 2 {
+		t.Errorf("samples of levels %v, want 1 and 2", levels)
+	}
+	for _, n := range []int{1, 2} {
+		if b, err := os.ReadFile(levelPath(csv, n)); err != nil || !bytes.Contains(b, []byte("hot_lock")) {
+			t.Errorf("level %d's CSV: %v", n, err)
+		}
+	}
+	level := filepath.Join(dir, "level2.json")
+	stdout.Reset()
+	if status := Main("test", []string{"report", html, "--level", "2", "--json", level, "-o", "", "-q"}, nil, &stdout, &stderr); status != 0 {
+		t.Fatalf("--level 2: exit status %d\n%s", status, stderr.String())
+	}
+	if c := readCaptureFile(t, level); c.Meta.Workload[1] != "2" {
+		t.Errorf("--level 2 wrote the capture of %q", c.Meta.Workload)
+	}
+	stderr.Reset()
+	if status := Main("test", []string{"report", in, "--level", "3", "-o", ""}, nil, &stdout, &stderr); status != 2 || !strings.Contains(stderr.String(), "levels: 1,2") {
+		t.Errorf("--level 3: status %d, stderr %q; want 2 and the levels there are", status, stderr.String())
 	}
 }
