@@ -46,7 +46,7 @@ const (
 )
 
 // ErrPermission means the kernel refused to load BPF programs for lack of
-// privileges.
+// privileges: errors.Is matches the *LimitError of a missing capability.
 var ErrPermission = errors.New("loading BPF programs needs root (CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN): run klockstat as root")
 
 // Config says what to capture and how.
@@ -111,12 +111,25 @@ type Collector struct {
 // backend can attach, the error says what the kernel lacks for each, and
 // which --probe values work; errors.Is(err, ErrUnavailable) tells a kernel
 // without the hooks from a failure.
+// A limit of the process (memory, open files, capabilities) is named
+// first, with the fix, as a *LimitError.
 func Start(cfg Config) (*Collector, error) {
+	c, err := start(cfg)
+	var limit *LimitError
+	if err != nil && !errors.As(err, &limit) {
+		if limit = limitReached(err, currentLimits(cfg)); limit != nil {
+			return nil, limit
+		}
+	}
+	return c, err
+}
+
+func start(cfg Config) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, permissionError(fmt.Errorf("removing the memlock limit: %w", err))
+		return nil, memlockLimit(err, currentLimits(cfg))
 	}
 	spec, err := loadLockstat()
 	if err != nil {
@@ -131,9 +144,8 @@ func Start(cfg Config) (*Collector, error) {
 	// Run-time statistics cost a little per program run; the kernel keeps
 	// them on only while this descriptor is open, so a crash cannot leave
 	// the sysctl set behind.
-	if c.stats, err = ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err != nil {
-		c.warn("probe cost not measured: enabling BPF run-time stats: %v", err)
-	}
+	var statsErr error
+	c.stats, statsErr = ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 
 	k := &kernel{}
 	candidates := Backends()
@@ -150,9 +162,9 @@ func Start(cfg Config) (*Collector, error) {
 		if err == nil {
 			break
 		}
-		if errors.Is(err, ErrPermission) {
+		if limit := limitReached(err, currentLimits(cfg)); limit != nil {
 			c.Close()
-			return nil, err
+			return nil, limit
 		}
 		failed = append(failed, backendError{b.Name(), err})
 	}
@@ -162,6 +174,10 @@ func Start(cfg Config) (*Collector, error) {
 			return nil, err
 		}
 		return nil, noBackend(cfg, k, failed)
+	}
+	// Said once a capture will run: a failed capture needs no word about its cost.
+	if statsErr != nil {
+		c.warn("%s", runTimeStatsUnavailable(statsErr, effectiveCaps()))
 	}
 	for _, f := range failed {
 		c.warn("backend %v; using %s", f, c.backend.Name())
@@ -383,13 +399,13 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	att, err := b.Attach(obj)
 	if err != nil {
 		obj.close()
-		return permissionError(err)
+		return err
 	}
 	l, p, err := exit.attach(obj)
 	if err != nil {
 		att.close()
 		obj.close()
-		return permissionError(err)
+		return err
 	}
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
@@ -399,7 +415,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		if err != nil {
 			att.close()
 			obj.close()
-			return permissionError(err)
+			return err
 		}
 		att.links = append(att.links, l)
 		att.probes = append(att.probes, p)
@@ -469,11 +485,13 @@ func newObject(spec *ebpf.CollectionSpec, specs *lockstatProgramSpecs, programs 
 	}
 	coll, err := ebpf.NewCollection(loaded)
 	if err != nil {
+		// The verifier's log, for a program it rejected; not for one the
+		// kernel had no memory or descriptor for.
 		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
+		if errors.As(err, &ve) && !outOfResources(err) {
 			return nil, fmt.Errorf("loading BPF programs: %+v", ve)
 		}
-		return nil, permissionError(fmt.Errorf("loading BPF programs: %w", err))
+		return nil, fmt.Errorf("loading BPF programs: %w", err)
 	}
 	obj := &object{spec: spec, progs: specs, coll: coll, byName: maps.Clone(coll.Maps)}
 	for _, typed := range []any{&obj.maps, &obj.vars} {
@@ -483,15 +501,6 @@ func newObject(spec *ebpf.CollectionSpec, specs *lockstatProgramSpecs, programs 
 		}
 	}
 	return obj, nil
-}
-
-// permissionError marks a refusal as missing privileges, unless klockstat
-// has them all: then the kernel refused for another reason.
-func permissionError(err error) error {
-	if (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) && !privileged() {
-		return fmt.Errorf("%w (%v)", ErrPermission, err)
-	}
-	return err
 }
 
 // Backend is the name of the backend in use.

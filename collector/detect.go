@@ -171,7 +171,7 @@ func detectHook(spec ebpf.ProgramSpec, attach func(*ebpf.Program) (link.Link, er
 	if u := unavailable(err); u != nil {
 		return u
 	}
-	return permissionError(err)
+	return err
 }
 
 // refused reports whether the kernel refused something although klockstat
@@ -181,33 +181,11 @@ func refused(err error) bool {
 	return (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) && privileged()
 }
 
-// Capability bits of /proc/self/status CapEff.
-const (
-	capSysAdmin = 21
-	capPerfmon  = 38
-	capBPF      = 39
-)
-
 // privileged reports whether this process has CAP_SYS_ADMIN, CAP_PERFMON
 // and CAP_BPF, which together allow every BPF tracing program.
 func privileged() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		hex, ok := strings.CutPrefix(line, "CapEff:")
-		if !ok {
-			continue
-		}
-		caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
-		if err != nil {
-			return false
-		}
-		want := uint64(1)<<capSysAdmin | 1<<capPerfmon | 1<<capBPF
-		return caps&want == want
-	}
-	return false
+	want := uint64(1)<<capSysAdmin | 1<<capPerfmon | 1<<capBPF
+	return effectiveCaps()&want == want
 }
 
 // kernelConfig returns the value of a build option (CONFIG_X) of the

@@ -19,31 +19,61 @@ import (
 const mapMemoryShare = 4 // a quarter
 
 // checkMapMemory refuses a --map-size whose maps would take more than a quarter of the memory
-// available, before any map is created. Without /proc/meminfo it checks nothing. The estimate is
-// of the largest object the configuration may load: the hold maps are full size only under the
-// function-probe backends, which "auto" may fall back to, hence "up to".
+// available, or more than half of what klockstat's memory cgroup allows it, before any map is
+// created. Without /proc/meminfo it checks nothing. The estimate is of the largest object the
+// configuration may load: the hold maps are full size only under the function-probe backends, which
+// "auto" may fall back to, hence "up to".
 func (c Config) checkMapMemory() error {
 	avail, err := availableMemory()
 	if err != nil {
 		return nil
 	}
-	spec, err := loadLockstat()
-	if err != nil {
-		return fmt.Errorf("reading the embedded BPF object: %w", err)
-	}
-	if err := configure(spec, c); err != nil {
-		return err
-	}
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		return fmt.Errorf("counting the possible CPUs: %w", err)
 	}
-	need := mapMemory(spec, cpus)
+	headroom, inCgroup := memoryCgroupHeadroom()
+	return c.refuseMapMemory(cpus, avail, headroom, inCgroup)
+}
+
+// refuseMapMemory is checkMapMemory's rule for a machine of cpus possible CPUs with avail bytes
+// available, and, if inCgroup, cgroupHeadroom bytes left under its memory cgroups' limits. A
+// cgroup's limit is hard: maps past it are refused with ENOMEM, or get klockstat killed by the
+// cgroup's OOM killer as the kernel allocates them, so the rest of the headroom is kept for
+// klockstat itself (the kernel's BTF it reads takes tens of MiB), the programs and the estimate's error.
+func (c Config) refuseMapMemory(cpus int, avail, cgroupHeadroom uint64, inCgroup bool) error {
+	need, err := c.mapBytes(cpus)
+	if err != nil {
+		return err
+	}
 	if need > avail/mapMemoryShare {
 		return fmt.Errorf("--map-size %d: the BPF maps would take up to %s of kernel memory, more than a quarter of the %s available: give a smaller --map-size",
 			c.MapSize, mebibytes(need), mebibytes(avail))
 	}
+	if inCgroup && need > cgroupHeadroom/2 {
+		fix := "raise the memory limit of klockstat's cgroup"
+		// Maps of a quarter of the headroom: a capture that gives this size passes the rule
+		// again, although the kernel memory of earlier runs still counts against the cgroup.
+		if fit := fittingMapSize(c, cgroupHeadroom/2, cpus); fit > 0 {
+			fix = fmt.Sprintf("give --map-size %d, or %s", fit, fix)
+		}
+		return fmt.Errorf("--map-size %d: the BPF maps would take up to %s of kernel memory, more than half of the %s klockstat's memory cgroup allows it: %s",
+			c.MapSize, mebibytes(need), mebibytes(cgroupHeadroom), fix)
+	}
 	return nil
+}
+
+// mapBytes estimates the kernel memory of the largest object the configuration may load, on a
+// machine of cpus possible CPUs.
+func (c Config) mapBytes(cpus int) (uint64, error) {
+	spec, err := loadLockstat()
+	if err != nil {
+		return 0, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	if err := configure(spec, c); err != nil {
+		return 0, err
+	}
+	return mapMemory(spec, cpus), nil
 }
 
 // mapMemory estimates the kernel memory the maps of spec take once created, as the kernel counts
