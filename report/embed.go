@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/inputfile"
 )
 
 // The page data is everything the page's tables need and, in a report, the whole capture: one JSON
@@ -201,8 +202,11 @@ type embeddedData struct {
 // errNoCapture says that a page's data holds no capture: the page is a diff.
 var errNoCapture = errors.New("a page whose data holds no capture (a klockstat diff)")
 
-// decodePageData reads the capture back from the content of a report's page data element.
-func decodePageData(content []byte) (*capture.Capture, error) {
+// decodePageData reads the capture back from the content of a report's page data element, inflating
+// at most limit bytes (ReadInput's limit: a report holds its capture in less than the capture's JSON).
+// What it inflates is held to the limits of a capture as it is inflated (pageDataReader): a page of a
+// megabyte can inflate to gigabytes.
+func decodePageData(content []byte, limit int64) (*capture.Capture, error) {
 	raw, err := base64.StdEncoding.AppendDecode(nil, bytes.TrimSpace(content))
 	if err != nil {
 		return nil, fmt.Errorf("the report's page data is not base64: %w", err)
@@ -211,8 +215,15 @@ func decodePageData(content []byte) (*capture.Capture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the report's page data is not gzip: %w", err)
 	}
+	data := &pageDataReader{r: zr, limit: limit}
 	var d embeddedData
-	if err := jsonv2.UnmarshalRead(zr, &d); err != nil {
+	if err := jsonv2.UnmarshalRead(data, &d); err != nil {
+		switch {
+		case data.err != nil: // the decoder wraps it in a message of its own
+			return nil, data.err
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, truncated("its compressed data ends early")
+		}
 		return nil, fmt.Errorf("decoding the report's page data: %w", err)
 	}
 	if d.Capture == nil {
@@ -229,6 +240,97 @@ func decodePageData(content []byte) (*capture.Capture, error) {
 		return nil, fmt.Errorf("the report's embedded capture is invalid: %w", err)
 	}
 	return c, nil
+}
+
+// pageDataReader passes on the inflated page data, refusing it as soon as it breaks a limit of a
+// capture, before the decoder holds what is over it: more than limit bytes in all, a string longer
+// than capture.MaxStringLen, a list of more than capture.MaxRecords elements (no list of the page
+// data holds more than a capture's records: its columns hold one value a record, its tables one
+// entry a record at most, or fewer). It follows the JSON text only as far as strings and nesting.
+type pageDataReader struct {
+	r     io.Reader
+	limit int64
+	read  int64
+	err   error // the limit broken, kept: later reads fail with it too
+
+	inString  bool
+	escape    int   // bytes left of an escape sequence in a string
+	stringLen int   // bytes of the current string so far, an escape sequence counting for one
+	lists     []int // per open list or object, outermost first: the commas of a list so far, -1 for an object
+}
+
+func (p *pageDataReader) Read(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	for {
+		n, err := p.r.Read(b)
+		if p.read += int64(n); p.read > p.limit {
+			p.err = fmt.Errorf("the report's page data inflates to more than %s, the most klockstat reads; %s", inputfile.Bytes(p.limit), readJSONInstead)
+			return 0, p.err
+		}
+		if n, p.err = p.scan(b[:n]); p.err != nil {
+			return 0, p.err
+		}
+		if n > 0 || err != nil { // not blank space alone
+			return n, err
+		}
+	}
+}
+
+// readJSONInstead is the advice for page data over a limit, which klockstat does not write.
+const readJSONInstead = "read the capture JSON the report was made from (klockstat --json)"
+
+// scan follows the JSON text in b, and drops the blank space between its tokens, which klockstat does
+// not write: the decoder holds a run of blank space whole (gigabytes of it, in a page of megabytes).
+// It returns how much of b is left.
+func (p *pageDataReader) scan(b []byte) (int, error) {
+	kept := 0
+	for _, c := range b {
+		if !p.inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			continue
+		}
+		b[kept] = c
+		kept++
+		if p.inString {
+			switch {
+			case p.escape > 0:
+				p.escape--
+				if c == 'u' && p.escape == 0 { // \uXXXX: four hex digits follow
+					p.escape = 4
+				}
+				continue
+			case c == '\\':
+				p.escape = 1
+			case c == '"':
+				p.inString = false
+				continue
+			}
+			if p.stringLen++; p.stringLen > capture.MaxStringLen {
+				return 0, fmt.Errorf("the report's page data holds a string longer than %d bytes, a capture's longest; %s", capture.MaxStringLen, readJSONInstead)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			p.inString, p.stringLen = true, 0
+		case '[':
+			p.lists = append(p.lists, 0)
+		case '{':
+			p.lists = append(p.lists, -1)
+		case ']', '}':
+			if len(p.lists) > 0 {
+				p.lists = p.lists[:len(p.lists)-1]
+			}
+		case ',':
+			if top := len(p.lists) - 1; top >= 0 && p.lists[top] >= 0 {
+				if p.lists[top]++; p.lists[top] >= capture.MaxRecords {
+					return 0, fmt.Errorf("the report's page data holds a list of more than %d elements, the most records klockstat reads; %s", capture.MaxRecords, readJSONInstead)
+				}
+			}
+		}
+	}
+	return kept, nil
 }
 
 // emptyString is the index of "" among the strings, added when missing.

@@ -74,7 +74,7 @@ func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
 		return nil, fmt.Errorf("reading input: %w", err)
 	}
 	limitMemory(len(data))
-	return parseInput(data)
+	return parseInput(data, limit)
 }
 
 // limitMemory asks the garbage collector to keep the process within three times the size of an
@@ -94,8 +94,8 @@ func limitMemory(inputSize int) {
 	debug.SetMemoryLimit(limit)
 }
 
-// parseInput decodes a capture JSON or an HTML page.
-func parseInput(data []byte) (*capture.Capture, error) {
+// parseInput decodes a capture JSON or an HTML page, whose data it inflates to at most limit bytes.
+func parseInput(data []byte, limit int64) (*capture.Capture, error) {
 	text := trimLeading(data)
 	switch {
 	case len(text) == 0:
@@ -103,14 +103,23 @@ func parseInput(data []byte) (*capture.Capture, error) {
 	case text[0] == '{':
 		return oneLine(capture.Parse(text))
 	}
-	if content, err := embeddedElement(text, dataElementID); err == nil {
-		c, err := decodePageData(content)
+	content, err := embeddedElement(text, dataElementID)
+	switch {
+	case err == nil:
+		c, err := decodePageData(content, limit)
 		if errors.Is(err, errNoCapture) {
 			return nil, notCapture(err.Error())
 		}
 		return oneLine(c, err)
+	case errors.Is(err, errUnended):
+		return nil, truncated("the page ends inside its <script id=\"" + dataElementID + "\"> element")
+	case !errors.Is(err, errNoElement):
+		return nil, notCapture(err.Error())
 	}
 	js, err := embeddedElement(text, captureElementID)
+	if errors.Is(err, errNoElement) { // nor a report of an earlier version: name today's element
+		return nil, notCapture(fmt.Sprintf("HTML without a <script id=%q> element (a report's page data)", dataElementID))
+	}
 	if err != nil {
 		return nil, notCapture(err.Error())
 	}
@@ -136,22 +145,45 @@ func describe(text []byte) string {
 	return "found text that starts with neither '{' (capture JSON) nor '<' (HTML report)"
 }
 
+// truncated is the error for a report whose page data ends early, as where a download or a copy was
+// cut short.
+func truncated(how string) error {
+	return fmt.Errorf("the report's page data is truncated: %s (a download or copy cut short?); read the whole page, or the capture JSON", how)
+}
+
 func notCapture(why string) error {
 	return oneLineErr(fmt.Errorf("not a klockstat capture JSON or HTML report: %s", why))
 }
 
+// errNoElement and errUnended are the errors of embeddedElement for a page without the element, and
+// for a page that ends inside it.
+var (
+	errNoElement = errors.New("no such element")
+	errUnended   = errors.New("element never ends")
+)
+
 // embeddedElement returns the content of the page's element with the given id, found as a browser's
 // getElementById finds it: the first such start tag in document order, outside comments, attribute
-// values and the raw text of other scripts, styles or titles. It must be a script element.
+// values, the raw text of other scripts, styles or titles, and the contents of templates, which a
+// browser parses into a fragment outside the document. It must be a script element.
 func embeddedElement(page []byte, id string) ([]byte, error) {
 	z := html.NewTokenizer(bytes.NewReader(page))
+	templates := 0 // templates open around the current token
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			return nil, fmt.Errorf("HTML without a <script id=%q> element", id)
+			return nil, errNoElement
+		case html.EndTagToken:
+			if name, _ := z.TagName(); string(name) == "template" && templates > 0 {
+				templates--
+			}
 		case html.StartTagToken, html.SelfClosingTagToken:
+			// A browser ignores the self-closing mark of a non-void element: <template/> opens one.
 			name, hasAttr := z.TagName()
-			if !hasAttr || !hasID(z, id) {
+			if templates > 0 || !hasAttr || !hasID(z, id) {
+				if string(name) == "template" {
+					templates++
+				}
 				continue
 			}
 			if string(name) != "script" {
@@ -162,13 +194,13 @@ func embeddedElement(page []byte, id string) ([]byte, error) {
 			case html.TextToken:
 				content := z.Text()
 				if z.Next() != html.EndTagToken {
-					return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", id)
+					return nil, fmt.Errorf("HTML whose <script id=%q> %w", id, errUnended)
 				}
 				return content, nil
 			case html.EndTagToken:
 				return nil, nil
 			}
-			return nil, fmt.Errorf("HTML whose <script id=%q> element never ends", id)
+			return nil, fmt.Errorf("HTML whose <script id=%q> %w", id, errUnended)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/klockstat/klockstat/capture"
-	"github.com/klockstat/klockstat/internal/capturetest"
 	"github.com/klockstat/klockstat/internal/inputfile"
 )
 
@@ -75,12 +74,12 @@ func TestReadInputErrors(t *testing.T) {
 		{"secret text", "root:$6$secretsecret:19000:0:99999:7:::\n", text},
 		{"png", "\x89PNG\r\n\x1a\n", notCapture + "found binary data"},
 		{"zeros", "\x00\x00\x00\x00", notCapture + "found binary data"},
-		{"HTML without capture", "<html><body><script>x()</script><p>hi</p></body></html>", notCapture + `HTML without a <script id="klockstat-capture"> element`},
-		{"unterminated tag", `<html><script id="klockstat-capture"`, notCapture + `HTML without a <script id="klockstat-capture"> element`},
+		{"HTML without capture", "<html><body><script>x()</script><p>hi</p></body></html>", notCapture + `HTML without a <script id="klockstat-data"> element (a report's page data)`},
+		{"unterminated tag", `<html><script id="klockstat-capture"`, notCapture + `HTML without a <script id="klockstat-data"> element (a report's page data)`},
 		{"unterminated element", `<html><script type="application/json" id="klockstat-capture">{"version":1`, notCapture + `HTML whose <script id="klockstat-capture"> element never ends`},
-		{"capture in a comment", `<html><!-- <script type="application/json" id="klockstat-capture">` + js + `</script> --></html>`, notCapture + `HTML without a <script id="klockstat-capture"> element`},
-		{"capture in an attribute", `<p title='<script id="klockstat-capture">` + js + `</script>'></p>`, notCapture + `HTML without a <script id="klockstat-capture"> element`},
-		{"capture in another script", `<script>var s = '<script id="klockstat-capture">` + js + `</script>`, notCapture + `HTML without a <script id="klockstat-capture"> element`},
+		{"capture in a comment", `<html><!-- <script type="application/json" id="klockstat-capture">` + js + `</script> --></html>`, notCapture + `HTML without a <script id="klockstat-data"> element (a report's page data)`},
+		{"capture in an attribute", `<p title='<script id="klockstat-capture">` + js + `</script>'></p>`, notCapture + `HTML without a <script id="klockstat-data"> element (a report's page data)`},
+		{"capture in another script", `<script>var s = '<script id="klockstat-capture">` + js + `</script>`, notCapture + `HTML without a <script id="klockstat-data"> element (a report's page data)`},
 		{"id on another element", `<div id="klockstat-capture"></div><script id="klockstat-capture">` + js + `</script>`, notCapture + `HTML whose element with id "klockstat-capture" is a <div>, not a <script>`},
 		{"HTML with bad JSON", `<html><script type="application/json" id="klockstat-capture">{"version":1,</script>`, "the report's embedded capture: decoding capture: "},
 		{"JSON without version", `{"meta":{}}`, `decoding capture: no "version" field`},
@@ -123,6 +122,9 @@ func TestReadInputFindsTheElementABrowserFinds(t *testing.T) {
 		`<title><script id="klockstat-capture">` + decoy + `</script></title>`,
 		`<p data-x='<script id="klockstat-capture">` + decoy + `</script>'></p>`,
 		`<SCRIPT>var d = '<script id="klockstat-capture">` + decoy + `'</SCRIPT>`,
+		// A template's contents are a fragment outside the document: getElementById does not see them.
+		`<template><script type="application/json" id="klockstat-capture">` + decoy + `</script></template>`,
+		`<TEMPLATE id="t"><template></template><div><script id="klockstat-capture">` + decoy + `</script></div></TEMPLATE>`,
 	} {
 		page := `<!DOCTYPE html><html><head>` + hide + `</head><body><script type="application/json" id="klockstat-capture">` + string(real) + `</script></body></html>`
 		got, err := ReadInput(strings.NewReader(page))
@@ -234,9 +236,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // encoded, and no page is rendered around it: the rendering tests cover the page. The seeds are
 // small, because the fuzzer spends its time minimising what grows from them.
 func FuzzReadInput(f *testing.F) {
-	small, _ := capturetest.Build(f, capture.Meta{Probe: "rawtp", MapSizes: map[string]uint32{"stacks": 64}},
-		capturetest.Record{Record: capture.Record{Type: "mutex", Comm: "<w>", Caller: "f+0x1", Stack: []string{"f+0x1"}}, Waits: []uint64{5, 900}})
-	js, err := json.Marshal(small)
+	js, err := json.Marshal(smallCapture(f))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -249,32 +249,19 @@ func FuzzReadInput(f *testing.F) {
 	f.Add([]byte("\ufeff{"))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		c, err := ReadInput(bytes.NewReader(input))
-		if err != nil {
-			if strings.ContainsAny(err.Error(), "\r\n") {
-				t.Fatalf("error %q spans lines", err)
-			}
+		if !readOrRefused(t, c, err) {
 			return
-		}
-		if err := c.Validate(); err != nil {
-			t.Fatalf("ReadInput returned an invalid capture: %v", err)
 		}
 		// What was read reads back the same from a page's data, and from a report of the format
 		// before it, which embedded the capture's JSON. Only the data element is written: a whole page
 		// inlines a megabyte of ECharts.
-		tab := newStrtab(nil)
-		rest := *c
-		rest.Records = nil
-		data := pageData{tab: tab, capture: &rest, records: newRecordFields(c.Records, capture.Order(c.Records), tab)}
-		element, err := data.encode()
-		if err != nil {
-			t.Fatalf("encoding what ReadInput read: %v", err)
-		}
+		element := dataElement(t, c)
 		old, err := json.Marshal(c)
 		if err != nil {
 			t.Fatalf("encoding what ReadInput read: %v", err)
 		}
 		for _, page := range []string{
-			`<!DOCTYPE html>` + string(element),
+			`<!DOCTYPE html>` + element,
 			`<!DOCTYPE html><script type="application/json" id="klockstat-capture">` + string(old) + `</script>`,
 		} {
 			back, err := ReadInput(strings.NewReader(page))
@@ -286,6 +273,76 @@ func FuzzReadInput(f *testing.F) {
 			}
 		}
 	})
+}
+
+// readOrRefused fails t unless what ReadInput returned is a valid capture or an error of one line,
+// and says whether it is a capture.
+func readOrRefused(t *testing.T, c *capture.Capture, err error) bool {
+	t.Helper()
+	if err != nil {
+		if strings.ContainsAny(err.Error(), "\r\n") {
+			t.Fatalf("error %q spans lines", err)
+		}
+		return false
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("ReadInput returned an invalid capture: %v", err)
+	}
+	return true
+}
+
+// dataElement is the page data element of a report of c, without the rest of the page.
+func dataElement(t testing.TB, c *capture.Capture) string {
+	t.Helper()
+	tab := newStrtab(nil)
+	rest := *c
+	rest.Records = nil
+	data := pageData{tab: tab, capture: &rest, records: newRecordFields(c.Records, capture.Order(c.Records), tab)}
+	element, err := data.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(element)
+}
+
+// TestReadInputSkipsTemplates checks that a page data element inside a <template>, which a browser
+// keeps out of the document, is not the one read.
+func TestReadInputSkipsTemplates(t *testing.T) {
+	c, _ := knownCapture(t)
+	decoy := *c
+	decoy.Meta.Hostname = "decoy"
+	page := `<!DOCTYPE html><template>` + dataElement(t, &decoy) + `</template>` + dataElement(t, c)
+	got, err := ReadInput(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Meta.Hostname != c.Meta.Hostname {
+		t.Errorf("read the page data inside a <template> (hostname %q)", got.Meta.Hostname)
+	}
+	if _, err := ReadInput(strings.NewReader(`<template>` + dataElement(t, c) + `</template>`)); err == nil || !strings.Contains(err.Error(), `HTML without a <script id="klockstat-data"> element`) {
+		t.Errorf("a page whose only data is in a <template>: error %v, want none found", err)
+	}
+}
+
+// TestReadInputTruncatedPage checks that a page cut short inside its data says so, rather than that
+// it has no data.
+func TestReadInputTruncatedPage(t *testing.T) {
+	c, _ := knownCapture(t)
+	element := dataElement(t, c)
+	start := strings.Index(element, ">") + 1
+	for _, cut := range []int{start, start + 1, (start + len(element)) / 2, len(element) - len("</script>") - 1, len(element) - 2} {
+		page := "<!DOCTYPE html><body>" + element[:cut]
+		_, err := ReadInput(strings.NewReader(page))
+		if err == nil || !strings.Contains(err.Error(), "the report's page data is truncated") {
+			t.Errorf("page cut %d bytes into its data element: error %v, want it to say the data is truncated", cut, err)
+		}
+	}
+	// The element whole, its compressed data cut short.
+	b64 := element[start : len(element)-len("</script>")]
+	page := "<!DOCTYPE html>" + element[:start] + b64[:len(b64)/2/4*4] + "</script>"
+	if _, err := ReadInput(strings.NewReader(page)); err == nil || !strings.Contains(err.Error(), "the report's page data is truncated") {
+		t.Errorf("page data cut short: error %v, want it to say the data is truncated", err)
+	}
 }
 
 // normalized is c as its JSON encodes it, so that nil and empty lists compare equal, with its records
