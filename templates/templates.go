@@ -1,5 +1,5 @@
-// Package templates holds klockstat's pages, the report, the diff and the scaling report, and the pinned ECharts library,
-// embedded.
+// Package templates holds klockstat's pages, the report, the diff and the scaling report, and the
+// pinned ECharts library, embedded.
 package templates
 
 import "embed"
