@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,20 +18,7 @@ import (
 func pageDataJSON(t testing.TB, c *capture.Capture) []byte {
 	t.Helper()
 	element := dataElement(t, c)
-	b64 := element[strings.Index(element, ">")+1 : len(element)-len("</script>")]
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return []byte(inflate(t, element[strings.Index(element, ">")+1:len(element)-len("</script>")]))
 }
 
 // pageOf is a page whose data is the given gzip members, each compressing one part.
