@@ -55,6 +55,12 @@ const (
 	// time, while the others write a page: a page writer woken as one lets
 	// the lock go finds the other holding it, and sleeps again.
 	Relay Lock = "relay"
+	// Chain makes a wait chain: "<prefix>-hold" holds the i_rwsem of a
+	// file long, writing 16 MiB at a time; "<prefix>-link" splices a
+	// pipe into that file, holding the pipe's mutex while it waits for
+	// the file's i_rwsem; the others write to the pipe and wait for its
+	// mutex, blocked by the link, itself blocked by the holder.
+	Chain Lock = "chain"
 	// Fown contends the f_owner rwlock_t of one shared file: half the
 	// threads set its owner, half read it.
 	Fown Lock = "fown"
@@ -85,6 +91,7 @@ var generators = map[Lock]func(Options) (generator, error){
 	Threads: newThreads,
 	Hog:     newHogs(1, hogWriteSize),
 	Relay:   newHogs(2, relayWriteSize),
+	Chain:   newChain,
 	Fown:    newFown,
 	Zone:    newZone,
 	LRU:     newLRU,
@@ -97,7 +104,7 @@ type threadNamer interface {
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Fown), string(Zone), string(LRU)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Chain), string(Fown), string(Zone), string(LRU)}
 }
 
 // Options configures one Run.

@@ -58,6 +58,9 @@ func TestRun(t *testing.T) {
 						if Lock(lock) == Relay && w < 2 {
 							name = fmt.Sprintf("%s-%s%d", wantPrefix, RelayThread, w)
 						}
+						if Lock(lock) == Chain && w < 2 {
+							name = wantPrefix + "-" + []string{ChainHolder, ChainLink}[w]
+						}
 						if got, want := comm(t, tid), truncateComm(name); got != want {
 							t.Errorf("worker %d: comm = %q, want %q", w, got, want)
 						}
