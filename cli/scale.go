@@ -260,18 +260,26 @@ func writeLevelPprof(w io.Writer, s *capture.Sweep, hasher *capture.AddressHashe
 // runScale runs the sweep and writes its outputs. Its status is 1 when a run failed, 128+signal when
 // a signal cut the sweep short.
 func (inv invocation) runScale(args []string) (int, error) {
+	// As for a capture, a signal before the probes are attached ends the sweep with no run
+	// started and nothing written.
+	signals, stopSignals := notifyStopSignals()
+	defer stopSignals()
 	o, err := inv.parseScaleFlags(args)
 	if err != nil {
 		return 0, err
 	}
-	signals, stopSignals := notifyStopSignals()
-	defer stopSignals()
+	if sig := pendingSignal(signals); sig != nil {
+		return stoppedBeforeStart(sig, o.captureOptions)
+	}
 	started := time.Now()
 	coll, err := collector.Start(o.cfg)
 	if err != nil {
 		return 0, err
 	}
 	defer coll.Close()
+	if sig := pendingSignal(signals); sig != nil {
+		return stoppedBeforeStart(sig, o.captureOptions)
+	}
 	rounds, err := coll.Rounds()
 	if err != nil {
 		return 0, err

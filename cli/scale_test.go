@@ -401,3 +401,25 @@ func TestReportOfASweep(t *testing.T) {
 		t.Errorf("--level 3: status %d, stderr %q; want 2 and the levels there are", status, stderr.String())
 	}
 }
+
+// A signal while the probes load ends the sweep before any run: no command started, nothing written.
+func TestScaleSignalBeforeTheSweepBegan(t *testing.T) {
+	testenv.RequireRoot(t)
+	cmd, _, stderr := klockstat(t, "scale", "--levels", "1,2", "-o", "s.html", "--", "sh", "-c", "touch started-{N}")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Loading and attaching the probes takes most of a second or more; the signal comes well
+	// before, once the Go runtime has had time to catch it.
+	time.Sleep(150 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	status := exitStatus(t, cmd.Wait())
+	if status != 128+int(syscall.SIGINT) || !strings.Contains(stderr.String(), "before the capture began") {
+		t.Errorf("exit status %d, stderr %q; want %d and a line saying the sweep had not begun", status, stderr, 128+int(syscall.SIGINT))
+	}
+	for _, name := range []string{"started-1", "s.html"} {
+		if exists(cmd.Dir, name) {
+			t.Errorf("%s exists: the sweep went on after a signal before it began", name)
+		}
+	}
+}
