@@ -217,7 +217,9 @@ func decodePageData(content []byte, limit int64) (*capture.Capture, error) {
 	}
 	data := &pageDataReader{r: zr, limit: limit}
 	var d embeddedData
-	if err := jsonv2.UnmarshalRead(data, &d); err != nil {
+	// Names twice in an object are refused by capture.Parse, in the capture; elsewhere, keeping the
+	// names of the page data's objects would cost more memory than their values ("shown").
+	if err := jsonv2.UnmarshalRead(data, &d, jsontext.AllowDuplicateNames(true)); err != nil {
 		switch {
 		case data.err != nil: // the decoder wraps it in a message of its own
 			return nil, data.err
@@ -244,9 +246,11 @@ func decodePageData(content []byte, limit int64) (*capture.Capture, error) {
 
 // pageDataReader passes on the inflated page data, refusing it as soon as it breaks a limit of a
 // capture, before the decoder holds what is over it: more than limit bytes in all, a string longer
-// than capture.MaxStringLen, a list of more than capture.MaxRecords elements (no list of the page
-// data holds more than a capture's records: its columns hold one value a record, its tables one
-// entry a record at most, or fewer). It follows the JSON text only as far as strings and nesting.
+// than capture.MaxStringLen, a list of more than capture.MaxRecords elements (none of the page data
+// holds more than a capture has records: its columns hold one value a record, its tables one entry
+// a record at most, or fewer), and an object of more than maxObjectMembers, but for the page data and
+// its members ("shown" has an entry a string). It follows the JSON text only as far as strings and
+// nesting.
 type pageDataReader struct {
 	r     io.Reader
 	limit int64
@@ -254,9 +258,9 @@ type pageDataReader struct {
 	err   error // the limit broken, kept: later reads fail with it too
 
 	inString  bool
-	escape    int   // bytes left of an escape sequence in a string
-	stringLen int   // bytes of the current string so far, an escape sequence counting for one
-	lists     []int // per open list or object, outermost first: the commas of a list so far, -1 for an object
+	escape    int         // bytes left of an escape sequence in a string
+	stringLen int         // bytes of the current string so far, an escape sequence counting for one
+	open      []container // the lists and objects open, outermost first
 }
 
 func (p *pageDataReader) Read(b []byte) (int, error) {
@@ -277,6 +281,17 @@ func (p *pageDataReader) Read(b []byte) (int, error) {
 		}
 	}
 }
+
+// container is a list or an object of the page data.
+type container struct {
+	commas int // between its elements so far
+	limit  int // of its elements
+}
+
+// maxObjectMembers is the most members of an object of a capture: a struct has a few dozen fields
+// at most, the one map (meta's map_sizes) an entry a BPF map. The decoder of a capture keeps the
+// names of an object's members to refuse one named twice, a hundred bytes a name.
+const maxObjectMembers = 1024
 
 // readJSONInstead is the advice for page data over a limit, which klockstat does not write.
 const readJSONInstead = "read the capture JSON the report was made from (klockstat --json)"
@@ -314,18 +329,20 @@ func (p *pageDataReader) scan(b []byte) (int, error) {
 		switch c {
 		case '"':
 			p.inString, p.stringLen = true, 0
-		case '[':
-			p.lists = append(p.lists, 0)
-		case '{':
-			p.lists = append(p.lists, -1)
+		case '[', '{':
+			limit := capture.MaxRecords
+			if c == '{' && len(p.open) > 1 {
+				limit = maxObjectMembers
+			}
+			p.open = append(p.open, container{limit: limit})
 		case ']', '}':
-			if len(p.lists) > 0 {
-				p.lists = p.lists[:len(p.lists)-1]
+			if len(p.open) > 0 {
+				p.open = p.open[:len(p.open)-1]
 			}
 		case ',':
-			if top := len(p.lists) - 1; top >= 0 && p.lists[top] >= 0 {
-				if p.lists[top]++; p.lists[top] >= capture.MaxRecords {
-					return 0, fmt.Errorf("the report's page data holds a list of more than %d elements, the most records klockstat reads; %s", capture.MaxRecords, readJSONInstead)
+			if top := len(p.open) - 1; top >= 0 {
+				if p.open[top].commas++; p.open[top].commas >= p.open[top].limit {
+					return 0, fmt.Errorf("the report's page data holds more than %d elements in one list or object; %s", p.open[top].limit, readJSONInstead)
 				}
 			}
 		}

@@ -71,6 +71,11 @@ func TestReadInputBoundsPageData(t *testing.T) {
 	js := pageDataJSON(t, smallCapture(t))
 	zeros := func(n int) string { return strings.TrimSuffix(strings.Repeat("0,", n), ",") }
 	emptyStrings := strings.TrimSuffix(strings.Repeat(`"",`, capture.MaxRecords+1), ",")
+	var names strings.Builder
+	for i := range capture.MaxRecords + 1 { // names of the page data's "shown"
+		fmt.Fprintf(&names, `"%x":0,`, i)
+	}
+	manyNames := strings.TrimSuffix(names.String(), ",")
 	const limit = 4 << 20 // what the test reads at most
 	spaces := bytes.Repeat([]byte(" "), 1<<20)
 	for _, tc := range []struct {
@@ -88,9 +93,13 @@ func TestReadInputBoundsPageData(t *testing.T) {
 		{"a long escaped string", pageOf(t, replaceIn(t, js, `],"shown":`, `,"`+strings.Repeat(`\u0061`, capture.MaxStringLen+1)+`"],"shown":`)),
 			"the report's page data holds a string longer than 262144 bytes", 0},
 		{"too many records", pageOf(t, replaceIn(t, js, `"type":[`, `"type":[`+zeros(capture.MaxRecords)+`,`)),
-			"the report's page data holds a list of more than 2097152 elements, the most records klockstat reads", 0},
+			"the report's page data holds more than 2097152 elements in one list or object", 0},
 		{"too many strings", pageOf(t, replaceIn(t, js, `],"shown":`, `,`+emptyStrings+`],"shown":`)),
-			"the report's page data holds a list of more than 2097152 elements", 0},
+			"the report's page data holds more than 2097152 elements in one list or object", 0},
+		{"too many names in the page data", pageOf(t, replaceIn(t, js, `"shown":{`, `"shown":{`+manyNames+`,`)),
+			"the report's page data holds more than 2097152 elements in one list or object", 0},
+		{"too many names in the capture", pageOf(t, replaceIn(t, js, `"map_sizes":{`, `"map_sizes":{`+manyNames[:strings.Index(manyNames, `"400"`)])),
+			"the report's page data holds more than 1024 elements in one list or object", 0},
 		{"a deep stack", pageOf(t, replaceIn(t, js, `"stacks":[[`, `"stacks":[[`+zeros(capture.MaxStackDepth)+`,`)),
 			"a stack of 128 frames, more than the 127 klockstat takes", 0},
 	} {
