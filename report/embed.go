@@ -264,7 +264,7 @@ type pageDataReader struct {
 }
 
 func (p *pageDataReader) Read(b []byte) (int, error) {
-	if p.err != nil {
+	if p.err != nil || len(b) == 0 { // an empty b would read nothing, forever, in the loop below
 		return 0, p.err
 	}
 	for {
