@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/internal/capturetest"
@@ -167,4 +168,39 @@ func FuzzDecodePageData(f *testing.F) {
 		c, err := readInput(bytes.NewReader(pageWith(t, w, js)), 1<<20)
 		readOrRefused(t, c, err)
 	})
+}
+
+// TestPageDataReaderEmptyBuffer checks that a read into an empty buffer returns, though the
+// inflating reader under it returns nothing and no error for one.
+func TestPageDataReaderEmptyBuffer(t *testing.T) {
+	zr, err := gzip.NewReader(bytes.NewReader(pageDataGzip(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&pageDataReader{r: zr, limit: MaxInputSize}).Read(nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Read(nil) = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read(nil) did not return")
+	}
+}
+
+// pageDataGzip is gzip data of one space.
+func pageDataGzip(t *testing.T) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(" ")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
