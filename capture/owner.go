@@ -131,3 +131,52 @@ func (o Owner) validate() error {
 	}
 	return nil
 }
+
+// OwnerTotal is the entries of one owner of one lock merged, or those of one reason a lock's owner
+// was unknown: the owner's stacks, on and off its CPU, with their shares of its charged wait.
+type OwnerTotal struct {
+	Type    string
+	Lock    Addr
+	TID     uint32 // 0 for an unknown owner
+	Reason  string // why the owner is unknown; "" for a known one
+	TotalNS uint64 // the wait charged to the owner, over all its entries
+	// StackNS is the part of TotalNS charged to a stack of the owner's, on or off its CPU.
+	StackNS uint64
+	// Entries index the owner's entries in the owners given to OwnerTotals, largest first: the
+	// first with a stack is its top critical-section stack.
+	Entries []int
+}
+
+// OwnerTotals merges the entries of each owner of sorted owners (SortOwners), largest total first.
+func OwnerTotals(owners []Owner) []OwnerTotal {
+	index := map[string]int{}
+	var out []OwnerTotal
+	for i, o := range owners {
+		k := o.Key()
+		j, ok := index[k]
+		if !ok {
+			j = len(out)
+			index[k] = j
+			out = append(out, OwnerTotal{Type: o.Type, Lock: o.Lock, TID: o.TID, Reason: o.Reason})
+		}
+		t := &out[j]
+		t.TotalNS += o.TotalNS
+		if len(o.Stack) > 0 {
+			t.StackNS += o.TotalNS
+		}
+		t.Entries = append(t.Entries, i)
+	}
+	slices.SortStableFunc(out, func(a, b OwnerTotal) int { return cmp.Compare(b.TotalNS, a.TotalNS) })
+	return out
+}
+
+// Key is what OwnerTotals merges an owner's entries by, the owner's identity: an entry's share of
+// its owner's wait is its TotalNS over the OwnerTotal of the same Key.
+func (o Owner) Key() string {
+	return fmt.Sprintf("%s\x00%d\x00%d\x00%s", o.Type, o.Lock, o.TID, o.Reason)
+}
+
+// Key is the Key of the owner's entries.
+func (t OwnerTotal) Key() string {
+	return Owner{Type: t.Type, Lock: t.Lock, TID: t.TID, Reason: t.Reason}.Key()
+}

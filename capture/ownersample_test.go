@@ -80,3 +80,62 @@ func TestSpreadOwnerSamplesMerges(t *testing.T) {
 		t.Fatalf("got %+v, want one entry of 200 ns, 2 waits, 4 samples", got)
 	}
 }
+
+// TestOwnerTotals merges an owner's stacks, largest first, apart from another owner of the same
+// lock and from the waits whose owner was unknown.
+func TestOwnerTotals(t *testing.T) {
+	owners := []Owner{
+		{Type: "mutex", Lock: 1, TID: 7, Stack: []string{"a+0x1"}, Where: OwnerStackOnCPU, Samples: 2, Count: 1, TotalNS: 600},
+		{Type: "mutex", Lock: 1, TID: 7, StackReason: OwnerStackRan, Count: 1, TotalNS: 100},
+		{Type: "mutex", Lock: 1, TID: 8, Stack: []string{"b+0x1"}, Where: OwnerStackOffCPU, Count: 1, TotalNS: 650},
+		{Type: "mutex", Lock: 1, TID: 7, Stack: []string{"c+0x1"}, Where: OwnerStackOffCPU, Count: 1, TotalNS: 300},
+		{Type: "mutex", Lock: 1, Reason: OwnerNone, Count: 1, TotalNS: 50},
+	}
+	SortOwners(owners)
+	totals := OwnerTotals(owners)
+	if len(totals) != 3 {
+		t.Fatalf("%d owners, want 3: %+v", len(totals), totals)
+	}
+	first := totals[0]
+	var sum uint64
+	for _, i := range first.Entries {
+		sum += owners[i].TotalNS
+		if owners[i].Key() != first.Key() {
+			t.Errorf("entry %+v merged into owner %d", owners[i], first.TID)
+		}
+	}
+	if first.TID != 7 || first.TotalNS != sum || first.StackNS != first.TotalNS-100 || len(first.Entries) != 3 {
+		t.Errorf("first owner %+v, want thread 7 with its 3 entries, all but 100 ns with a stack", first)
+	}
+	if top := owners[first.Entries[0]]; top.Stack[0] != "a+0x1" {
+		t.Errorf("thread 7's top entry is %v, want its largest, a", top.Stack)
+	}
+	if totals[1].TID != 8 || totals[2].Reason != OwnerNone {
+		t.Errorf("then %+v and %+v, want thread 8, then the unknown owner", totals[1], totals[2])
+	}
+}
+
+// TestOwnerFlameGraph weighs the owners' stacks by the wait charged to them, under the owner's
+// thread name, and leaves out the owners without a stack and the unknown ones.
+func TestOwnerFlameGraph(t *testing.T) {
+	owners := []Owner{
+		{Type: "rwsem:W", Lock: 1, Comm: "<b>hog</b>", TID: 7, Stack: []string{"copy_page+0x1", "vfs_write+0x2"}, Where: OwnerStackOnCPU, Samples: 3, Count: 2, TotalNS: 300},
+		{Type: "rwsem:W", Lock: 1, Comm: "<b>hog</b>", TID: 7, Stack: []string{"__schedule+0x1", "vfs_write+0x2"}, Where: OwnerStackOffCPU, Count: 1, TotalNS: 100},
+		{Type: "rwsem:W", Lock: 1, Comm: "<b>hog</b>", TID: 7, StackReason: OwnerStackRan, Count: 1, TotalNS: 50},
+		{Type: "mutex", Lock: 2, Reason: OwnerNone, Count: 1, TotalNS: 1000},
+	}
+	tree, ok := OwnerFlameGraph(owners, 100)
+	if !ok {
+		t.Fatal("no flame graph of the owners' stacks")
+	}
+	root, thread := tree.Nodes[0], tree.Nodes[1]
+	if root.TotalNS != 400 || thread.Name != "<b>hog</b>" || thread.TotalNS != 400 {
+		t.Errorf("root %+v, thread %+v: want the 400 ns charged to the hog's stacks, under its name", root, thread)
+	}
+	if tree.Nodes[2].Name != "vfs_write" || tree.Nodes[3].Name != "copy_page" || tree.Nodes[3].TotalNS != 300 {
+		t.Errorf("nodes %+v: want vfs_write, then copy_page with 300 ns", tree.Nodes)
+	}
+	if _, ok := OwnerFlameGraph(owners[2:], 100); ok {
+		t.Error("a flame graph of owners without a stack")
+	}
+}
