@@ -24,6 +24,9 @@ type measuredRun struct {
 	// and its wall time is the figure.
 	rate func(stdout []byte, dir string) (float64, error)
 	unit string // of the figure: the rate's, or "s" for a wall time
+	// label names the run in the table where it differs from the
+	// workload's run for a duration.
+	label string
 }
 
 // stressNGRate reads the bogo operations per second of real time that
@@ -125,6 +128,7 @@ type throughputTool struct {
 // throughputResult is one workload's figures per tool and round.
 type throughputResult struct {
 	unit    string
+	label   string
 	figures [][]float64 // [tool][round]
 }
 
@@ -157,7 +161,7 @@ func measureThroughput(o options, w realWorkload, tools []throughputTool) (throu
 				return r, err
 			}
 			m := w.measured(o.duration, dir)
-			r.unit = m.unit
+			r.unit, r.label = m.unit, m.label
 			v, err := runUnder(tools[t], m, dir)
 			os.RemoveAll(dir)
 			if err != nil {
@@ -218,7 +222,11 @@ func throughputTable(o options, spec *lockspec.Spec, workloads []realWorkload) e
 		if base >= 1000 { // in full, not 1.41e+05
 			figure = fmt.Sprintf("%.0f %s", base, r.unit)
 		}
-		row := fmt.Sprintf("| %s | %s |", w.name, figure)
+		name := w.name
+		if r.label != "" {
+			name = r.label
+		}
+		row := fmt.Sprintf("| %s | %s |", name, figure)
 		for t := range tools[1:] {
 			loss := r.loss(t + 1)
 			perRound := make([]string, len(loss))
