@@ -27,6 +27,9 @@ type assembly struct {
 	// statistics on: the programs' run times then count only while
 	// another process had them on, and are left out.
 	runTimeOff bool
+	// ownerSampleHz is the rate owners were sampled at on their CPU,
+	// 0 when they were not.
+	ownerSampleHz int
 }
 
 // lockNamer names locks the programs could not name, from the kernel's
@@ -57,11 +60,12 @@ var lostReasons = []struct {
 // the caller. It reads nothing but its arguments, the lock names aside.
 func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 	b := builder{
-		spec:    in.cfg.Spec,
-		symbols: in.symbols,
-		stacks:  snap.stacks,
-		byKey:   map[lockstatWaitKey]int{},
-		frames:  map[uint64][]string{},
+		spec:      in.cfg.Spec,
+		stackSkip: in.cfg.StackSkip,
+		symbols:   in.symbols,
+		stacks:    snap.stacks,
+		byKey:     map[lockstatWaitKey]int{},
+		frames:    map[uint64][]string{},
 	}
 	if err := b.addAggregate(snap.waits, addWaits); err != nil {
 		return nil, err
@@ -71,7 +75,8 @@ func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 	if in.acquire != nil {
 		threshold = in.acquire.ThresholdNS
 	}
-	inProgress, err := b.addOpenWaits(openWaits(snap.threadWaits, snap.spinWaits, snap.stopNS), snap, threshold, buckets)
+	open := openWaits(snap.threadWaits, snap.spinWaits, snap.stopNS)
+	inProgress, err := b.addOpenWaits(open, snap, threshold, buckets)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +93,14 @@ func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 		if cp.Owners, err = b.owners(snap.owners); err != nil {
 			return nil, err
 		}
+		samples, err := b.ownerSamples(snap.ownerSamples)
+		if err != nil {
+			return nil, err
+		}
+		cp.Owners = capture.SpreadOwnerSamples(cp.Owners, samples)
+		if cp.OwnerChains, err = b.ownerChains(snap.ownerChains, open, snap.stopNS, cp.Owners, snap.threadNames); err != nil {
+			return nil, err
+		}
 	}
 	cp.Meta = meta(snap, in, inProgress)
 	m := &cp.Meta
@@ -98,6 +111,7 @@ func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 		m.Warnings = append(m.Warnings, warnings...)
 	}
 	nameOwners(cp.Owners, cp.Records)
+	nameChains(cp.OwnerChains, cp.Records)
 	m.Warnings = append(m.Warnings, in.cgroups.name(cp.Records, snap.cgroups)...)
 	if n := snap.counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)", n))
@@ -120,6 +134,8 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 		Comm:       in.cfg.Comm,
 		MapSizes:   map[string]uint32{},
 		Programs:   slices.Clone(snap.programs),
+		// The owners' on-CPU samples spread their charged wait.
+		OwnerSampleHz: in.ownerSampleHz,
 	}
 	if in.runTimeOff {
 		for i := range m.Programs {
@@ -214,15 +230,21 @@ func nameLocks(records []capture.Record, namer lockNamer) ([]string, error) {
 // nameOwners names the owners' locks as the records name them, once nameLocks has named what the
 // programs could not: an owner and its waiters' records then show a lock by the same name.
 func nameOwners(owners []capture.Owner, records []capture.Record) {
+	names := recordLockNames(records)
+	for i := range owners {
+		owners[i].Name = names[owners[i].Lock]
+	}
+}
+
+// recordLockNames are the names the records give their locks.
+func recordLockNames(records []capture.Record) map[capture.Addr]string {
 	names := map[capture.Addr]string{}
 	for _, r := range records {
 		if r.Name != "" {
 			names[r.Lock] = r.Name
 		}
 	}
-	for i := range owners {
-		owners[i].Name = names[owners[i].Lock]
-	}
+	return names
 }
 
 // cloneBuckets copies a histogram's buckets, which the waits still open
@@ -237,12 +259,13 @@ func cloneBuckets(buckets [][]uint64) [][]uint64 {
 
 // builder turns map entries into records, symbolizing each stack once.
 type builder struct {
-	spec    *lockspec.Spec
-	symbols *kallsyms.Table
-	stacks  map[uint64][]uint64
-	records []capture.Record
-	byKey   map[lockstatWaitKey]int
-	frames  map[uint64][]string
+	spec      *lockspec.Spec
+	stackSkip int // Config.StackSkip
+	symbols   *kallsyms.Table
+	stacks    map[uint64][]uint64
+	records   []capture.Record
+	byKey     map[lockstatWaitKey]int
+	frames    map[uint64][]string
 }
 
 // addWaits and addHolds put an aggregate's numbers into its record.
@@ -296,6 +319,9 @@ func (b *builder) newRecord(k lockstatWaitKey) (capture.Record, error) {
 	if err != nil {
 		return r, err
 	}
+	// perf's --stack-skip, counted after the tracing frames: their number varies by backend and is
+	// known only once the frames are named, so the skip is made here, not in the stack walk.
+	stack = stack[min(b.stackSkip, len(stack)):]
 	r.Stack = stack
 	if i := b.spec.Caller(stack); i >= 0 {
 		r.Caller = stack[i]

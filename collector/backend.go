@@ -76,6 +76,7 @@ type attachment struct {
 	// tracepoints.
 	acquire  *capture.Acquire
 	warnings []string
+	sampler  *ownerSampler // samples lock owners on their CPU; nil when it does not
 }
 
 // probe is one loaded program whose run-time statistics go in the capture.
@@ -88,6 +89,8 @@ type probe struct {
 }
 
 func (a *attachment) close() {
+	a.sampler.close()
+	a.sampler = nil
 	a.detachBegins()
 	closeLinks(a.links)
 	a.links = nil

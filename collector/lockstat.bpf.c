@@ -37,6 +37,9 @@
  *  rwbase.bpf.h       PREEMPT_RT's rwbase_rt (also used by names.bpf.c)
  *  owner.bpf.h        lock owners and their stacks: owners, owner_marks,
  *                     owner_exits, owners_on, owner_switch_skip
+ *  ownerchain.bpf.h   wait chains through owners that wait: owner_chains
+ *  ownersample.bpf.h  owners sampled on their CPU: owner_samples and the
+ *                     perf event program owner_sample
  *  timeline.bpf.h     timeline, timeline_types, timeline_start,
  *                     timeline_control
  *  record.bpf.h       recording an ended wait: aggregate, histogram, record()
@@ -50,6 +53,7 @@
 #include "funcprobe.bpf.h"
 #include "nesting.bpf.h"
 #include "owner.bpf.h"
+#include "ownersample.bpf.h"
 #include "record.bpf.h"
 #include "rwbase.bpf.h"
 #include "shared_flags.bpf.h"

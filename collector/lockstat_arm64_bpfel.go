@@ -13,6 +13,24 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type lockstatChainKey struct {
+	_       structs.HostLayout
+	Lock    uint64
+	EndLock uint64
+	Tid     uint32
+	EndTid  uint32
+	Type    uint32
+	EndType uint16
+	Depth   uint8
+	Cycle   uint8
+}
+
+type lockstatChainStats struct {
+	_       structs.HostLayout
+	Count   uint64
+	TotalNs uint64
+}
+
 type lockstatCounter uint32
 
 const (
@@ -38,7 +56,10 @@ const (
 	lockstatCounterCNT_LOST_OWNER_FULL    lockstatCounter = 19
 	lockstatCounterCNT_OWNER_STACK        lockstatCounter = 20
 	lockstatCounterCNT_OWNER_STACK_FAILED lockstatCounter = 21
-	lockstatCounterCNT_MAX                lockstatCounter = 22
+	lockstatCounterCNT_OWNER_SAMPLE       lockstatCounter = 22
+	lockstatCounterCNT_LOST_OWNER_SAMPLE  lockstatCounter = 23
+	lockstatCounterCNT_LOST_CHAIN_FULL    lockstatCounter = 24
+	lockstatCounterCNT_MAX                lockstatCounter = 25
 )
 
 type lockstatCpuBusy struct {
@@ -112,13 +133,16 @@ type lockstatOwnerKey struct {
 }
 
 type lockstatOwnerMark struct {
-	_     structs.HostLayout
-	Lock  uint64
-	Stack uint64
-	Task  uint64
-	Flags uint32
-	Taken uint16
-	Ended uint16
+	_       structs.HostLayout
+	Lock    uint64
+	Stack   uint64
+	Task    uint64
+	Flags   uint32
+	Taken   uint16
+	Ended   uint16
+	Charged uint64
+	Type    uint32
+	Pad     uint32
 }
 
 type lockstatOwnerReason uint32
@@ -130,6 +154,14 @@ const (
 	lockstatOwnerReasonOWNER_READERS   lockstatOwnerReason = 3
 	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
 )
+
+type lockstatOwnerSampleKey struct {
+	_     structs.HostLayout
+	Lock  uint64
+	Stack uint64
+	Tid   uint32
+	Type  uint32
+}
 
 type lockstatOwnerStackReason uint32
 
@@ -230,6 +262,11 @@ type lockstatWaitSlot struct {
 	Skip        uint16
 	Repeat      uint32
 	OwnerFlags  uint32
+	ChainTid    uint32
+	ChainLock   uint64
+	ChainType   uint16
+	ChainDepth  uint8
+	ChainCycle  uint8
 	Pad         uint32
 }
 
@@ -261,8 +298,10 @@ const (
 	lockstatMapHoldAggregate             = "hold_aggregate"
 	lockstatMapHoldHistogram             = "hold_histogram"
 	lockstatMapHolds                     = "holds"
+	lockstatMapOwnerChains               = "owner_chains"
 	lockstatMapOwnerExits                = "owner_exits"
 	lockstatMapOwnerMarks                = "owner_marks"
+	lockstatMapOwnerSamples              = "owner_samples"
 	lockstatMapOwners                    = "owners"
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
@@ -285,6 +324,7 @@ const (
 	lockstatProgKprobeRelease            = "kprobe_release"
 	lockstatProgKretprobeAcquire         = "kretprobe_acquire"
 	lockstatProgKretprobeAcquireWalk     = "kretprobe_acquire_walk"
+	lockstatProgOwnerSample              = "owner_sample"
 	lockstatProgRawContentionBegin       = "raw_contention_begin"
 	lockstatProgRawContentionBeginRescue = "raw_contention_begin_rescue"
 	lockstatProgRawContentionEnd         = "raw_contention_end"
@@ -385,6 +425,7 @@ type lockstatProgramSpecs struct {
 	KprobeRelease            *ebpf.ProgramSpec `ebpf:"kprobe_release"`
 	KretprobeAcquire         *ebpf.ProgramSpec `ebpf:"kretprobe_acquire"`
 	KretprobeAcquireWalk     *ebpf.ProgramSpec `ebpf:"kretprobe_acquire_walk"`
+	OwnerSample              *ebpf.ProgramSpec `ebpf:"owner_sample"`
 	RawContentionBegin       *ebpf.ProgramSpec `ebpf:"raw_contention_begin"`
 	RawContentionBeginRescue *ebpf.ProgramSpec `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
@@ -413,8 +454,10 @@ type lockstatMapSpecs struct {
 	HoldAggregate *ebpf.MapSpec `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.MapSpec `ebpf:"hold_histogram"`
 	Holds         *ebpf.MapSpec `ebpf:"holds"`
+	OwnerChains   *ebpf.MapSpec `ebpf:"owner_chains"`
 	OwnerExits    *ebpf.MapSpec `ebpf:"owner_exits"`
 	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
+	OwnerSamples  *ebpf.MapSpec `ebpf:"owner_samples"`
 	Owners        *ebpf.MapSpec `ebpf:"owners"`
 	Paths         *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
@@ -499,8 +542,10 @@ type lockstatMaps struct {
 	HoldAggregate *ebpf.Map `ebpf:"hold_aggregate"`
 	HoldHistogram *ebpf.Map `ebpf:"hold_histogram"`
 	Holds         *ebpf.Map `ebpf:"holds"`
+	OwnerChains   *ebpf.Map `ebpf:"owner_chains"`
 	OwnerExits    *ebpf.Map `ebpf:"owner_exits"`
 	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
+	OwnerSamples  *ebpf.Map `ebpf:"owner_samples"`
 	Owners        *ebpf.Map `ebpf:"owners"`
 	Paths         *ebpf.Map `ebpf:"paths"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
@@ -527,8 +572,10 @@ func (m *lockstatMaps) Close() error {
 		m.HoldAggregate,
 		m.HoldHistogram,
 		m.Holds,
+		m.OwnerChains,
 		m.OwnerExits,
 		m.OwnerMarks,
+		m.OwnerSamples,
 		m.Owners,
 		m.Paths,
 		m.PidFilter,
@@ -598,6 +645,7 @@ type lockstatPrograms struct {
 	KprobeRelease            *ebpf.Program `ebpf:"kprobe_release"`
 	KretprobeAcquire         *ebpf.Program `ebpf:"kretprobe_acquire"`
 	KretprobeAcquireWalk     *ebpf.Program `ebpf:"kretprobe_acquire_walk"`
+	OwnerSample              *ebpf.Program `ebpf:"owner_sample"`
 	RawContentionBegin       *ebpf.Program `ebpf:"raw_contention_begin"`
 	RawContentionBeginRescue *ebpf.Program `ebpf:"raw_contention_begin_rescue"`
 	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
@@ -624,6 +672,7 @@ func (p *lockstatPrograms) Close() error {
 		p.KprobeRelease,
 		p.KretprobeAcquire,
 		p.KretprobeAcquireWalk,
+		p.OwnerSample,
 		p.RawContentionBegin,
 		p.RawContentionBeginRescue,
 		p.RawContentionEnd,

@@ -33,6 +33,8 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		symbols:  c.symbols,
 		locks:    c.obj.kernel,
 		cgroups:  c.cgroups,
+		// The rate the owners were sampled at, if they were.
+		ownerSampleHz: c.att.sampler.rate(),
 		// Turned on by Start, or not at all.
 		runTimeOff: c.stats == nil,
 	})
@@ -107,6 +109,9 @@ func (c *Collector) read(snap *snapshot) error {
 	}
 	if c.cfg.Owners {
 		if snap.owners, err = readEntries[lockstatOwnerKey, lockstatOwnerStats](maps.Owners); err != nil {
+			return err
+		}
+		if err := readOwnerFacts(maps, snap, false); err != nil {
 			return err
 		}
 	}
@@ -255,6 +260,9 @@ func readStacks(m *ebpf.Map, snap *snapshot, open []lockstatWaitSlot) (map[uint6
 		if e.value.Count > 0 { // an owner begun, not ended by the stop, is left out
 			ids = append(ids, e.key.Stack)
 		}
+	}
+	for _, e := range snap.ownerSamples {
+		ids = append(ids, e.key.Stack)
 	}
 	stacks := map[uint64][]uint64{}
 	for _, id := range ids {

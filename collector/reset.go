@@ -62,6 +62,9 @@ func (r *Rounds) Begin() error {
 		if _, err := drainOwners(maps.Owners); err != nil {
 			return err
 		}
+		if err := readOwnerFacts(maps, &snapshot{}, true); err != nil {
+			return err
+		}
 	}
 	base, err := r.read()
 	if err != nil {
@@ -95,6 +98,9 @@ func (r *Rounds) End() (*capture.Capture, error) {
 		if snap.owners, err = drainOwners(maps.Owners); err != nil {
 			return nil, err
 		}
+		if err := readOwnerFacts(maps, &snap, true); err != nil {
+			return nil, err
+		}
 	}
 	now, err := r.read()
 	if err != nil {
@@ -121,6 +127,8 @@ func (r *Rounds) End() (*capture.Capture, error) {
 		symbols:  c.symbols,
 		locks:    c.obj.kernel,
 		cgroups:  c.cgroups,
+		// The rate the owners were sampled at, if they were.
+		ownerSampleHz: c.att.sampler.rate(),
 		// As Stop's: turned on by Start, or not at all.
 		runTimeOff: c.stats == nil,
 	})

@@ -27,6 +27,10 @@ type snapshot struct {
 	// by thread id: the kernel writes a thread's name when a wait ends.
 	threadNames map[uint32]string
 	owners      []ownerEntry // the owners map; none without --owners
+	// ownerSamples and ownerChains are the owner_samples and owner_chains maps; none without
+	// --owners.
+	ownerSamples []ownerSampleEntry
+	ownerChains  []chainEntry
 	// stacks holds the frames' addresses of every stack an entry above
 	// refers to, by stack id: zero-padded to the stack map's value size.
 	stacks   map[uint64][]uint64

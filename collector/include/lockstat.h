@@ -49,6 +49,8 @@
 #define MAX_SHARED_FUNCS 64
 /* --cgroup values one capture takes. */
 #define MAX_CGROUP_FILTERS 64
+/* Owners a wait chain follows past the wait's own owner (ownerchain.bpf.h). */
+#define MAX_CHAIN 4
 /* Kernel and IRQ stacks are this large and aligned to it (x86-64, arm64). */
 #define KSTACK_SIZE 16384
 
@@ -105,6 +107,14 @@ struct wait_slot {
 	__u16 skip;  /* begin was filtered out: pair it, record nothing */
 	__u32 repeat; /* function probes: entries of listed functions calling one another for this lock */
 	__u32 owner_flags; /* the contention flags owner_lock's owner word is read by */
+	/* The wait chain when the owner was read: the owner itself waited
+	 * for chain_lock, held by chain_tid, through chain_depth owners
+	 * (0: the owner was not waiting); see ownerchain.bpf.h. */
+	__u32 chain_tid;
+	__u64 chain_lock;
+	__u16 chain_type;
+	__u8 chain_depth;
+	__u8 chain_cycle; /* the chain came back to a thread already in it */
 	__u32 _pad;
 };
 
@@ -158,6 +168,36 @@ struct owner_mark {
 	__u32 flags;   /* the lock's contention flags, to read its owner word */
 	__u16 taken;   /* enum owner_stack_reason: TAKEN, FAILED, or RAN while waiting for one */
 	__u16 ended;   /* the owner was seen not holding the lock: its tenure is over */
+	__u64 charged; /* the lock its waits are charged to (owner_key.lock): the wait's, which differs from lock on PREEMPT_RT */
+	__u32 type;    /* the waits' lock type, for the samples' key */
+	__u32 _pad;
+};
+
+/* Samples of marked owners on their CPU, holding the lock others wait for
+ * (ownersample.bpf.h): one entry per owner, lock and kernel stack. */
+struct owner_sample_key {
+	__u64 lock;  /* as owner_key.lock */
+	__u64 stack; /* stacks map key, 0: the walk failed */
+	__u32 tid;
+	__u32 type;
+};
+
+/* Waits whose owner was itself waiting: charged to the chain's end, the
+ * lock and thread the chain of owners led to (ownerchain.bpf.h). */
+struct chain_key {
+	__u64 lock;     /* as owner_key.lock */
+	__u64 end_lock; /* the lock the last owner of the chain held */
+	__u32 tid;      /* the waits' owner, the chain's first link */
+	__u32 end_tid;  /* the thread at the end of the chain */
+	__u32 type;
+	__u16 end_type;
+	__u8 depth;     /* owners between the waiter and the end, the owner included: 1 for waiter -> owner -> end */
+	__u8 cycle;     /* the chain came back to one of its threads: end_tid waits, in a cycle */
+};
+
+struct chain_stats {
+	__u64 count;
+	__u64 total_ns;
 };
 
 /* The threads whose id falls in one bucket of thread_buckets
@@ -305,6 +345,9 @@ enum counter {
 	CNT_LOST_OWNER_FULL,    /* wait not charged to its owner: owner map full */
 	CNT_OWNER_STACK,        /* owner stacks taken as the owner left a CPU holding the lock */
 	CNT_OWNER_STACK_FAILED, /* owner stacks not taken: walk failed or stack map full */
+	CNT_OWNER_SAMPLE,       /* samples of marked owners on their CPU holding the lock */
+	CNT_LOST_OWNER_SAMPLE,  /* owner samples not stored: owner sample map full */
+	CNT_LOST_CHAIN_FULL,    /* wait not charged to its chain: chain map full */
 	CNT_MAX,
 };
 

@@ -26,6 +26,7 @@
 #include "common.bpf.h"
 #include "counters.bpf.h"
 #include "nesting.bpf.h"
+#include "ownerchain.bpf.h"
 #include "stackpath.bpf.h"
 #include "threads.bpf.h"
 
@@ -147,11 +148,16 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 }
 
 /* mark_owner marks task t, thread tid, which owns lock (announced with
- * flags), for its stack, unless it is marked for this tenure already. A
- * full map leaves it unmarked: its waits are charged to OWNER_STACK_LOST. */
-static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags)
+ * flags), for its stack, unless it is marked for this tenure already: the
+ * waits charged to it, by key, are of key->lock and key->type. A full map
+ * leaves it unmarked: its waits are charged to OWNER_STACK_LOST. */
+static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags,
+				       const struct owner_key *key)
 {
-	struct owner_mark *m, init = { .lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN };
+	struct owner_mark *m, init = {
+		.lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN,
+		.charged = key->lock, .type = key->type,
+	};
 	struct thread_bucket *bucket;
 
 	if (!stack_depth)
@@ -247,6 +253,7 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	int err;
 
 	s->owner_reason = OWNER_UNTRACKED;
+	s->chain_depth = 0;
 	if (!owners_on || spinning || s->skip)
 		return;
 	key.reason = OWNER_KNOWN;
@@ -262,7 +269,8 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 		key.tid = BPF_CORE_READ(t, pid);
 		s->owner_tid = key.tid;
 		s->owner_state = owner_state(t);
-		mark_owner(key.tid, t, lock, flags);
+		mark_owner(key.tid, t, lock, flags, &key);
+		chain_follow(s, s->tid, key.tid);
 		if (!bpf_map_lookup_elem(&owners, &key)) {
 			struct owner_stats init = { .pid = BPF_CORE_READ(t, tgid) };
 
@@ -324,8 +332,10 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
 
 	if (w->owner_reason == OWNER_UNTRACKED)
 		return;
-	if (w->owner_reason == OWNER_KNOWN)
+	if (w->owner_reason == OWNER_KNOWN) {
 		owner_stack(&key, w->owner_lock);
+		chain_charge(w, delta);
+	}
 	v = bpf_map_lookup_elem(&owners, &key);
 	if (!v) {
 		struct owner_key first = key;

@@ -1,0 +1,102 @@
+package collector
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// knownOwner is an owners map entry of thread tid, a known owner of lock, with a stack or a reason
+// for none.
+func (f *assembleFixture) knownOwner(lock, stack uint64, tid uint32, reason lockstatOwnerStackReason, count, total uint64) {
+	v := lockstatOwnerStats{Count: count, TotalNs: total, Pid: 70}
+	v.StateCount[lockstatOwnerStateOWNER_ON_CPU], v.StateNs[lockstatOwnerStateOWNER_ON_CPU] = count, total
+	copy(v.Comm[:], []int8{'h', 'o', 'g'})
+	f.snap.owners = append(f.snap.owners, ownerEntry{
+		key: lockstatOwnerKey{Lock: lock, Stack: stack, Tid: tid, Type: f.types["mutex"],
+			Reason: uint32(lockstatOwnerReasonOWNER_KNOWN), StackReason: uint32(reason)},
+		value: v,
+	})
+}
+
+// TestAssembleOwnerSamples spreads the wait of an owner that never left its CPU over the stacks it
+// was sampled at, 2 to 1, keeps the stack it left its CPU at, and says at what rate it sampled.
+func TestAssembleOwnerSamples(t *testing.T) {
+	f := newAssembleFixture(t, assembleKallsyms)
+	f.in.cfg.Owners = true
+	f.in.ownerSampleHz = DefaultOwnerSampleHz
+	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, 3, 9000)
+	f.knownOwner(lockHeap, stackOwner, 77, lockstatOwnerStackReasonOWNER_STACK_TAKEN, 1, 1000)
+	key := func(stack uint64) lockstatOwnerSampleKey {
+		return lockstatOwnerSampleKey{Lock: lockHeap, Stack: stack, Tid: 77, Type: f.types["mutex"]}
+	}
+	f.snap.ownerSamples = []ownerSampleEntry{{key: key(stackPipe), value: 2}, {key: key(stackXfs), value: 1}, {key: key(0), value: 4}}
+	cp := f.assemble(t)
+
+	if cp.Meta.OwnerSampleHz != DefaultOwnerSampleHz {
+		t.Errorf("owner sample rate %d, want %d", cp.Meta.OwnerSampleHz, DefaultOwnerSampleHz)
+	}
+	at := func(frame string) capture.Owner {
+		t.Helper()
+		i := slices.IndexFunc(cp.Owners, func(o capture.Owner) bool { return slices.Contains(o.Stack, frame) })
+		if i < 0 {
+			t.Fatalf("no owner stack with %s among %+v", frame, cp.Owners)
+		}
+		return cp.Owners[i]
+	}
+	pipe, xfs := at("pipe_write+0x40"), at("xfs_file_write_iter+0x10 [xfs]")
+	if pipe.Where != capture.OwnerStackOnCPU || pipe.Samples != 2 || pipe.TotalNS != 6000 || pipe.Comm != "hog" {
+		t.Errorf("mutex_lock < pipe_write: %+v, want on CPU, 2 samples, 6000 ns of hog", pipe)
+	}
+	if xfs.Where != capture.OwnerStackOnCPU || xfs.Samples != 1 || xfs.TotalNS != 3000 {
+		t.Errorf("xfs stack: %+v, want on CPU, 1 sample, 3000 ns", xfs)
+	}
+	if slices.ContainsFunc(cp.Owners, func(o capture.Owner) bool { return o.StackReason == capture.OwnerStackRan }) {
+		t.Errorf("a stack-less owner entry is left though the owner was sampled: %+v", cp.Owners)
+	}
+	var off int
+	for _, o := range cp.Owners {
+		if o.Where == capture.OwnerStackOffCPU {
+			off++
+			if o.TotalNS != 1000 || len(o.Stack) != 1 {
+				t.Errorf("switch-out stack %+v, want its own 1000 ns at pipe_write", o)
+			}
+		}
+	}
+	if off != 1 || len(cp.Owners) != 3 {
+		t.Errorf("%d switch-out stacks of %d owner entries, want 1 of 3", off, len(cp.Owners))
+	}
+}
+
+// TestAssembleOwnerChains builds the chains of ended waits and of a wait still open at the stop, a
+// cycle, naming the owners after their owner entries and the chain's end after its open wait.
+func TestAssembleOwnerChains(t *testing.T) {
+	f := newAssembleFixture(t, assembleKallsyms)
+	f.in.cfg.Owners = true
+	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, 2, 5000)
+	f.snap.threadNames[88] = "<b>end</b>"
+	mutex := f.types["mutex"]
+	ended := lockstatChainKey{Lock: lockHeap, EndLock: lockHeapOther, Tid: 77, EndTid: 88, Type: mutex, EndType: uint16(mutex), Depth: 1}
+	f.snap.ownerChains = []chainEntry{{key: ended, value: lockstatChainStats{Count: 2, TotalNs: 5000}}}
+	k := f.wait("mutex", lockHeap, stackPipe, 55, 1, 100, 100, 100)
+	open := openWait(k, stopNS-4000)
+	open.OwnerReason, open.OwnerTid, open.OwnerFrom = uint16(lockstatOwnerReasonOWNER_KNOWN), 77, stopNS-3000
+	open.ChainLock, open.ChainTid, open.ChainType, open.ChainDepth, open.ChainCycle = lockHeap, 55, uint16(mutex), 2, 1
+	f.snap.threadWaits = []lockstatWaitSlot{open}
+	f.namer.names = map[uint64]string{lockHeap: "pipe", lockHeapOther: "i_rwsem"}
+	f.wait("mutex", lockHeapOther, stackXfs, 77, 1, 100, 100, 100)
+	cp := f.assemble(t)
+
+	if len(cp.OwnerChains) != 2 {
+		t.Fatalf("%d chains, want 2: %+v", len(cp.OwnerChains), cp.OwnerChains)
+	}
+	first, cycle := cp.OwnerChains[0], cp.OwnerChains[1]
+	if first.TotalNS != 5000 || first.Count != 2 || first.InProgress != 0 || first.Comm != "hog" || first.EndComm != "<b>end</b>" ||
+		first.Name != "pipe" || first.EndName != "i_rwsem" || first.Cycle {
+		t.Errorf("ended chain %+v, want 2 waits of 5000 ns of pipe through hog to <b>end</b> on i_rwsem", first)
+	}
+	if !cycle.Cycle || cycle.InProgress != 1 || cycle.TotalNS != 3000 || cycle.Depth != 2 || cycle.EndTID != 55 {
+		t.Errorf("open chain %+v, want a cycle of depth 2 back to thread 55, in progress, 3000 ns since the owner was read", cycle)
+	}
+}
