@@ -7,7 +7,7 @@
 #
 # As root: sh bench/perf-skel/build.sh   (prints the binary's path)
 #
-# About 10 minutes on 2 CPUs, at nice 19. Set PERF_SKEL_VERSION to
+# 5 to 10 minutes on 2 CPUs, at nice 19. Set PERF_SKEL_VERSION to
 # another version of linux-source-6.1 if Debian no longer serves this one.
 set -eu
 
