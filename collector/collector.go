@@ -54,6 +54,7 @@ type Config struct {
 	Spec       *lockspec.Spec // lock types to capture
 	Probe      string         // backend name, or "auto"
 	StackDepth int            // kernel frames per stack; 0 disables stacks
+	StackSkip  int            // frames dropped at the top of a wait's stack, after the tracing frames
 	MapSize    uint32         // entries of the aggregation, stack and per-thread maps
 	PIDs       []uint32       // capture only these processes (tgids); empty: all
 	Comm       string         // capture only processes whose main thread has this name
