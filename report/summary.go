@@ -5,6 +5,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -19,11 +20,24 @@ import (
 
 // SummaryOptions choose the summary's table, as perf lock contention's options do.
 type SummaryOptions struct {
-	Top    int                 // rows shown; <= 0 shows every group
-	By     string              // how records are grouped, one of SummaryViews; "" is "caller"
-	Sort   capture.GroupStat   // the order, largest first; "" is wait_total
-	Fields []capture.GroupStat // the numbers shown, in this order; nil is perf's default
-	Filter capture.Filter      // the records that count; the health line still tells of the whole capture
+	Top int    // rows shown; <= 0 shows every group
+	By  string // how records are grouped, one of SummaryViews; "" is "caller"
+	// Sort is the order, largest first; "" is wait_total.
+	Sort capture.GroupStat
+	// Fields are the numbers shown: perf's in this order before the columns that say what a row is,
+	// klockstat's own (spin_total) after them, so that perf's columns keep perf's places; nil is
+	// DefaultFields.
+	Fields []capture.GroupStat
+	// The filters keep the records that count; the health line still tells of the whole capture.
+	Filter  capture.Filter // locks and stack substrings
+	Types   []string       // lock types, as perf's -Y names them (TypeFilterMatches); nil keeps all
+	TIDs    []uint32       // threads; nil keeps all
+	Cgroups []string       // cgroup paths, each with its descendants; nil keeps all
+	// Separator, when not "", writes separated values as perf's -x does: a "# output:" header of the
+	// columns, rows of raw numbers (nanoseconds), and "# " before every other line.
+	Separator string
+	// RowsOnly writes the rows alone, as perf's -q: no header, nothing after the rows.
+	RowsOnly bool
 	// RawAddresses shows kernel addresses as they are. By default they are ids under AddressKey
 	// (capture.HashAddresses), as the HTML report and the exports of the same key show them: a
 	// summary is pasted into bug reports as often as a report is attached to one.
@@ -31,9 +45,53 @@ type SummaryOptions struct {
 	AddressKey   []byte // nil draws a key for this summary alone
 }
 
-// DefaultFields are the numbers perf lock contention shows by default, with the part of the total
-// wait spent spinning after the total.
-var DefaultFields = []capture.GroupStat{capture.StatContended, capture.StatWaitTotal, capture.StatSpinTotal, capture.StatWaitMax, capture.StatAvgWait}
+// DefaultFields are the numbers perf lock contention shows by default, then klockstat's part of the
+// total wait spent spinning, which the summary shows after perf's columns.
+var DefaultFields = []capture.GroupStat{capture.StatContended, capture.StatWaitTotal, capture.StatWaitMax, capture.StatAvgWait, capture.StatSpinTotal}
+
+// perfStat reports whether perf lock contention has the stat: its columns come first.
+func perfStat(s capture.GroupStat) bool { return s != capture.StatSpinTotal }
+
+// TypeFilterMatches reports whether a lock type matches a value of perf's -Y (--type-filter): the
+// type itself, or a type without its ":R" or ":W" ("rwsem" is rwsem:R and rwsem:W), or perf's
+// other name of the per-CPU rw semaphore, "percpu-rwmem", for pcpu-sem.
+func TypeFilterMatches(lockType, value string) bool {
+	if value == "percpu-rwmem" {
+		value = "pcpu-sem"
+	}
+	base, _, _ := strings.Cut(lockType, ":")
+	return lockType == value || base == value
+}
+
+// filtered reports whether a filter of o leaves records out.
+func (o SummaryOptions) filtered() bool {
+	return !o.Filter.Empty() || o.Types != nil || o.TIDs != nil || o.Cgroups != nil
+}
+
+// Select is c with only the records the filters of o keep; c itself when they keep every record.
+func (o SummaryOptions) Select(c *capture.Capture) *capture.Capture {
+	s := c.Select(o.Filter)
+	if o.Types == nil && o.TIDs == nil && o.Cgroups == nil {
+		return s
+	}
+	kept := *s
+	kept.Records = slices.DeleteFunc(slices.Clone(s.Records), func(r capture.Record) bool { return !o.keeps(r) })
+	return &kept
+}
+
+// keeps reports whether the type, thread and cgroup filters keep r.
+func (o SummaryOptions) keeps(r capture.Record) bool {
+	switch {
+	case o.Types != nil && !slices.ContainsFunc(o.Types, func(t string) bool { return TypeFilterMatches(r.Type, t) }):
+		return false
+	case o.TIDs != nil && !slices.Contains(o.TIDs, r.TID):
+		return false
+	}
+	return o.Cgroups == nil || slices.ContainsFunc(o.Cgroups, func(path string) bool {
+		path = strings.TrimSuffix(path, "/")
+		return r.Cgroup == path || strings.HasPrefix(r.Cgroup, path+"/") || path == ""
+	})
+}
 
 // summaryView is one way of grouping the summary's records: by caller (perf's default), thread (-t),
 // lock (-l) or cgroup (--lock-cgroup). Another grouping, such as by lock owner, is one more entry of summaryViews.
@@ -51,14 +109,14 @@ var summaryViews = []summaryView{
 	}},
 	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, func(g capture.Group, _ bool) []string {
 		pid, tid, _ := strings.Cut(g.Key, " ") // capture.ByTask's key
-		return []string{pid, tid, sanitize(variousIfMixed(g, capture.FieldComm, g.Comm))}
+		return []string{pid, tid, cmp.Or(sanitize(variousIfMixed(g, capture.FieldComm, g.Comm)), "-")}
 	}},
 	{"lock", capture.ByLock, "locks", []string{"type", "lock", "name"}, func(g capture.Group, hashed bool) []string {
 		lock := g.Lock.String()
 		if hashed {
 			lock = g.Lock.HashedString()
 		}
-		return []string{sanitize(g.Type), lock, sanitize(variousIfMixed(g, capture.FieldName, g.Name))}
+		return []string{sanitize(g.Type), lock, cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, g.Name)), "-")}
 	}},
 	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, func(g capture.Group, _ bool) []string {
 		return []string{sanitize(capture.CgroupName(g.CgroupID, g.Cgroup))}
@@ -82,14 +140,16 @@ func variousIfMixed(g capture.Group, field capture.Fields, value string) string 
 	return value
 }
 
-// WriteSummary writes the perf-lock-contention-style table of the top groups of the records o.Filter
-// keeps: by caller (type and caller), thread or lock as o.By says, with the numbers o.Fields names
-// (contended, total wait, max wait, avg wait by default; for the function-probe backends, acquire
-// times instead of waits), sorted by o.Sort. Then, when filtered, how much the filter kept; one
-// health line with events, waits, lost events (with reasons when any), and probe cost per event and
-// as a share of CPU; then the capture's warnings, one per line. When there are more groups than o.Top
-// it says how many were omitted. Groups of holds only, without a contended acquire, are not
-// contention and are left out. It fails on options that do not Validate.
+// WriteSummary writes the perf-lock-contention-style table of the top groups of the records the
+// filters of o keep: by caller (type and caller), thread or lock as o.By says, with the numbers
+// o.Fields names (contended, total wait, max wait, avg wait, then spinning, by default; for the
+// function-probe backends, acquire times instead of waits), sorted by o.Sort. Then, when filtered,
+// how much the filters kept; one health line with events, waits, lost events (with reasons when
+// any), and probe cost per event and as a share of CPU; then the capture's warnings, one per line.
+// When there are more groups than o.Top it says how many were omitted. Groups of holds only, without
+// a contended acquire, are not contention and are left out. o.RowsOnly leaves all but the rows out;
+// o.Separator writes separated values instead of aligned columns. It fails on options that do not
+// Validate.
 //
 // Callers, types, reasons and warnings come from an untrusted file (thread names end up in them), so
 // control characters are printed as '?' and cannot drive the terminal.
@@ -108,7 +168,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 		o.Fields = DefaultFields
 	}
 	// Selected before hashing: the filter's addresses are the capture's.
-	shown := withAddressIDs(c.Select(o.Filter), o)
+	shown := withAddressIDs(o.Select(c), o)
 	var b bytes.Buffer
 	groups := slices.DeleteFunc(capture.GroupBy(shown.Records, view.key), func(g capture.Group) bool { return g.Count == 0 })
 	capture.SortGroups(groups, o.Sort)
@@ -116,34 +176,83 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	if o.Top > 0 && len(groups) > o.Top {
 		top = groups[:o.Top]
 	}
+	notes := lineWriter{b: &b, prefix: commentPrefix(o.Separator), off: o.RowsOnly}
 	switch {
 	case len(groups) > 0:
-		writeTable(&b, top, view, o.Fields, measureOf(c.Meta), shown.Meta.AddressesHashed)
+		writeTable(&b, top, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed)
 		if omitted := len(groups) - len(top); omitted > 0 {
-			fmt.Fprintf(&b, "... %d more %s not shown\n", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
+			notes.printf("... %d more %s not shown", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
 		}
-	case o.Filter.Empty():
-		b.WriteString("no lock contention recorded\n")
+	case !o.filtered():
+		notes.printf("no lock contention recorded")
 	default:
-		b.WriteString("no contention matches the filters\n")
+		notes.printf("no contention matches the filters")
 	}
-	if !o.Filter.Empty() {
-		fmt.Fprintf(&b, "filters keep %d of %d records: %s of the %s waited\n", len(shown.Records), len(c.Records),
+	if o.filtered() {
+		notes.printf("filters keep %d of %d records: %s of the %s waited", len(shown.Records), len(c.Records),
 			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
 	}
-	_, err := w.Write(withHealth(&b, c.Meta))
+	writeHealth(notes, c.Meta)
+	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// lineWriter writes the lines of a summary around its table: after prefix ("# " between separated
+// values), or not at all when off (perf's -q).
+type lineWriter struct {
+	b      *bytes.Buffer
+	prefix string
+	off    bool
+}
+
+func (l lineWriter) printf(format string, args ...any) {
+	if l.off {
+		return
+	}
+	l.b.WriteString(l.prefix)
+	fmt.Fprintf(l.b, format, args...)
+	l.b.WriteString("\n")
+}
+
+// commentPrefix is what the lines of a summary that are not rows start with: perf's "# " when the
+// summary is separated values, so that a reader of them can skip what is not a row.
+func commentPrefix(separator string) string {
+	if separator != "" {
+		return "# "
+	}
+	return ""
 }
 
 // writeOwnerSummary is WriteSummary by owner: the records' filters do not apply to owners.
 func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
-	if !o.Filter.Empty() {
-		return fmt.Errorf("--by %s takes no lock or callstack filter (-l, -S): they select records, not owners; drop them", OwnerView)
+	switch {
+	case o.filtered():
+		return fmt.Errorf("--by %s takes no lock, type, thread, cgroup or callstack filter (-L, -Y, --tid, -G, -S): they select records, not owners; drop them", OwnerView)
+	case o.Separator != "":
+		return fmt.Errorf("--by %s is a table of owners' stacks and states, not separated values: drop -x", OwnerView)
 	}
-	var b bytes.Buffer
-	writeOwnerTable(&b, withAddressIDs(c, o), o.Top)
-	_, err := w.Write(withHealth(&b, c.Meta))
+	var table bytes.Buffer
+	writeOwnerTable(&table, withAddressIDs(c, o), o.Top)
+	b := &table
+	if o.RowsOnly {
+		b = bytes.NewBuffer(ownerRows(table.Bytes()))
+	}
+	writeHealth(lineWriter{b: b, off: o.RowsOnly}, c.Meta)
+	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// ownerRows is the rows of an owner table alone: not its header and blank line, nor a last line
+// that says how many owners are not shown.
+func ownerRows(table []byte) []byte {
+	_, rows, ok := bytes.Cut(table, []byte("\n\n"))
+	if !ok {
+		return nil // no owners: a line that says so
+	}
+	if i := bytes.LastIndexByte(rows[:len(rows)-1], '\n'); bytes.HasPrefix(rows[i+1:], []byte("... ")) {
+		rows = rows[:i+1]
+	}
+	return rows
 }
 
 // withAddressIDs is c as the summary shows it: unless o.RawAddresses, or c holds ids already, a copy
@@ -170,15 +279,16 @@ func withAddressIDs(c *capture.Capture, o SummaryOptions) *capture.Capture {
 	return &h
 }
 
-// withHealth ends a summary with the capture's health line and its warnings.
-func withHealth(b *bytes.Buffer, m capture.Meta) []byte {
-	b.WriteString("\n")
-	b.WriteString(healthLine(m))
-	b.WriteString("\n")
-	for _, warning := range m.Warnings {
-		fmt.Fprintf(b, "warning: %s\n", sanitize(warning))
+// writeHealth ends a summary with the capture's health line and its warnings, after a blank line.
+func writeHealth(l lineWriter, m capture.Meta) {
+	if l.off {
+		return
 	}
-	return b.Bytes()
+	l.b.WriteString("\n")
+	l.printf("%s", healthLine(m))
+	for _, warning := range m.Warnings {
+		l.printf("warning: %s", sanitize(warning))
+	}
 }
 
 // Validate fails on a grouping, sort key or field WriteSummary does not know, naming the ones it does.
@@ -226,34 +336,84 @@ func totalWait(records []capture.Record) uint64 {
 	return total
 }
 
-// writeTable aligns the columns to their widest cell: numbers and the identifying columns to the
-// right as perf does, the last one, free-form text, to the left.
-func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, fields []capture.GroupStat, ms measure, hashed bool) {
-	var head []string
-	for _, f := range fields {
-		head = append(head, statHeading(f, ms))
+// writeTable writes the groups' rows under their header: perf's numbers, the columns that say what
+// a row is, then klockstat's numbers. Aligned, numbers and identifying columns go to the right as
+// perf does, free-form text to the left; separated values (o.Separator) give the numbers raw, times
+// in nanoseconds.
+func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, o SummaryOptions, ms measure, hashed bool) {
+	var perf, own []capture.GroupStat
+	for _, f := range o.Fields {
+		if perfStat(f) {
+			perf = append(perf, f)
+		} else {
+			own = append(own, f)
+		}
 	}
-	rows := [][]string{append(head, view.heads...)}
+	separated := o.Separator != ""
+	head := slices.Concat(statHeadings(perf, ms), view.heads, statHeadings(own, ms))
+	rows := [][]string{head}
 	for _, g := range groups {
-		var row []string
-		for _, f := range fields {
-			// A saturated sum is a lower bound (capture.Group.Saturated).
-			atLeast := ""
-			if g.Saturated && (f == capture.StatContended || f == capture.StatWaitTotal || f == capture.StatSpinTotal) {
-				atLeast = ">="
-			}
-			switch {
-			case f == capture.StatContended:
-				row = append(row, atLeast+strconv.FormatUint(g.Count, 10))
-			case f == capture.StatSpinTotal && !ms.Spin:
-				row = append(row, "-") // acquire times are not split
-			default:
-				row = append(row, atLeast+FormatDuration(f.Of(g)))
+		cells := view.cells(g, hashed)
+		if separated {
+			for i := range cells {
+				cells[i] = strings.ReplaceAll(cells[i], o.Separator, "?") // one cell, however it is named
 			}
 		}
-		rows = append(rows, append(row, view.cells(g, hashed)...))
+		rows = append(rows, slices.Concat(statCells(g, perf, ms, separated), cells, statCells(g, own, ms, separated)))
 	}
-	writeColumns(b, rows)
+	if separated {
+		writeSeparated(b, rows, o.Separator, o.RowsOnly)
+		return
+	}
+	left := make([]bool, len(head))
+	left[len(perf)+len(view.heads)-1] = true // the view's last column, free-form text
+	writeAligned(b, rows, left, o.RowsOnly)
+}
+
+// statCells are a group's numbers: formatted as perf formats them, or raw (a count, nanoseconds).
+func statCells(g capture.Group, stats []capture.GroupStat, ms measure, raw bool) []string {
+	var cells []string
+	for _, f := range stats {
+		// A saturated sum is a lower bound (capture.Group.Saturated); raw numbers stay numbers.
+		atLeast := ""
+		if !raw && g.Saturated && (f == capture.StatContended || f == capture.StatWaitTotal || f == capture.StatSpinTotal) {
+			atLeast = ">="
+		}
+		switch {
+		case f == capture.StatContended:
+			cells = append(cells, atLeast+strconv.FormatUint(g.Count, 10))
+		case f == capture.StatSpinTotal && !ms.Spin:
+			cells = append(cells, "-") // acquire times are not split
+		case raw:
+			cells = append(cells, strconv.FormatFloat(math.Round(f.Of(g)), 'f', 0, 64))
+		default:
+			cells = append(cells, atLeast+FormatDuration(f.Of(g)))
+		}
+	}
+	return cells
+}
+
+func statHeadings(stats []capture.GroupStat, ms measure) []string {
+	var heads []string
+	for _, f := range stats {
+		heads = append(heads, statHeading(f, ms))
+	}
+	return heads
+}
+
+// writeSeparated writes a table as perf's -x does: the header as a "# output:" line, unless
+// rowsOnly, then the rows, cells separated by sep and a space.
+func writeSeparated(b *bytes.Buffer, rows [][]string, sep string, rowsOnly bool) {
+	for r, row := range rows {
+		if r == 0 {
+			if rowsOnly {
+				continue
+			}
+			b.WriteString("# output: ")
+		}
+		b.WriteString(strings.Join(row, sep+" "))
+		b.WriteString("\n")
+	}
 }
 
 // statHeading is a stat's column heading as perf prints it: "contended", "total wait", "avg wait".
@@ -276,20 +436,40 @@ func statHeading(s capture.GroupStat, ms measure) string {
 // writeColumns aligns a table to its widest cells: every column to the right but the last, which is
 // free-form text, with a blank line under the header.
 func writeColumns(b *bytes.Buffer, rows [][]string) {
+	left := make([]bool, len(rows[0]))
+	left[len(left)-1] = true
+	writeAligned(b, rows, left, false)
+}
+
+// writeAligned aligns a table to its widest cells, the columns left says to the left and the others
+// to the right, three spaces apart, with a blank line under the header, or without the header when
+// rowsOnly. The last column, if to the left, is not padded.
+func writeAligned(b *bytes.Buffer, rows [][]string, left []bool, rowsOnly bool) {
 	last := len(rows[0]) - 1
-	widths := make([]int, last)
+	widths := make([]int, len(rows[0]))
 	for _, row := range rows {
-		for i, cell := range row[:last] {
+		for i, cell := range row {
 			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
 	}
 	for r, row := range rows {
-		for i, cell := range row[:last] {
-			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)))
-			b.WriteString(cell)
-			b.WriteString("   ")
+		if r == 0 && rowsOnly {
+			continue
 		}
-		b.WriteString(row[last])
+		for i, cell := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			switch {
+			case !left[i]:
+				b.WriteString(pad + cell)
+			case i < last:
+				b.WriteString(cell + pad)
+			default:
+				b.WriteString(cell)
+			}
+			if i < last {
+				b.WriteString("   ")
+			}
+		}
 		b.WriteString("\n")
 		if r == 0 {
 			b.WriteString("\n")

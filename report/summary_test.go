@@ -66,29 +66,31 @@ func cellEnds(t *testing.T, line string, cells []string) []int {
 func TestWriteSummaryTable(t *testing.T) {
 	out := summary(t, summaryCapture(), 4)
 	lines := strings.Split(out, "\n")
-	header := []string{"contended", "total wait", "max wait", "avg wait", "type", "caller"}
+	// perf's columns in perf's order, then klockstat's spinning.
+	header := []string{"contended", "total wait", "max wait", "avg wait", "type", "caller", "spinning"}
 	// Groups by total wait, with the two b+0x1 records merged.
 	rows := [][]string{
-		{"123456789012", FormatDuration(7_200_000_000_000), FormatDuration(3_600_000_000_000), FormatDuration(7_200_000_000_000 / 123456789012.0), "spinlock", "a_very_long_function_name+0x1234"},
-		{"3", FormatDuration(3_000_000), FormatDuration(2_500_000), FormatDuration(1_000_000), "mutex", "?[2Jevil?+0x1"},
-		{"4", FormatDuration(1200), FormatDuration(400), FormatDuration(300), "spinlock", "b+0x1"},
-		{"1", FormatDuration(812), FormatDuration(812), FormatDuration(812), "rwsem", "[unknown]"},
+		{"123456789012", FormatDuration(7_200_000_000_000), FormatDuration(3_600_000_000_000), FormatDuration(7_200_000_000_000 / 123456789012.0), "spinlock", "a_very_long_function_name+0x1234", "0 ns"},
+		{"3", FormatDuration(3_000_000), FormatDuration(2_500_000), FormatDuration(1_000_000), "mutex", "?[2Jevil?+0x1", "0 ns"},
+		{"4", FormatDuration(1200), FormatDuration(400), FormatDuration(300), "spinlock", "b+0x1", "0 ns"},
+		{"1", FormatDuration(812), FormatDuration(812), FormatDuration(812), "rwsem", "[unknown]", "0 ns"},
 	}
 	if len(lines) < len(rows)+3 || lines[1] != "" {
 		t.Fatalf("want a header, a blank line and %d rows:\n%s", len(rows), out)
 	}
 	want := cellEnds(t, lines[0], header)
-	callerStart := want[len(want)-1] - len("caller")
+	const caller = 5
+	callerStart := want[caller] - len("caller")
 	for i, row := range rows {
 		line := lines[i+2]
 		got := cellEnds(t, line, row)
 		// Right-aligned columns end where their header ends; the caller starts where its header starts.
-		for col := range len(row) - 1 {
-			if got[col] != want[col] {
+		for col := range row {
+			if col != caller && got[col] != want[col] {
 				t.Errorf("row %d column %q ends at %d, header at %d:\n%s\n%s", i, header[col], got[col], want[col], lines[0], line)
 			}
 		}
-		if start := got[len(got)-1] - len(row[len(row)-1]); start != callerStart || !strings.HasSuffix(line, row[len(row)-1]) {
+		if start := got[caller] - len(row[caller]); start != callerStart {
 			t.Errorf("row %d: caller at %d, header at %d:\n%s\n%s", i, start, callerStart, lines[0], line)
 		}
 	}

@@ -79,15 +79,20 @@ func TestWriteSummaryViews(t *testing.T) {
 				t.Fatal(err)
 			}
 			rows := tableCells(b.String())
+			// perf's numbers come before the columns that say what a row is, klockstat's after them.
+			column, wantHeads := 0, rows[0][1:]
+			if !perfStat(s) {
+				column, wantHeads = len(rows[0])-1, rows[0][:len(rows[0])-1]
+			}
 			var got []string
 			for _, row := range rows {
-				got = append(got, row[0])
+				got = append(got, row[column])
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("--by %s -k %s -F %s: column %q, want %q", by, s, s, got, want)
 			}
-			if !slices.Equal(rows[0][1:], heads[by]) {
-				t.Errorf("--by %s: header %q, want the %s and then %q", by, rows[0], s, heads[by])
+			if !slices.Equal(wantHeads, heads[by]) {
+				t.Errorf("--by %s: header %q, want the %s and %q", by, rows[0], s, heads[by])
 			}
 		}
 	}
@@ -185,7 +190,7 @@ func TestWriteSummaryVarious(t *testing.T) {
 		t.Fatal(err)
 	}
 	renamed := 0
-	n := len(DefaultFields) // the cells before the thread's
+	n := slices.IndexFunc(DefaultFields, func(s capture.GroupStat) bool { return !perfStat(s) }) // the cells before the thread's
 	for _, row := range tableCells(b.String())[1:] {
 		pid, tid, want := row[n], row[n+1], row[n+2]
 		names := comms[pid+" "+tid]
@@ -216,12 +221,12 @@ func TestWriteSummarySpinOfAcquires(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := tableCells(b.String())
-	if rows[0][0] != "spinning" || len(rows) < 2 {
-		t.Fatalf("no spinning column in\n%s", b.String())
+	if rows[0][len(rows[0])-1] != "spinning" || len(rows) < 2 {
+		t.Fatalf("no spinning column last in\n%s", b.String())
 	}
 	for _, row := range rows[1:] {
-		if row[0] != "-" {
-			t.Errorf("an acquire row shows spinning %q, want -", row[0])
+		if spin := row[len(row)-1]; spin != "-" {
+			t.Errorf("an acquire row shows spinning %q, want -", spin)
 		}
 	}
 }
@@ -274,7 +279,7 @@ func TestWriteSummaryByOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = WriteSummary(&b, c, SummaryOptions{By: OwnerView, Filter: ext4})
-	if err == nil || !strings.Contains(err.Error(), "--by owner takes no lock or callstack filter") {
+	if err == nil || !strings.Contains(err.Error(), "--by owner takes no lock, type, thread, cgroup or callstack filter") {
 		t.Errorf("a filter with --by owner: %v", err)
 	}
 	c.Owners = nil
@@ -354,5 +359,109 @@ func TestOwnerStackTextAgreesWithState(t *testing.T) {
 	}
 	if got := ownerStackText([]string{"__schedule+0x1", "rwsem_down_write_slowpath+0x2"}, "", nil); got != "rwsem_down_write_slowpath+0x2" {
 		t.Errorf("owner stack %q, want the scheduler's frame left out", got)
+	}
+}
+
+// TestWriteSummaryTypeThreadCgroupFilters: perf's -Y (a type, or a type without ":R"/":W" for both),
+// --tid and -G (a cgroup and its descendants) keep the records they name, and the summary says how
+// much that is.
+func TestWriteSummaryTypeThreadCgroupFilters(t *testing.T) {
+	c, _ := knownCapture(t)
+	tid, cgroup := c.Records[0].TID, c.Records[0].Cgroup
+	parent := cgroup[:strings.LastIndex(cgroup, "/")]
+	for _, tc := range []struct {
+		name  string
+		o     SummaryOptions
+		keeps func(capture.Record) bool
+	}{
+		{"-Y rwsem", SummaryOptions{Types: []string{"rwsem"}}, func(r capture.Record) bool { return strings.HasPrefix(r.Type, "rwsem:") }},
+		{"-Y mutex,rwsem:R", SummaryOptions{Types: []string{"mutex", "rwsem:R"}}, func(r capture.Record) bool { return r.Type == "mutex" || r.Type == "rwsem:R" }},
+		{"--tid", SummaryOptions{TIDs: []uint32{tid}}, func(r capture.Record) bool { return r.TID == tid }},
+		{"-G parent", SummaryOptions{Cgroups: []string{parent + "/"}}, func(r capture.Record) bool { return strings.HasPrefix(r.Cgroup, parent+"/") }},
+	} {
+		var kept []capture.Record
+		for _, r := range c.Records {
+			if tc.keeps(r) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 || len(kept) == len(c.Records) {
+			t.Fatalf("%s: the fixture has %d of %d records to keep: the case proves nothing", tc.name, len(kept), len(c.Records))
+		}
+		if got := tc.o.Select(c).Records; !slices.EqualFunc(got, kept, func(a, b capture.Record) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+			t.Errorf("%s: Select keeps %d records, want %d", tc.name, len(got), len(kept))
+		}
+		var b bytes.Buffer
+		if err := WriteSummary(&b, c, tc.o); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("filters keep %d of %d records", len(kept), len(c.Records)); !strings.Contains(b.String(), want) {
+			t.Errorf("%s: want %q in\n%s", tc.name, want, b.String())
+		}
+	}
+}
+
+// TestWriteSummaryRowsOnly is perf's -q: the rows as the table shows them, and nothing else.
+func TestWriteSummaryRowsOnly(t *testing.T) {
+	c, _ := knownCapture(t)
+	c.Owners = []capture.Owner{
+		{Type: "rwsem:W", Lock: 0xffff8881237e5a10, Comm: "writer", PID: 3150, TID: 3164, Count: 4, TotalNS: 8_000_000, StackReason: capture.OwnerStackRan},
+		{Type: "spinlock", Lock: 0xffff88813bd2f1c0, Reason: capture.OwnerNoField, Count: 7, TotalNS: 11_564},
+	}
+	for _, by := range SummaryViews() {
+		var full, rows bytes.Buffer
+		o := SummaryOptions{By: by, Top: 1, RawAddresses: true}
+		if err := WriteSummary(&full, c, o); err != nil {
+			t.Fatal(err)
+		}
+		o.RowsOnly = true
+		if err := WriteSummary(&rows, c, o); err != nil {
+			t.Fatal(err)
+		}
+		// The full summary's header, blank line, then its row.
+		want := strings.Split(full.String(), "\n")[2] + "\n"
+		if rows.String() != want {
+			t.Errorf("--by %s, rows only:\n%q\nwant the one row of the table\n%q", by, rows.String(), want)
+		}
+	}
+}
+
+// TestWriteSummarySeparated is perf's -x: a "# output:" header of perf's columns then klockstat's,
+// raw numbers separated as the header is, and every other line a comment.
+func TestWriteSummarySeparated(t *testing.T) {
+	c, _ := knownCapture(t)
+	c.Records[0].Comm = "a;b" // a separator inside a cell stays one cell
+	for _, by := range []string{"caller", "thread"} {
+		var b bytes.Buffer
+		if err := WriteSummary(&b, c, SummaryOptions{By: by, Separator: ";", RawAddresses: true}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		heads := []string{"contended", "total wait", "max wait", "avg wait"}
+		view, _ := summaryViewOf(by)
+		if want := "# output: " + strings.Join(slices.Concat(heads, view.heads, []string{"spinning"}), "; "); lines[0] != want {
+			t.Errorf("--by %s: header %q, want %q", by, lines[0], want)
+		}
+		groups := capture.GroupBy(c.Records, view.key)
+		capture.SortGroups(groups, capture.StatWaitTotal)
+		rows := 0
+		for _, line := range lines[1:] {
+			if line == "" || strings.HasPrefix(line, "# ") {
+				continue
+			}
+			cells := strings.Split(line, "; ")
+			if len(cells) != len(heads)+len(view.heads)+1 {
+				t.Errorf("--by %s: row %q has %d cells, the header %d", by, line, len(cells), len(heads)+len(view.heads)+1)
+				continue
+			}
+			g := groups[rows]
+			if want := []string{fmt.Sprint(g.Count), fmt.Sprint(g.TotalNS), fmt.Sprint(g.MaxNS)}; !slices.Equal(cells[:3], want) {
+				t.Errorf("--by %s: row %q, want the raw numbers %q", by, line, want)
+			}
+			rows++
+		}
+		if rows != len(groups) || !strings.Contains(b.String(), "\n# "+healthLine(c.Meta)+"\n") {
+			t.Errorf("--by %s: %d rows of %d groups, and want the health line as a comment:\n%s", by, rows, len(groups), b.String())
+		}
 	}
 }
