@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +21,7 @@ import (
 	"github.com/klockstat/klockstat/internal/host"
 	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/lockspec"
+	"github.com/klockstat/klockstat/report"
 )
 
 // captureOptions is everything the capture command line says.
@@ -56,38 +57,48 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	o := &captureOptions{commandLine: append([]string{"klockstat"}, args...)}
 	var (
 		locksPath string
-		types     []string
 		pids      []string
-		cgroupArg []string
 		mapSize   uint32
+		ignored   bool
 	)
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "capture window; with COMMAND, a limit on top of the command's run")
-	o.captureOutputs.addFlags(fs, "no progress line and no terminal summary")
-	fs.StringVarP(&locksPath, "locks", "L", "", "lock types and functions from `FILE` instead of the embedded locks.json")
-	fs.StringSliceVarP(&types, "types", "t", nil, "capture only these lock `TYPES` (comma list, e.g. mutex,rwsem:W)")
+	o.captureOutputs.addFlags(fs, "no progress line, and the summary's rows alone, as perf's -q")
+	o.views.addCgroupFilter(fs, "capture only tasks in these cgroups or their descendants (`PATH` as /proc/PID/cgroup shows it after 0::, or its directory; repeatable or comma list)")
 	fs.StringSliceVarP(&pids, "pid", "p", nil, "capture only these processes (`PID`, repeatable or comma list)")
 	fs.StringVar(&o.cfg.Comm, "comm", "", "capture only processes whose main thread is named `NAME`")
-	fs.StringArrayVarP(&cgroupArg, "cgroup", "G", nil, "capture only tasks in these cgroups or their descendants (`PATH` as /proc/PID/cgroup shows it after 0::, or its directory; repeatable or comma list)")
-	fs.IntVar(&o.cfg.StackDepth, "stack-depth", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
-	fs.Uint32Var(&mapSize, "map-size", 65536, "entries of the BPF aggregation, stack and per-thread maps")
+	fs.IntVar(&o.cfg.StackDepth, "max-stack", 16, fmt.Sprintf("kernel stack frames per wait, 0 for none (max %d)", collector.MaxStackDepth))
+	fs.IntVar(&o.cfg.StackSkip, "stack-skip", 0, "frames to drop at the top of each stack, after the tracing frames klockstat drops itself (perf's default 3 is those)")
+	fs.Uint32VarP(&mapSize, "map-nr-entries", "M", 65536, "entries of the BPF aggregation, stack and per-thread maps")
 	fs.BoolVar(&o.cfg.Owners, "owners", false, "charge each wait to the lock's owner when it began, with the owner's state and stack (see README)")
 	fs.StringVar(&o.cfg.Probe, "probe", "auto", "probe backend: "+strings.Join(collector.BackendNames(), ", ")+
 		" (auto: the contention tracepoints where the kernel has them, else the lock functions with fentry, else kprobes)")
+	fs.StringVar(&locksPath, "locks", "", "lock types and functions from `FILE` instead of the embedded locks.json")
+	// perf lock contention's -a (all CPUs) and -b (BPF) are what klockstat always does.
+	fs.BoolVarP(&ignored, "all-cpus", "a", false, "")
+	fs.BoolVarP(&ignored, "use-bpf", "b", false, "")
+	for _, perfOnly := range []string{"all-cpus", "use-bpf"} {
+		if err := fs.MarkHidden(perfOnly); err != nil {
+			panic(err) // the flag was added above
+		}
+	}
+	addRenamed(fs, "stack-depth", "", "max-stack")
+	addRenamed(fs, "map-size", "", "map-nr-entries")
 
 	if err := parseFlags(fs, args); err != nil {
-		return nil, err
+		return nil, cmp.Or(movedFlagError(args, err), err)
 	}
+	noteRenamed(fs)
 	o.durationSet = fs.Changed("duration")
 	if at := fs.ArgsLenAtDash(); at >= 0 {
 		o.command = fs.Args()[at:]
 		if at > 0 {
-			return nil, usagef("unexpected argument %q before -- (a command goes after --)", fs.Args()[0])
+			return nil, cmp.Or(movedFlagError(args, nil), usagef("unexpected argument %q before -- (a command goes after --)", fs.Args()[0]))
 		}
 		if len(o.command) == 0 {
 			return nil, usagef("no command after --")
 		}
 	} else if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q (a command goes after --, e.g. klockstat -- make -j8)", fs.Arg(0))
+		return nil, cmp.Or(movedFlagError(args, nil), usagef("unexpected argument %q (a command goes after --, e.g. klockstat -- make -j8)", fs.Arg(0)))
 	}
 	if o.duration <= 0 {
 		return nil, usagef("--duration %v: must be positive", o.duration)
@@ -95,24 +106,33 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	if err := o.captureOutputs.validate(); err != nil {
 		return nil, err
 	}
+	// The collector captures these types and cgroups only: no record is left for them to filter.
+	types, cgroupArg := o.summary.Types, o.views.cgroups
+	o.summary.Types, o.summary.Cgroups = nil, nil
 	o.cfg.MapSize = mapSize
+	o.cfg.Owners = o.cfg.Owners || o.views.lockOwner
+	if o.quiet {
+		o.cfg.Log = io.Discard // the capture's warnings keep them
+	}
+	if o.cfg.StackSkip < 0 {
+		return nil, usagef("--stack-skip %d: want 0 or more frames", o.cfg.StackSkip)
+	}
 
 	if fs.Changed("pid") && len(pids) == 0 {
 		return nil, usagef("empty --pid list (give process ids, e.g. -p 1234,5678, or leave out -p for all)")
 	}
-	for _, p := range pids {
-		pid, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
-		if err != nil || pid == 0 {
-			return nil, usagef("--pid %q: not a process id (want a positive number)", p)
-		}
+	ids, err := idList("--pid", "process", pids)
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range ids {
 		if errors.Is(unix.Kill(int(pid), 0), unix.ESRCH) {
 			fmt.Fprintf(inv.stderr, "klockstat: warning: --pid %d: no such process; its waits are captured only if a process of that id runs during the capture\n", pid)
 		}
-		o.cfg.PIDs = append(o.cfg.PIDs, uint32(pid))
 	}
+	o.cfg.PIDs = ids
 
-	var err error
-	if fs.Changed("cgroup") {
+	if cgroupArg != nil {
 		if o.cfg.Cgroups, err = cgroupDirs(cgroupArg); err != nil {
 			return nil, err
 		}
@@ -130,6 +150,11 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if types != nil {
+		if types, err = catalogueTypes(spec.Names(), types); err != nil {
+			return nil, err
+		}
+	}
 	if o.cfg.Spec, err = spec.Select(types); err != nil {
 		return nil, usageError{err}
 	}
@@ -142,16 +167,37 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	return o, nil
 }
 
+// catalogueTypes are the types of the catalogue's names that the values of -Y name, as perf's -Y
+// does ("rwsem" is rwsem:R and rwsem:W).
+func catalogueTypes(names, values []string) ([]string, error) {
+	var types []string
+	for _, value := range values {
+		matched := false
+		for _, name := range names {
+			if report.TypeFilterMatches(name, value) {
+				matched = true
+				if !slices.Contains(types, name) {
+					types = append(types, name)
+				}
+			}
+		}
+		if !matched {
+			return nil, usagef("--type-filter: unknown lock type %q (known: %s)", value, strings.Join(names, ", "))
+		}
+	}
+	return types, nil
+}
+
 // cgroupDirs resolves the --cgroup values to the directories of their cgroups. A value is one
 // cgroup's path, commas and all, if there is such a cgroup (a cgroup's name may hold a comma), and
 // else a comma list, split as pflag splits its lists (CSV: a quoted part keeps its commas).
 func cgroupDirs(values []string) ([]string, error) {
 	if !slices.ContainsFunc(values, func(v string) bool { return v != "" }) {
-		return nil, usagef("empty --cgroup list (give cgroup paths, e.g. -G /system.slice/cron.service, or leave out -G for all)")
+		return nil, usagef("empty --cgroup-filter list (give cgroup paths, e.g. -G /system.slice/cron.service, or leave out -G for all)")
 	}
 	h, err := cgroups.Find()
 	if err != nil {
-		return nil, usagef("--cgroup: %v", err)
+		return nil, usagef("--cgroup-filter: %v", err)
 	}
 	var dirs []string
 	for _, value := range values {
@@ -164,16 +210,16 @@ func cgroupDirs(values []string) ([]string, error) {
 			continue
 		}
 		if !strings.Contains(value, ",") {
-			return nil, usagef("--cgroup: %v", wholeErr)
+			return nil, usagef("--cgroup-filter: %v", wholeErr)
 		}
 		names, err := csv.NewReader(strings.NewReader(value)).Read()
 		if err != nil {
-			return nil, usagef("--cgroup %s: neither a cgroup nor a comma list: %v", value, err)
+			return nil, usagef("--cgroup-filter %s: neither a cgroup nor a comma list: %v", value, err)
 		}
 		for _, name := range names {
 			dir, err := h.Dir(name)
 			if err != nil {
-				return nil, usagef("--cgroup %s: neither a cgroup nor a list of cgroups: %v", value, err)
+				return nil, usagef("--cgroup-filter %s: neither a cgroup nor a list of cgroups: %v", value, err)
 			}
 			dirs = append(dirs, dir)
 		}

@@ -16,7 +16,7 @@ func TestCaptureWhileCommandRuns(t *testing.T) {
 	dir := t.TempDir()
 	out, html := filepath.Join(dir, "capture.json"), filepath.Join(dir, "report.html")
 	contend := testenv.Build(t, "./examples/contend")
-	cmd, stdout, stderr := klockstat(t, "--json", out, "-o", html, "-n", "5", "--",
+	cmd, stdout, stderr := klockstat(t, "--json", out, "-o", html, "-E", "5", "--",
 		"sh", "-c", contend+" -lock mmap -threads 4 -duration 1s >/dev/null && exit 3")
 	status := exitStatus(t, cmd.Run())
 	if status != 3 {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -25,24 +26,31 @@ Flags:
 func (inv invocation) runDiff(args []string) (int, error) {
 	fs := newFlagSet("klockstat diff", diffUsage, inv.stderr)
 	var (
-		page     pageFlags
-		by       string
-		abs      bool
-		failOver float64
+		page                pageFlags
+		by                  string
+		threads, lockCgroup bool
+		abs                 bool
+		failOver            float64
 	)
 	page.addFlags(fs, pageHelp{
 		page: "HTML comparison", defaultPath: "klockstat-diff.html", addressesIn: "HTML comparison",
 		quiet: "no terminal summary (--fail-over still explains a failure on stderr)",
 	})
-	fs.StringVar(&by, "by", "caller", "match rows by `caller`, or by thread name (thread) or cgroup path (cgroup) too")
+	fs.BoolVarP(&threads, "threads", "t", false, "match rows by thread name too (--by thread)")
+	fs.BoolVarP(&lockCgroup, "lock-cgroup", "g", false, "match rows by cgroup path too (--by cgroup)")
+	fs.StringVar(&by, "by", "caller", "match rows by `caller`, or by thread name (thread, -t) or cgroup path (cgroup, -g) too")
 	fs.BoolVar(&abs, "absolute", false, "compare raw totals instead of per-second rates")
 	fs.Float64Var(&failOver, "fail-over", -1, "exit with status 1 when total wait grows by more than `PCT` percent")
 	if err := parseFlags(fs, args); err != nil {
-		return 0, err
+		return 0, cmp.Or(movedFlagError(args, err), err)
 	}
+	noteRenamed(fs)
+	by, err := summaryFlags{by: by, threads: threads, lockCgroup: lockCgroup}.grouping()
 	switch {
+	case err != nil:
+		return 0, err
 	case fs.NArg() != 2:
-		return 0, usagef("diff takes BEFORE and AFTER (capture JSON files or klockstat HTML reports), got %d arguments", fs.NArg())
+		return 0, cmp.Or(movedFlagError(args, nil), usagef("diff takes BEFORE and AFTER (capture JSON files or klockstat HTML reports), got %d arguments", fs.NArg()))
 	case by != "caller" && by != "thread" && by != "cgroup":
 		return 0, usagef("--by %q: want caller, thread or cgroup", by)
 	case fs.Changed("fail-over") && (failOver < 0 || math.IsNaN(failOver) || math.IsInf(failOver, 0)):

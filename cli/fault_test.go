@@ -203,8 +203,8 @@ func fileIn(path string) func(*testing.T, string) *os.File {
 func faults() []fault {
 	return append([]fault{
 		{
-			name:   "a --map-size the machine cannot hold is refused before any map is created",
-			args:   fixed("--map-size", "100000000", "-o", ""),
+			name:   "a --map-nr-entries the machine cannot hold is refused before any map is created",
+			args:   fixed("-M", "100000000", "-o", ""),
 			status: 2,
 			stderr: []string{"klockstat: --map-size 100000000: the BPF maps would take up to ", "of kernel memory, more than a quarter of the ", "available: give a smaller --map-size"},
 		},
@@ -215,45 +215,46 @@ func faults() []fault {
 			stderr: []string{"klockstat: empty --pid list"},
 		},
 		{
-			name:   "an empty --cgroup list is an error, not everything",
+			name:   "an empty --cgroup-filter list is an error, not everything",
 			args:   fixed("-G", "", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: empty --cgroup list"},
+			stderr: []string{"klockstat: empty --cgroup-filter list"},
 		},
 		{
-			name:   "a --cgroup that does not exist is refused before any capture",
+			name:   "a --cgroup (deprecated: -G) that does not exist is refused before any capture",
 			args:   fixed("--cgroup", "/klockstat-no-such-cgroup", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: --cgroup: no cgroup /klockstat-no-such-cgroup: ", "does not exist (give the path /proc/PID/cgroup shows after 0::"},
+			stderr: []string{"klockstat: note: --cgroup is deprecated: it is -G/--cgroup-filter now, as in perf lock contention\n",
+				"klockstat: --cgroup-filter: no cgroup /klockstat-no-such-cgroup: ", "does not exist (give the path /proc/PID/cgroup shows after 0::"},
 		},
 		{
-			name:   "a --cgroup with a comma that names nothing says it is neither a cgroup nor a list",
-			args:   fixed("--cgroup", "/klockstat-no,such", "-o", ""),
+			name:   "a -G with a comma that names nothing says it is neither a cgroup nor a list",
+			args:   fixed("-G", "/klockstat-no,such", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: --cgroup /klockstat-no,such: neither a cgroup nor a list of cgroups: no cgroup /klockstat-no: "},
+			stderr: []string{"klockstat: --cgroup-filter /klockstat-no,such: neither a cgroup nor a list of cgroups: no cgroup /klockstat-no: "},
 		},
 		{
-			name:   "a --cgroup that is a file of a cgroup, not one, is refused",
-			args:   fixed("--cgroup", "/cgroup.procs", "-o", ""),
+			name:   "a -G that is a file of a cgroup, not one, is refused",
+			args:   fixed("-G", "/cgroup.procs", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: --cgroup: cgroup /cgroup.procs: ", "cgroup.procs is not a directory"},
+			stderr: []string{"klockstat: --cgroup-filter: cgroup /cgroup.procs: ", "cgroup.procs is not a directory"},
 		},
 		{
-			name:   "a --cgroup outside the cgroup2 hierarchy is refused",
-			args:   fixed("--cgroup", "/tmp", "-o", ""),
+			name:   "a --cgroup-filter outside the cgroup2 hierarchy is refused",
+			args:   fixed("--cgroup-filter", "/tmp", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: --cgroup: no cgroup /tmp: "},
+			stderr: []string{"klockstat: --cgroup-filter: no cgroup /tmp: "},
 		},
 		{
-			name:   "an empty --types list is an error, not everything",
-			args:   fixed("-t", "", "-o", ""),
+			name:   "an empty --type-filter list is an error, not everything",
+			args:   fixed("-Y", "", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: empty --types list"},
+			stderr: []string{"klockstat: empty --type-filter list"},
 		},
 		{
-			name:    "--types names are trimmed",
+			name:    "--type-filter names are trimmed",
 			capture: true,
-			args:    fixed("-t", "rwsem:W, mutex", "-d", "100ms", "-q", "-o", "", "--json", "c.json"),
+			args:    fixed("-Y", "rwsem:W, mutex", "-d", "100ms", "-q", "-o", "", "--json", "c.json"),
 			status:  0,
 			check: func(t *testing.T, r *faultRun) {
 				if types := readCaptureFile(t, filepath.Join(r.dir, "c.json")).Meta.Types; !slices.Equal(types, []string{"rwsem:W", "mutex"}) {
@@ -262,11 +263,11 @@ func faults() []fault {
 			},
 		},
 		{
-			name:    "a --cgroup path with a comma is a cgroup, and lists are still split",
+			name:    "a --cgroup-filter path with a comma is a cgroup, and lists are still split",
 			capture: true,
 			args: func(t *testing.T, _ string) []string {
 				comma, plain := newCgroup(t, "co,mma"), newCgroup(t, "plain")
-				return []string{"-G", comma, "--cgroup", "/," + plain, "-d", "100ms", "-q", "-o", "", "--json", "c.json"}
+				return []string{"-G", comma, "--cgroup-filter", "/," + plain, "-d", "100ms", "-q", "-o", "", "--json", "c.json"}
 			},
 			status: 0,
 			check: func(t *testing.T, r *faultRun) {
@@ -287,24 +288,24 @@ func faults() []fault {
 			name: "a --locks file with a byte-order mark is read",
 			args: func(t *testing.T, dir string) []string {
 				writeText(t, filepath.Join(dir, "locks.json"), "\ufeff"+string(lockspec.Embedded()))
-				return []string{"-L", "locks.json", "-t", "nosuch", "-o", ""} // fails after the parse, before a capture
+				return []string{"--locks", "locks.json", "-Y", "nosuch", "-o", ""} // fails after the parse, before a capture
 			},
 			status:    2,
-			stderr:    []string{`klockstat: unknown lock type "nosuch"`},
+			stderr:    []string{`klockstat: --type-filter: unknown lock type "nosuch"`},
 			notStderr: []string{"invalid character"},
 		},
 		{
 			name: "a bad --locks file is a usage error",
 			args: func(t *testing.T, dir string) []string {
 				writeText(t, filepath.Join(dir, "locks.json"), "{")
-				return []string{"-L", "locks.json", "-o", ""}
+				return []string{"--locks", "locks.json", "-o", ""}
 			},
 			status: 2,
 			stderr: []string{"klockstat: locks.json:1:2: "},
 		},
 		{
 			name:   "--locks of /dev/zero is refused at once",
-			args:   fixed("-L", "/dev/zero", "-o", ""),
+			args:   fixed("--locks", "/dev/zero", "-o", ""),
 			status: 2,
 			stderr: []string{"klockstat: reading --locks: /dev/zero: a character device, not a regular file"},
 		},
@@ -312,7 +313,7 @@ func faults() []fault {
 			name: "a type name a capture cannot hold is refused in --locks",
 			args: func(t *testing.T, dir string) []string {
 				writeText(t, filepath.Join(dir, "locks.json"), strings.Replace(string(lockspec.Embedded()), `"name": "mutex"`, `"name": "spin lock"`, 1))
-				return []string{"-L", "locks.json", "-o", ""}
+				return []string{"--locks", "locks.json", "-o", ""}
 			},
 			status: 2,
 			stderr: []string{`: types[11].name: bad lock type name "spin lock"`},

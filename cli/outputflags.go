@@ -32,14 +32,15 @@ type pageHelp struct {
 
 func (p *pageFlags) addFlags(fs *pflag.FlagSet, h pageHelp) {
 	fs.StringVarP(&p.htmlPath, "output", "o", h.defaultPath, "write the "+h.page+" to `FILE` (- for stdout, \"\" for none)")
-	fs.IntVarP(&p.top, "top", "n", 20, "rows in the terminal summary and on the "+h.page+"'s first page")
+	fs.IntVarP(&p.top, "entries", "E", 20, "rows in the terminal summary and on the "+h.page+"'s first page")
 	fs.BoolVar(&p.rawAddrs, "raw-addresses", false, "show real kernel addresses in the "+h.addressesIn+" instead of hashed ids")
 	fs.BoolVarP(&p.quiet, "quiet", "q", false, h.quiet)
+	addRenamed(fs, "top", "n", "entries")
 }
 
 func (p pageFlags) validate() error {
 	if p.top < 1 {
-		return usagef("--top %d: must be at least 1", p.top)
+		return usagef("--entries %d: must be at least 1", p.top)
 	}
 	return nil
 }
@@ -51,6 +52,13 @@ func (p pageFlags) writeSummary(inv invocation, dests []destination, page destin
 	if p.quiet {
 		return nil
 	}
+	return p.writeSummaryLines(inv, dests, page, label, "", write)
+}
+
+// writeSummaryLines is writeSummary for a summary that --quiet cuts down to its rows, as perf's -q
+// does, rather than leaves out: write does the cutting, and the page's path is left out. comment
+// starts the page's line: "# " between separated values.
+func (p pageFlags) writeSummaryLines(inv invocation, dests []destination, page destination, label, comment string, write func(io.Writer) error) error {
 	summary := inv.stdout
 	if slices.ContainsFunc(dests, func(d destination) bool { return d.stdout }) {
 		summary = inv.stderr
@@ -58,8 +66,8 @@ func (p pageFlags) writeSummary(inv invocation, dests []destination, page destin
 	if err := write(summary); err != nil {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
-	if p.htmlPath != "" && !page.stdout && page.written {
-		fmt.Fprintf(summary, "%s: %s\n", label, p.htmlPath)
+	if !p.quiet && p.htmlPath != "" && !page.stdout && page.written {
+		fmt.Fprintf(summary, "%s%s: %s\n", comment, label, p.htmlPath)
 	}
 	return nil
 }
@@ -97,20 +105,18 @@ func (o *captureOutputs) validate() error {
 // plan decides where every output goes before the capture is read or made (see planOutputs).
 func (o *captureOutputs) plan(ins []input) error {
 	var err error
-	o.dests, err = planOutputs(o.outputs(nil), ins)
+	o.dests, err = planOutputs(o.outputs(nil, nil), ins)
 	return err
 }
 
-// outputs are the files the options write, writing c; nil c is enough to plan them.
-func (o *captureOutputs) outputs(c *capture.Capture) []output {
+// outputs are the files the options write, writing c with addresses hashed under key; nil c is
+// enough to plan them.
+func (o *captureOutputs) outputs(c *capture.Capture, key []byte) []output {
 	outs := []output{{flag: "--json", path: o.jsonPath, secret: true, write: func(w io.Writer) error { return c.Write(w) }}}
 	selected := c
 	if c != nil {
-		selected = c.Select(o.summary.Filter)
+		selected = o.summary.Select(c)
 	}
-	// One key for the report and the exports, so that they name a lock by the same id.
-	key := make([]byte, 32)
-	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
 	outs = append(outs, o.exports.outputs(selected, o.rawAddrs, key)...)
 	return append(outs, output{flag: "--output", path: o.htmlPath, secret: o.rawAddrs, write: func(w io.Writer) error {
 		return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs, AddressKey: key})
@@ -120,12 +126,19 @@ func (o *captureOutputs) outputs(c *capture.Capture) []output {
 // write writes every output and the summary, and reports every failure: one that cannot be
 // written does not keep the others from being written.
 func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
-	outs := o.outputs(c)
+	// One key for the report, the exports and the summary, so that they name a lock by the same id.
+	key := make([]byte, 32)
+	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
+	outs := o.outputs(c, key)
 	err := writeAll(outs, o.dests, inv.stdout)
 	so := o.summary
-	so.Top = o.top
+	so.Top, so.RowsOnly, so.RawAddresses, so.AddressKey = o.top, o.quiet, o.rawAddrs, key
 	html := o.dests[len(outs)-1] // outputs puts --output last
-	serr := o.writeSummary(inv, o.dests, html, "report", func(w io.Writer) error {
+	comment := ""
+	if so.Separator != "" {
+		comment = "# "
+	}
+	serr := o.writeSummaryLines(inv, o.dests, html, "report", comment, func(w io.Writer) error {
 		return report.WriteSummary(w, c, so)
 	})
 	return errors.Join(err, serr)

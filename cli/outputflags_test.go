@@ -10,8 +10,8 @@ import (
 // TestPageFlagsInEveryCommand checks that the capture, report and diff take the page flags alike,
 // and that only the capture and report write a capture's outputs.
 func TestPageFlagsInEveryCommand(t *testing.T) {
-	pageFlags := []string{"-o, --output FILE", "-n, --top int", "--raw-addresses", "-q, --quiet"}
-	captureFlags := []string{"--json FILE", "--pprof FILE", "--folded FILE", "--csv FILE", "-k, --sort KEY", "-l, --lock-filter LIST"}
+	pageFlags := []string{"-o, --output FILE", "-E, --entries int", "--raw-addresses", "-q, --quiet"}
+	captureFlags := []string{"--json FILE", "--pprof FILE", "--folded FILE", "--csv FILE", "-k, --key KEY", "-L, --lock-filter LIST", "-l, --lock-addr", "-x, --field-separator SEP"}
 	for _, tc := range []struct {
 		command       []string
 		inputs        []string
@@ -37,10 +37,10 @@ func TestPageFlagsInEveryCommand(t *testing.T) {
 				t.Errorf("%q --help: has %q = %v, want %v", tc.command, flag, !tc.capture, tc.capture)
 			}
 		}
-		for _, args := range [][]string{{"-n", "0"}, {"--top", "-3"}} {
+		for _, args := range [][]string{{"-E", "0"}, {"--entries", "-3"}} {
 			_, err := run(slices.Concat(tc.command, args, tc.inputs), &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), "must be at least 1") {
-				t.Errorf("%q %q: err %v, want --top rejected", tc.command, args, err)
+				t.Errorf("%q %q: err %v, want --entries rejected", tc.command, args, err)
 			}
 		}
 	}

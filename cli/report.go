@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/klockstat/klockstat/report"
@@ -19,13 +20,15 @@ Flags:
 func (inv invocation) runReport(args []string) (int, error) {
 	fs := newFlagSet("klockstat report", reportUsage, inv.stderr)
 	var o captureOutputs
-	o.addFlags(fs, "no terminal summary")
+	o.addFlags(fs, "the summary's rows alone, as perf's -q")
+	o.views.addCgroupFilter(fs, "only waits of tasks in these cgroups or their descendants (`PATH` as the summary by cgroup shows it; repeatable or comma list)")
 	level := fs.Int("level", 0, "of a sweep (klockstat scale), write level `N`'s report instead of the scaling report")
 	if err := parseFlags(fs, args); err != nil {
-		return 0, err
+		return 0, cmp.Or(movedFlagError(args, err), err)
 	}
+	noteRenamed(fs)
 	if fs.NArg() != 1 {
-		return 0, usagef("report takes one INPUT (a capture JSON or a klockstat HTML report), got %d", fs.NArg())
+		return 0, cmp.Or(movedFlagError(args, nil), usagef("report takes one INPUT (a capture JSON or a klockstat HTML report), got %d", fs.NArg()))
 	}
 	if err := o.validate(); err != nil {
 		return 0, err
