@@ -20,6 +20,9 @@ type flameGraph struct {
 	Start   []uint64 `json:"start"`
 	Value   []uint64 `json:"value"`
 	Count   []uint64 `json:"count"`
+	// Owners marks the graph of the lock owners' critical sections (capture.OwnerFlameGraph),
+	// drawn beside the waiters'.
+	Owners bool `json:"owners,omitempty"`
 }
 
 // newFlameGraphs interns the names of trees in tab, hashing unsymbolized frames as the stacks are.
@@ -69,6 +72,9 @@ func writeFlameGraphs(j *jsonWriter, graphs []flameGraph) {
 		j.uint64s(g.Value)
 		j.raw(`,"count":`)
 		j.uint64s(g.Count)
+		if g.Owners {
+			j.raw(`,"owners":true`)
+		}
 		j.raw("}")
 	}
 	j.raw("]")

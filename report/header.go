@@ -181,6 +181,10 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		{Label: "Symbols", Value: symbols, Bad: m.KallsymsRestricted},
 		{Label: "Addresses", Value: addresses, Term: "id"},
 	}
+	if m.OwnerSampleHz > 0 {
+		settings = slices.Insert(settings, 4, field{Label: "Owner samples", Term: "owner-stack",
+			Value: fmt.Sprintf("%d Hz per CPU, of lock owners with waiters, on their CPU", m.OwnerSampleHz)})
+	}
 
 	e := m.Events
 	events := fmt.Sprintf("%d begin, %d end", e.Begin, e.End)

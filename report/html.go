@@ -129,13 +129,20 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 			return lockKey{r.Type, r.Lock}
 		}))
 		locks.insertAfter("type", links.toOwners(len(byLock), func(i int) lockKey { return lockKey{byLock[i].Type, byLock[i].Lock} }))
-		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, tab, links))
+		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, c.OwnerChains, m.OwnerSampleHz, tab, links))
 	}
 
 	embedded := *c
 	embedded.Meta, embedded.Records, embedded.Owners = m, nil, hashedOwners(c.Owners, tab)
-	data := pageData{tab: tab, capture: &embedded, records: records, flame: newFlameGraphs(trees, tab), views: p.Tables.Views}
-	p.Flame = len(trees) > 0
+	embedded.OwnerChains = hashedChains(c.OwnerChains, tab)
+	flame := newFlameGraphs(trees, tab)
+	if tree, ok := capture.OwnerFlameGraph(c.Owners, flameNodes); ok {
+		owners := newFlameGraphs([]capture.FlameTree{tree}, tab)[0]
+		owners.Owners = true
+		flame = append(flame, owners)
+	}
+	data := pageData{tab: tab, capture: &embedded, records: records, flame: flame, views: p.Tables.Views}
+	p.Flame = len(flame) > 0
 	var err error
 	if p.Data, err = data.encode(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,26 +10,45 @@ import (
 )
 
 // ownerView is the "Blocked by" table: the lock owners ranked by the wait charged to them (capture
-// order, capture.SortOwners), with the wait split by the owner's state when each wait began. Its
-// lock ids are those of the other views, so the filter box finds an owner's waiters by them, and its
-// column "Waiters" leads to their records (links).
-func ownerView(owners []capture.Owner, tab *strtab, links *ownerLinks) view {
+// order, capture.SortOwners), with the wait split by the owner's state when each wait began. An owner
+// has a row per stack it was seen at: sampled on its CPU in its critical section (at sampleHz), or
+// as it left its CPU holding the lock; each with its share of the owner's wait, and the owner's wait
+// chains, the threads it waited for in turn. Its lock ids are those of the other views, so the
+// filter box finds an owner's waiters by them, and its column "Waiters" leads to their records
+// (links).
+func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int, tab *strtab, links *ownerLinks) view {
 	n := len(owners)
 	names, types, locks, lockTitles := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-	stacks, notes := make([]int32, n), make([]int32, n)
-	pids, tids, counts, totals := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	stacks, notes, wheres, chained := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	pids, tids, counts, totals, samples := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	shares := make([]float64, n)
 	states := make([][]uint64, len(capture.OwnerStates))
 	for i := range states {
 		states[i] = make([]uint64, n)
 	}
+	ownerNS := map[string]uint64{}
+	for _, t := range capture.OwnerTotals(owners) {
+		ownerNS[t.Key()] = t.TotalNS
+	}
+	chainTexts := ownerChainTexts(chains, ownerNS, tab)
+	none := tab.str("")
 	for i, o := range owners {
 		names[i] = tab.str(ownerText(o))
 		types[i] = tab.str(o.Type)
 		locks[i], lockTitles[i] = lockTexts(tab, o.Name, o.Lock)
-		pids[i], tids[i], counts[i], totals[i] = uint64(o.PID), uint64(o.TID), o.Count, o.TotalNS
-		stacks[i], notes[i] = -1, tab.str(stackReasonText(o.StackReason, ownerStatesOf(o)))
+		pids[i], tids[i], counts[i], totals[i], samples[i] = uint64(o.PID), uint64(o.TID), o.Count, o.TotalNS, o.Samples
+		stacks[i], notes[i], wheres[i], chained[i] = -1, tab.str(stackReasonText(o.StackReason, ownerStatesOf(o))), none, none
 		if len(o.Stack) > 0 {
 			stacks[i] = tab.stack(o.Stack)
+		}
+		if w, ok := ownerWhereLabels[o.Where]; ok {
+			wheres[i] = tab.str(w)
+		}
+		if text, ok := chainTexts[o.Key()]; ok {
+			chained[i] = tab.str(text)
+		}
+		if total := ownerNS[o.Key()]; total > 0 {
+			shares[i] = 100 * float64(o.TotalNS) / float64(total)
 		}
 		for _, s := range o.States {
 			if k := slices.Index(capture.OwnerStates, s.State); k >= 0 {
@@ -42,20 +62,70 @@ func ownerView(owners []capture.Owner, tab *strtab, links *ownerLinks) view {
 	pid.Search, tid.Search = true, true
 	charged := sum(nsColumn("total", "Wait charged", totals))
 	charged.Term = "charged"
+	share := column{Key: "share", Label: "Share of the owner's wait (%)", Kind: kindNum, Decimals: 1, Term: "owner-stack", floats: shares}
+	where := textColumn("where", "Where", "", wheres)
+	where.Term = "owner-stack"
+	sampled := sum(intColumn("samples", "Samples", samples))
+	sampled.Term = "owner-stack"
+	chain := textColumn("chain", "Blocked in turn by", "prose", chained)
+	chain.Term = "owner-chain"
 	// The owner's stack, or why there is none, before the states: a screen 1400 pixels wide shows
 	// them without scrolling.
 	cols := []column{textColumn("owner", "Owner", "", names), textColumn("type", "Type", "", types), lock,
 		links.toWaiters(owners), sum(intColumn("count", "Waits", counts)), charged,
-		stackColumn("Owner's stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes)}
+		stackColumn("Owner's stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes), where, share, sampled, chain}
 	for k, state := range capture.OwnerStates {
 		c := sum(nsColumn(state, ownerStateLabels[state], states[k]))
 		c.Group, c.Term = "Owner's state as the wait began", "owner-state"
 		cols = append(cols, c)
 	}
 	cols = append(cols, pid, tid)
+	sampling := "not sampled on its CPU"
+	if sampleHz > 0 {
+		sampling = fmt.Sprintf("sampled on its CPU at %d Hz while others waited", sampleHz)
+	}
 	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began, " +
-		"and to the owner's kernel stack as it first left its CPU holding the lock",
+		"and to the owner's kernel stacks in its critical section, " + sampling + ", or as it left its CPU holding the lock",
 		Rows: n, SortKey: "total", Columns: cols}
+}
+
+// ownerWhereLabels say where an owner's stack was seen (capture.Owner.Where).
+var ownerWhereLabels = map[string]string{
+	capture.OwnerStackOnCPU:  "on CPU (sampled)",
+	capture.OwnerStackOffCPU: "off CPU (left it)",
+}
+
+// ownerChainTexts says, by owner (capture.Owner.Key), whom each owner waited for in turn while
+// waits were charged to it: the end of each chain, and its share of the owner's wait (ownerNS).
+func ownerChainTexts(chains []capture.OwnerChain, ownerNS map[string]uint64, tab *strtab) map[string]string {
+	parts := map[string][]string{}
+	for _, c := range chains {
+		k := capture.Owner{Type: c.Type, Lock: c.Lock, TID: c.TID}.Key()
+		text, title := lockTexts(tab, c.EndName, c.EndLock)
+		lock := tab.strings[title]
+		if c.EndName != "" {
+			lock = tab.strings[text] + " (" + lock + ")"
+		}
+		s := fmt.Sprintf("%s %s held by %s (tid %d)", c.EndType, lock, cmp.Or(c.EndComm, "a thread"), c.EndTID)
+		if c.Depth > 1 {
+			s += fmt.Sprintf(", %d owners down", c.Depth)
+		}
+		if total := ownerNS[k]; total > 0 {
+			s += fmt.Sprintf(": %.1f%% of its wait", 100*float64(c.TotalNS)/float64(total))
+		}
+		if c.Cycle {
+			s = "a cycle, back to " + s
+			if c.InProgress > 0 {
+				s += fmt.Sprintf(", %d %s still open at the end of the capture: a deadlock?", c.InProgress, plural(int(c.InProgress), "wait", "waits"))
+			}
+		}
+		parts[k] = append(parts[k], s)
+	}
+	out := map[string]string{}
+	for k, p := range parts {
+		out[k] = strings.Join(p, "; ")
+	}
+	return out
 }
 
 // lockKey is what an owner and the records of its waiters share: the lock's type and address.
@@ -197,6 +267,18 @@ func stackReasonText(reason string, states []string) string {
 		return fmt.Sprintf("the owner was not seen leaving a CPU holding the lock after the waits began: on its CPU as some began, already off it (%s) as others did", strings.Join(off, ", "))
 	}
 	return fmt.Sprintf("the owner was already off its CPU (%s) as the waits began, and once back on one kept it until it released the lock: a stack is taken only as an owner leaves a CPU", strings.Join(off, ", "))
+}
+
+// hashedChains is chains with their locks hashed as tab hashes the rest of the page.
+func hashedChains(chains []capture.OwnerChain, tab *strtab) []capture.OwnerChain {
+	if tab.hasher == nil {
+		return chains
+	}
+	out := slices.Clone(chains)
+	for i := range out {
+		out[i].Lock, out[i].EndLock = tab.hasher.ID(out[i].Lock), tab.hasher.ID(out[i].EndLock)
+	}
+	return out
 }
 
 // hashedOwners is owners with their locks and frames hashed as tab hashes the rest of the page.

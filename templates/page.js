@@ -639,7 +639,7 @@
       for (let i = 0; i < g.depth.length; i++) {
         g.byDepth[g.depth[i]].push(i);
       }
-      const o = el("option", "", g.type < 0 ? "All lock types" : text(g.type));
+      const o = el("option", "", g.owners ? "Owners' critical sections" : g.type < 0 ? "All lock types" : text(g.type));
       o.value = String(select.options.length);
       select.appendChild(o);
     }
@@ -649,9 +649,13 @@
       if (g.name[i] >= 0) {
         return text(g.name[i]);
       }
+      if (g.owners) {
+        return "all wait charged to lock owners";
+      }
       return g.type < 0 ? "all waits" : "all " + text(g.type) + " waits";
     }
-    const kindOf = (g, i) => (g.depth[i] === 0 ? "all waits" : g.depth[i] === 1 ? "thread" : "kernel function");
+    const kindOf = (g, i) =>
+      g.depth[i] === 0 ? (g.owners ? "all wait charged" : "all waits") : g.depth[i] === 1 ? (g.owners ? "lock owner's thread" : "thread") : "kernel function";
 
     // A name's colour stays the same across graphs and draws: warm hues for functions, blue for threads.
     function colour(g, i) {
