@@ -62,6 +62,9 @@ type Config struct {
 	// or in their descendants; empty: all.
 	Cgroups []string
 	Owners  bool // charge each wait to the lock's owner when it began, and the owner's stack
+	// OwnerSampleHz is the rate, per CPU, at which owners are sampled on their CPU while others
+	// wait for a lock they hold (DefaultOwnerSampleHz); 0 samples none. Only with Owners.
+	OwnerSampleHz int
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -82,6 +85,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--map-size %d too small (want at least 64)", c.MapSize)
 	case len(c.Comm) > 15:
 		return fmt.Errorf("--comm %q longer than the kernel's 15-byte task names", c.Comm)
+	case c.OwnerSampleHz < 0 || c.OwnerSampleHz > MaxOwnerSampleHz:
+		return fmt.Errorf("--owner-sample-hz %d out of range (want 0 to %d)", c.OwnerSampleHz, MaxOwnerSampleHz)
 	case len(c.Cgroups) > MaxCgroups:
 		return fmt.Errorf("%d --cgroup values, at most %d can filter one capture", len(c.Cgroups), MaxCgroups)
 	}
@@ -318,6 +323,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	if !cfg.Owners {
 		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1
+		s.OwnerSamples.MaxEntries, s.OwnerChains.MaxEntries = 1, 1
 	}
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {
@@ -385,8 +391,13 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		}
 	}
 	loaded := append(b.Programs(progs), exit.spec)
+	sampleHz := 0
 	if c.cfg.Owners {
 		loaded = append(loaded, switcher.spec)
+		sampleHz = c.cfg.OwnerSampleHz
+	}
+	if sampleHz > 0 {
+		loaded = append(loaded, progs.OwnerSample)
 	}
 	obj, err := newObject(spec, progs, loaded)
 	if err != nil {
@@ -421,6 +432,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		att.links = append(att.links, l)
 		att.probes = append(att.probes, p)
 	}
+	sampleOwners(sampleHz, obj, att)
 	c.backend, c.obj, c.att = b, obj, att
 	return nil
 }

@@ -1,0 +1,102 @@
+package collector
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+// inWritePath says whether a stack runs in a file write, below the file system's write_iter, where
+// the inode's lock is held.
+func inWritePath(stack []string) bool {
+	return slices.ContainsFunc(stack, func(f string) bool {
+		fn := capture.ParseFrame(f).Func()
+		return fn == "generic_perform_write" || strings.HasSuffix(fn, "_file_write_iter") || strings.HasSuffix(fn, "_buffered_write_iter")
+	})
+}
+
+// TestOwnersSampledOnCPU captures the hog, a thread that holds a file's i_rwsem through 16 MiB
+// writes, on its CPU most of the time, while others wait: at least 80% of the wait charged to it
+// must carry a stack in the write path that holds the lock, sampled on its CPU or taken as it left
+// it.
+func TestOwnersSampledOnCPU(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Owners, cfg.OwnerSampleHz = true, DefaultOwnerSampleHz
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := startContend(t, "-lock", "hog", "-threads", "3", "-duration", "2s", "-name", "ct-smp")
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+	})
+	if cp.Meta.OwnerSampleHz != DefaultOwnerSampleHz {
+		t.Fatalf("owners sampled at %d Hz, want %d: %v", cp.Meta.OwnerSampleHz, DefaultOwnerSampleHz, cp.Meta.Warnings)
+	}
+	var charged, inWrite, onCPU, samples uint64
+	for _, o := range cp.Owners {
+		if o.PID != pid || o.Comm != "ct-smp-hog" || o.Type != "rwsem:W" {
+			continue
+		}
+		charged += o.TotalNS
+		if inWritePath(o.Stack) {
+			inWrite += o.TotalNS
+		}
+		if o.Where == capture.OwnerStackOnCPU {
+			onCPU += o.TotalNS
+			samples += o.Samples
+		}
+	}
+	if charged == 0 {
+		t.Fatal("no wait charged to ct-smp-hog")
+	}
+	t.Logf("ct-smp-hog: %d ns charged, %.1f%% with a stack in the write path, %.1f%% on CPU over %d samples",
+		charged, 100*float64(inWrite)/float64(charged), 100*float64(onCPU)/float64(charged), samples)
+	if inWrite*100 < charged*80 {
+		t.Errorf("only %d of the %d ns charged to the hog have a stack in its write path, want at least 80%%", inWrite, charged)
+	}
+	if samples == 0 {
+		t.Error("the hog, copying with the lock held, was never sampled on its CPU")
+	}
+	if !slices.ContainsFunc(cp.Meta.Programs, func(p capture.ProgramStats) bool { return p.Hook == "cpu-clock" && p.RunCount > 0 }) {
+		t.Errorf("no run of the owner sampler among the programs: %+v", cp.Meta.Programs)
+	}
+}
+
+// TestOwnersChain captures a wait chain: the pipe's writers wait for its mutex, held by the link,
+// which splices the pipe into a file whose i_rwsem the holder keeps through 16 MiB writes. Their
+// waits are charged to the link, and through it to the holder and the file's lock.
+func TestOwnersChain(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Owners = true
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := startContend(t, "-lock", "chain", "-threads", "4", "-duration", "2s", "-name", "ct-chn")
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+	})
+	var link, through uint64
+	for _, o := range cp.Owners {
+		if o.PID == pid && o.Comm == "ct-chn-link" && o.Type == "mutex" {
+			link += o.TotalNS
+		}
+	}
+	for _, c := range cp.OwnerChains {
+		if c.Comm == "ct-chn-link" && c.Type == "mutex" && c.EndComm == "ct-chn-hold" && c.EndType == "rwsem:W" && !c.Cycle {
+			through += c.TotalNS
+		}
+	}
+	t.Logf("%d ns of pipe waits charged to ct-chn-link, %d of them through it to ct-chn-hold; chains: %+v", link, through, cp.OwnerChains)
+	if link == 0 {
+		t.Fatal("no pipe mutex wait charged to the link")
+	}
+	if through == 0 {
+		t.Error("no pipe mutex wait charged through the link to the holder of the file's i_rwsem")
+	}
+	if through > link {
+		t.Errorf("%d ns through the link, more than the %d charged to it", through, link)
+	}
+}
