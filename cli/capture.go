@@ -70,6 +70,7 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	fs.IntVar(&o.cfg.StackSkip, "stack-skip", 0, "frames to drop at the top of each stack, after the tracing frames klockstat drops itself (perf's default 3 is those)")
 	fs.Uint32VarP(&mapSize, "map-nr-entries", "M", 65536, "entries of the BPF aggregation, stack and per-thread maps")
 	fs.BoolVar(&o.cfg.Owners, "owners", false, "charge each wait to the lock's owner when it began, with the owner's state and stack (see README)")
+	fs.IntVar(&o.cfg.OwnerSampleHz, "owner-sample-hz", collector.DefaultOwnerSampleHz, fmt.Sprintf("with --owners, sample lock owners with waiters on their CPU this many times a second, per CPU, for the stacks of their critical sections; 0 for none (max %d)", collector.MaxOwnerSampleHz))
 	fs.StringVar(&o.cfg.Probe, "probe", "auto", "probe backend: "+strings.Join(collector.BackendNames(), ", ")+
 		" (auto: the contention tracepoints where the kernel has them, else the lock functions with fentry, else kprobes)")
 	fs.StringVar(&locksPath, "locks", "", "lock types and functions from `FILE` instead of the embedded locks.json")
