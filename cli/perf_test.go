@@ -108,8 +108,9 @@ func TestPerfLockContentionLive(t *testing.T) {
 		// lock waited on most often is as sure to be waited on again.
 		var name string
 		for _, row := range con(t, "-l", "-k", "contended", "-F", "contended", "-E", "100", "-q") {
-			// contended, type, lock, name
-			if n := strings.Join(strings.Fields(row)[3:], " "); n == "tasklist_lock" || name == "" && oneLock(n) {
+			// contended, lock, name, type
+			fields := strings.Fields(row)
+			if n := strings.Join(fields[2:len(fields)-1], " "); n == "tasklist_lock" || name == "" && oneLock(n) {
 				name = n
 			}
 		}

@@ -99,26 +99,30 @@ type summaryView struct {
 	name   string
 	key    func(capture.Record) string
 	plural string   // of what a row is: "callers"
-	heads  []string // the columns after the numbers, the last one free-form text
-	cells  func(g capture.Group, hashed bool) []string
+	heads  []string // the columns that say what a row is, in perf's order
+	// textFrom is the first of heads that is text, aligned to the left as perf does; the columns
+	// before it, numbers and types, go to the right.
+	textFrom int
+	cells    func(g capture.Group, hashed bool) []string
 }
 
 var summaryViews = []summaryView{
-	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, func(g capture.Group, _ bool) []string {
+	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, 1, func(g capture.Group, _ bool) []string {
 		return []string{sanitize(g.Type), sanitize(callerText(g.Caller))}
 	}},
-	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, func(g capture.Group, _ bool) []string {
+	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, 2, func(g capture.Group, _ bool) []string {
 		pid, tid, _ := strings.Cut(g.Key, " ") // capture.ByTask's key
 		return []string{pid, tid, cmp.Or(sanitize(variousIfMixed(g, capture.FieldComm, g.Comm)), "-")}
 	}},
-	{"lock", capture.ByLock, "locks", []string{"type", "lock", "name"}, func(g capture.Group, hashed bool) []string {
+	// perf -l: "address symbol (type)".
+	{"lock", capture.ByLock, "locks", []string{"lock", "name", "type"}, 1, func(g capture.Group, hashed bool) []string {
 		lock := g.Lock.String()
 		if hashed {
 			lock = g.Lock.HashedString()
 		}
-		return []string{sanitize(g.Type), lock, cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, g.Name)), "-")}
+		return []string{lock, cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, g.Name)), "-"), sanitize(g.Type)}
 	}},
-	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, func(g capture.Group, _ bool) []string {
+	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, 0, func(g capture.Group, _ bool) []string {
 		return []string{sanitize(capture.CgroupName(g.CgroupID, g.Cgroup))}
 	}},
 }
@@ -232,10 +236,13 @@ func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error 
 		return fmt.Errorf("--by %s is a table of owners' stacks and states, not separated values: drop -x", OwnerView)
 	}
 	var table bytes.Buffer
-	writeOwnerTable(&table, withAddressIDs(c, o), o.Top)
+	shown := withAddressIDs(c, o)
+	writeOwnerTable(&table, shown, o.Top)
 	b := &table
 	if o.RowsOnly {
 		b = bytes.NewBuffer(ownerRows(table.Bytes()))
+	} else {
+		writeCriticalSections(b, shown, o.Top)
 	}
 	writeHealth(lineWriter{b: b, off: o.RowsOnly}, c.Meta)
 	_, err := w.Write(b.Bytes())
@@ -366,7 +373,9 @@ func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, o Sum
 		return
 	}
 	left := make([]bool, len(head))
-	left[len(perf)+len(view.heads)-1] = true // the view's last column, free-form text
+	for i := view.textFrom; i < len(view.heads); i++ {
+		left[len(perf)+i] = true
+	}
 	writeAligned(b, rows, left, o.RowsOnly)
 }
 

@@ -39,7 +39,7 @@ func TestWriteSummaryViews(t *testing.T) {
 		"lock":   func(r capture.Record) string { return r.Type + "\x00" + r.Lock.String() },
 		"cgroup": func(r capture.Record) string { return fmt.Sprint(r.CgroupID) },
 	}
-	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"type", "lock", "name"}, "cgroup": {"cgroup"}}
+	heads := map[string][]string{"caller": {"type", "caller"}, "thread": {"pid", "tid", "comm"}, "lock": {"lock", "name", "type"}, "cgroup": {"cgroup"}}
 	for _, v := range summaryViews { // the groupings of records; owners have their own test
 		by := v.name
 		type sums struct{ count, total, spin, max, min uint64 }
