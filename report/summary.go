@@ -236,10 +236,13 @@ func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error 
 		return fmt.Errorf("--by %s is a table of owners' stacks and states, not separated values: drop -x", OwnerView)
 	}
 	var table bytes.Buffer
-	writeOwnerTable(&table, withAddressIDs(c, o), o.Top)
+	shown := withAddressIDs(c, o)
+	writeOwnerTable(&table, shown, o.Top)
 	b := &table
 	if o.RowsOnly {
 		b = bytes.NewBuffer(ownerRows(table.Bytes()))
+	} else {
+		writeCriticalSections(b, shown, o.Top)
 	}
 	writeHealth(lineWriter{b: b, off: o.RowsOnly}, c.Meta)
 	_, err := w.Write(b.Bytes())

@@ -41,6 +41,75 @@ func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
 	}
 }
 
+// writeCriticalSections writes, for each known owner, the wait charged to it over all its stacks,
+// the share of it with a stack, its top critical-section stack (on its CPU, sampled, or where it
+// left it) with that stack's share, and whom it waited for in turn.
+func writeCriticalSections(b *bytes.Buffer, c *capture.Capture, top int) {
+	var totals []capture.OwnerTotal
+	for _, t := range capture.OwnerTotals(c.Owners) {
+		if t.Reason == "" {
+			totals = append(totals, t)
+		}
+	}
+	if len(totals) == 0 {
+		return
+	}
+	shown := totals
+	if top > 0 && len(shown) > top {
+		shown = shown[:top]
+	}
+	b.WriteString("\n")
+	rows := [][]string{{"wait charged", "with a stack", "owner", "type", "name", "top critical-section stack", "blocked in turn by"}}
+	for _, t := range shown {
+		first := c.Owners[t.Entries[0]]
+		stack := "-"
+		for _, i := range t.Entries {
+			if o := c.Owners[i]; len(o.Stack) > 0 {
+				stack = fmt.Sprintf("%s%.0f%%: %s", whereText(o), 100*float64(o.TotalNS)/float64(t.TotalNS), ownerStackText(o.Stack, "", nil))
+				break
+			}
+		}
+		rows = append(rows, []string{FormatDuration(float64(t.TotalNS)), fmt.Sprintf("%.0f%%", 100*float64(t.StackNS)/float64(t.TotalNS)),
+			sanitize(ownerText(first)), sanitize(t.Type), cmp.Or(sanitize(first.Name), "-"), stack, chainText(c, t)})
+	}
+	writeColumns(b, rows)
+	if omitted := len(totals) - len(shown); omitted > 0 {
+		fmt.Fprintf(b, "... %d more %s not shown\n", omitted, plural(omitted, "owner thread", "owner threads"))
+	}
+}
+
+// whereText says where an owner's stack was seen, and on how many samples a sampled one rests.
+func whereText(o capture.Owner) string {
+	switch o.Where {
+	case capture.OwnerStackOnCPU:
+		return fmt.Sprintf("on CPU (%d %s) ", o.Samples, plural(int(o.Samples), "sample", "samples"))
+	case capture.OwnerStackOffCPU:
+		return "off CPU "
+	}
+	return ""
+}
+
+// chainText names the end of the owner's largest wait chain, with its share of the owner's wait;
+// "-" when the owner was not seen waiting.
+func chainText(c *capture.Capture, t capture.OwnerTotal) string {
+	for _, ch := range c.OwnerChains { // largest first
+		if ch.Type != t.Type || ch.Lock != t.Lock || ch.TID != t.TID {
+			continue
+		}
+		lock := ch.EndLock.String()
+		if c.Meta.AddressesHashed {
+			lock = ch.EndLock.HashedString()
+		}
+		s := fmt.Sprintf("%s %s held by %s/%d (%.0f%%)", sanitize(ch.EndType), cmp.Or(sanitize(ch.EndName), lock),
+			cmp.Or(sanitize(ch.EndComm), "?"), ch.EndTID, 100*float64(ch.TotalNS)/float64(t.TotalNS))
+		if ch.Cycle {
+			s = "a cycle: " + s
+		}
+		return s
+	}
+	return "-"
+}
+
 // ownerText names an owner: thread name, pid/tid, or why it is unknown.
 func ownerText(o capture.Owner) string {
 	if o.Reason != "" {
