@@ -10,8 +10,8 @@ import (
 
 // The owners of a diff are matched as its rows are, by what survives a rerun: thread ids and lock
 // addresses change with every run, so an owner is its lock type, the lock's name, the owner's thread
-// name (comm) and the functions of its stack (offsets dropped, which move with every kernel build),
-// with the reason it has no stack; an owner that could not be known is its lock type, lock name and
+// name (comm) and the functions of its stack (offsets dropped, which move with every kernel build)
+// with where it was seen (on its CPU, sampled, or leaving it), or the reason it has no stack; an owner that could not be known is its lock type, lock name and
 // that reason. Entries of one capture that agree in all of these are merged before comparing: the
 // same thread name holding the lock under other thread ids, or other locks of the same name. A
 // stack with a frame that is a raw address or a hashed id merges with the same stack within one
@@ -27,6 +27,7 @@ type OwnerDiff struct {
 	Reason      string   // why the owner is unknown; "" for a known owner
 	Stack       []string // the functions of the owner's stack, innermost first, offsets dropped; raw addresses and ids as captured; empty when none
 	StackReason string   // why a known owner has no stack, as captured
+	Where       string   // where the stack was seen, on or off the owner's CPU (Owner.Where)
 
 	Before, After OwnerDiffValues
 }
@@ -71,16 +72,16 @@ func (d *Diff) OwnersMissing() [2]bool {
 
 // ownerKey is what an owner is matched by.
 type ownerKey struct {
-	typ, name, comm, reason, stackReason string
-	stack                                []string
-	matchable                            bool // false for a stack with a raw address or hashed id
+	typ, name, comm, reason, stackReason, where string
+	stack                                       []string
+	matchable                                   bool // false for a stack with a raw address or hashed id
 }
 
 // String is the key of the entries to merge: quoting makes it unambiguous whatever the names hold.
 func (k ownerKey) String() string {
 	var b strings.Builder
 	b.WriteString(k.typ)
-	for _, s := range append([]string{k.name, k.comm, k.reason, k.stackReason}, k.stack...) {
+	for _, s := range append([]string{k.name, k.comm, k.reason, k.stackReason, k.where}, k.stack...) {
 		b.WriteString(" ")
 		b.WriteString(strconv.Quote(s))
 	}
@@ -89,7 +90,7 @@ func (k ownerKey) String() string {
 
 // keyOf is what owner o is matched by.
 func keyOf(o Owner) ownerKey {
-	k := ownerKey{typ: o.Type, name: o.Name, comm: o.Comm, reason: o.Reason, stackReason: o.StackReason, matchable: true}
+	k := ownerKey{typ: o.Type, name: o.Name, comm: o.Comm, reason: o.Reason, stackReason: o.StackReason, where: o.Where, matchable: true}
 	for _, f := range o.Stack {
 		fn, matchable := matchFunc(f)
 		k.stack = append(k.stack, fn)
@@ -158,7 +159,7 @@ func (d *Diff) compareOwners() []OwnerDiff {
 	}
 	before, after := groupOwners(d.Captures[BeforeSide]), groupOwners(d.Captures[AfterSide])
 	diffOf := func(k ownerKey, status DiffStatus) OwnerDiff {
-		return OwnerDiff{Status: status, Type: k.typ, Name: k.name, Comm: k.comm, Reason: k.reason, Stack: nonNil(k.stack), StackReason: k.stackReason}
+		return OwnerDiff{Status: status, Type: k.typ, Name: k.name, Comm: k.comm, Reason: k.reason, Stack: nonNil(k.stack), StackReason: k.stackReason, Where: k.where}
 	}
 	matched := make(map[string]int) // key -> index into owners, for the before owners that can match
 	for _, g := range before {
@@ -184,7 +185,7 @@ func (d *Diff) compareOwners() []OwnerDiff {
 			byChange(x.DeltaNS(), y.DeltaNS(), max(x.Before.TotalNS, x.After.TotalNS), max(y.Before.TotalNS, y.After.TotalNS)),
 			strings.Compare(x.Type, y.Type), strings.Compare(x.Name, y.Name), strings.Compare(x.Comm, y.Comm),
 			strings.Compare(x.Reason, y.Reason), slices.Compare(x.Stack, y.Stack), strings.Compare(x.StackReason, y.StackReason),
-			cmp.Compare(x.Status, y.Status),
+			strings.Compare(x.Where, y.Where), cmp.Compare(x.Status, y.Status),
 		)
 	})
 	return owners
