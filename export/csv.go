@@ -16,12 +16,17 @@ var csvHeader = []string{
 	"contended", "total_wait_ns", "max_wait_ns", "avg_wait_ns", "type", "caller",
 	"min_wait_ns", "in_progress", "spin_ns", "lock", "lock_name", "comm", "pid", "tid",
 	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack", "cgroup_id", "cgroup",
+	"kind", "owner_where", "owner_samples",
 }
 
 // WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
 // header, CRLF line ends and fields quoted where they need it. avg_wait_ns is rounded down, as perf does;
 // spin_ns is the part of total_wait_ns spent spinning; stack is the record's frames, innermost first, joined by " <- "; cgroup_id and cgroup, last so that older readers' columns stay where they were, the waiter's cgroup. With a function-probe backend
-// the wait columns hold acquire times, as in the capture.
+// the wait columns hold acquire times, as in the capture. kind is "wait" for these rows; with
+// --owners, rows of kind "owner" follow, one per owner's stack: the waits charged to the owner
+// (contended) and their wait (total_wait_ns) at that stack, the owner as lock, comm, pid and tid,
+// owner_where (on_cpu, sampled, or off_cpu) and owner_samples (the samples an on_cpu stack rests
+// on); a reader summing waits takes the rows of kind "wait" only.
 //
 // Text fields come from processes (thread names) and the kernel: their control characters are
 // replaced as in every export (printableText), and a spreadsheet runs a cell that starts with =, +, -
@@ -43,7 +48,17 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			u(r.Count), u(r.TotalNS), u(r.MaxNS), u(r.TotalNS / r.Count), csvText(r.Type), csvText(addrs.frame(r.Caller)),
 			u(r.MinNS), u(r.InProgress), u(r.SpinNS), addrs.lock(r.Lock), csvText(r.Name), csvText(r.Comm), u(uint64(r.PID)), u(uint64(r.TID)),
 			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(addrs.stack(r.Stack)),
-			u(r.CgroupID), csvText(r.Cgroup),
+			u(r.CgroupID), csvText(r.Cgroup), "wait", "", "",
+		}
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("writing CSV: %w", err)
+		}
+	}
+	for _, o := range ownerStacks(c) {
+		row := []string{
+			u(o.Count), u(o.TotalNS), "", u(o.TotalNS / o.Count), csvText(o.Type), "",
+			"", "", "", addrs.lock(o.Lock), csvText(o.Name), csvText(o.Comm), u(uint64(o.PID)), u(uint64(o.TID)),
+			"", "", "", "", csvText(addrs.stack(o.Stack)), "", "", "owner", o.Where, u(o.Samples),
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)

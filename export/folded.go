@@ -15,7 +15,9 @@ import (
 // nanoseconds waited. Frames are function names without their offsets (capture.Frame.Func, as the
 // report's flame graph has them: "xfs_ilock [xfs]" in a module), so that one function is one box of
 // the flame graph wherever in it the call was; records of the same thread name and functions merge
-// into one line. Lines are sorted by stack, so equal captures give equal files.
+// into one line. Lines are sorted by stack, so equal captures give equal files. With --owners, the
+// owners' critical sections follow under a root frame of their own, "[lock owners];comm;...",
+// weighted by the wait charged to the owner at that stack: a tower beside the waiters'.
 //
 // A thread name is chosen by the process, so the ';' between frames and what printableText replaces
 // (line breaks, other control characters) are replaced by '_' in it.
@@ -35,6 +37,16 @@ func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher)
 			b.WriteString(foldedName(capture.ParseFrame(addrs.frame(stack[i])).Func()))
 		}
 		weights[b.String()] += r.TotalNS
+	}
+	for _, o := range ownerStacks(c) {
+		b.Reset()
+		b.WriteString(ownersFrame + ";")
+		b.WriteString(foldedName(o.Comm))
+		for i := len(o.Stack) - 1; i >= 0; i-- {
+			b.WriteByte(';')
+			b.WriteString(foldedName(capture.ParseFrame(addrs.frame(o.Stack[i])).Func()))
+		}
+		weights[b.String()] += o.TotalNS
 	}
 	lines := make([]string, 0, len(weights))
 	for stack := range weights {

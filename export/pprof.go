@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/google/pprof/profile"
 
@@ -14,6 +15,15 @@ import (
 var pprofSampleTypes = []*profile.ValueType{
 	{Type: "contentions", Unit: "count"},
 	{Type: "delay", Unit: "nanoseconds"},
+}
+
+// pprofOwnerSampleTypes follow when the capture has owners' stacks (--owners): the samples of
+// owners on their CPU at a stack, and the wait charged to owners at a stack; the waiters' samples
+// have 0 in them, and the owners' 0 in the waiters' types. pprof -sample_index=owner_wait shows the
+// owners' critical sections.
+var pprofOwnerSampleTypes = []*profile.ValueType{
+	{Type: "owner_samples", Unit: "count"},
+	{Type: "owner_wait", Unit: "nanoseconds"},
 }
 
 // kernelMapping is the file of the mapping of vmlinux frames and of frames kallsyms could not name,
@@ -41,12 +51,18 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 		Comments:          []string{pprofComment(c.Meta)},
 	}
 	frames := newPprofFrames(p)
+	owners := ownerStacks(c)
+	values := func(count, delay uint64) []int64 { return []int64{int64(count), int64(delay)} }
+	if len(owners) > 0 {
+		p.SampleType = append(slices.Clone(pprofSampleTypes), pprofOwnerSampleTypes...)
+		values = func(count, delay uint64) []int64 { return []int64{int64(count), int64(delay), 0, 0} }
+	}
 	for _, r := range c.Records {
 		if r.Count == 0 {
 			continue
 		}
 		s := &profile.Sample{
-			Value:    []int64{int64(r.Count), int64(r.TotalNS)},
+			Value:    values(r.Count, r.TotalNS),
 			Label:    map[string][]string{"lock_type": {printableText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
 			NumLabel: map[string][]int64{},
 		}
@@ -61,6 +77,22 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 			}
 		}
 		for _, f := range stackOf(r.Stack) {
+			s.Location = append(s.Location, frames.location(f, addrs))
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	for _, o := range owners {
+		s := &profile.Sample{
+			Value:    []int64{0, 0, int64(o.Samples), int64(o.TotalNS)},
+			Label:    map[string][]string{"lock_type": {printableText(o.Type)}, "lock": {addrs.lock(o.Lock)}, "role": {"owner"}},
+			NumLabel: map[string][]int64{"pid": {int64(o.PID)}, "tid": {int64(o.TID)}},
+		}
+		for key, value := range map[string]string{"lock_name": o.Name, "comm": o.Comm, "owner_where": o.Where} {
+			if value != "" {
+				s.Label[key] = []string{printableText(value)}
+			}
+		}
+		for _, f := range o.Stack {
 			s.Location = append(s.Location, frames.location(f, addrs))
 		}
 		p.Sample = append(p.Sample, s)
