@@ -238,16 +238,23 @@ func (m Meta) Duration() time.Duration {
 
 // Record aggregates the waits of one thread on one lock from one call site.
 type Record struct {
-	Type    string `json:"type"`
-	Lock    Addr   `json:"lock"`
-	Name    string `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", "mmap_lock (COMM)" or "siglock (COMM)" of another process, "rq_lock", "zone_lock (ZONE)", "lru_lock", "&CACHE" for a lock inside an object of slab cache CACHE, or "" when unknown
-	Comm    string `json:"comm"` // thread name (untrusted)
-	PID     uint32 `json:"pid"`  // process (tgid)
-	TID     uint32 `json:"tid"`  // thread
-	Count   uint64 `json:"count"`
-	TotalNS uint64 `json:"total_ns"`
-	MinNS   uint64 `json:"min_ns"`
-	MaxNS   uint64 `json:"max_ns"`
+	Type string `json:"type"`
+	Lock Addr   `json:"lock"`
+	Name string `json:"name"` // kernel symbol ("jiffies_lock"), "mmap_lock", "siglock", "mmap_lock (COMM)" or "siglock (COMM)" of another process, "rq_lock", "zone_lock (ZONE)", "lru_lock", "&CACHE" for a lock inside an object of slab cache CACHE, or "" when unknown
+	// ObjectOffset is the lock's offset in its slab object ("0x408") when Name is "&CACHE", "" when
+	// unknown. Field is the struct member the lock is, found in the kernel's BTF
+	// ("super_block.s_vfs_rename_mutex", "ext4_inode_info.vfs_inode.i_rwsem"); when the object's
+	// struct is a guess among several, FieldCandidates lists them all, Field's first (docs/lock-names.md).
+	ObjectOffset    string   `json:"object_offset,omitempty"`
+	Field           string   `json:"field,omitempty"`
+	FieldCandidates []string `json:"field_candidates,omitempty"`
+	Comm            string   `json:"comm"` // thread name (untrusted)
+	PID             uint32   `json:"pid"`  // process (tgid)
+	TID             uint32   `json:"tid"`  // thread
+	Count           uint64   `json:"count"`
+	TotalNS         uint64   `json:"total_ns"`
+	MinNS           uint64   `json:"min_ns"`
+	MaxNS           uint64   `json:"max_ns"`
 	// SpinNS is the part of TotalNS spent spinning: all of a spinning lock's wait, a mutex's
 	// optimistic spin; the rest was slept. 0 for the function-probe backends, which see no spin.
 	SpinNS     uint64   `json:"spin_ns"`

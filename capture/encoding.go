@@ -141,12 +141,18 @@ func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
 			err = in.unmarshalString(dec, &r.Type)
 		case "name":
 			err = in.unmarshalString(dec, &r.Name)
+		case "object_offset":
+			err = in.unmarshalString(dec, &r.ObjectOffset)
+		case "field":
+			err = in.unmarshalString(dec, &r.Field)
+		case "field_candidates":
+			err = in.readList(dec, &r.FieldCandidates, MaxFieldCandidates, "field candidates")
 		case "comm":
 			err = in.unmarshalString(dec, &r.Comm)
 		case "caller":
 			err = in.unmarshalString(dec, &r.Caller)
 		case "stack":
-			err = in.readList(dec, &r.Stack, MaxStackDepth)
+			err = in.readList(dec, &r.Stack, MaxStackDepth, "frames")
 		case "lock":
 			err = readText(dec, &r.Lock)
 		case "pid":
@@ -284,13 +290,14 @@ func (in *interner) string(v []byte) (string, error) {
 // unmarshalList reads a list of strings other than a record's stack (a command line, the types),
 // bounded by the input's size only.
 func (in *interner) unmarshalList(dec *jsontext.Decoder, list *[]string) error {
-	return in.readList(dec, list, math.MaxInt)
+	return in.readList(dec, list, math.MaxInt, "strings")
 }
 
 // readList reads a list of at most maxLen strings, looking it up whole by its text before its strings
 // one by one: a shared stack costs one lookup, not one a frame. A longer list is refused as it is
-// read, before its strings take memory: maxLen is MaxStackDepth for a stack.
-func (in *interner) readList(dec *jsontext.Decoder, list *[]string, maxLen int) error {
+// read, before its strings take memory: maxLen is MaxStackDepth for a stack, what names its strings
+// in the error.
+func (in *interner) readList(dec *jsontext.Decoder, list *[]string, maxLen int, what string) error {
 	if dec.PeekKind() != '[' {
 		return jsonv2.SkipFunc
 	}
@@ -303,7 +310,7 @@ func (in *interner) readList(dec *jsontext.Decoder, list *[]string, maxLen int) 
 			return fmt.Errorf("a list of strings holds a %v", dec.PeekKind())
 		}
 		if len(in.ends) == maxLen {
-			return fmt.Errorf("a stack of more than the %d frames klockstat takes", MaxStackDepth)
+			return fmt.Errorf("more than the %d %s klockstat takes", maxLen, what)
 		}
 		v, err := dec.ReadValue()
 		if err != nil {

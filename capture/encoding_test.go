@@ -119,6 +119,45 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// slabRecord is a wait on a lock inside a slab object, whose field BTF guessed.
+func slabRecord() Record {
+	return Record{Type: "mutex", Lock: 0xffff888104c2a408, Name: "&kmalloc-2k", ObjectOffset: "0x408", Field: "super_block.s_vfs_rename_mutex",
+		FieldCandidates: []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}, Comm: "mv", PID: 50, TID: 50,
+		Count: 1, TotalNS: 700, MinNS: 700, MaxNS: 700, Caller: "lock_rename+0x2c", Stack: []string{"lock_rename+0x2c"}}
+}
+
+func TestRoundTripLockField(t *testing.T) {
+	c := testCapture(t)
+	c.Records = append(c.Records, slabRecord())
+	data := encode(t, c)
+	for _, want := range []string{`"object_offset": "0x408"`, `"field": "super_block.s_vfs_rename_mutex"`, `"field_candidates": [`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("encoding lacks %s", want)
+		}
+	}
+	if n := bytes.Count(data, []byte(`"field"`)); n != 1 {
+		t.Errorf("%d records write a field, want the one that has one", n)
+	}
+	got, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip changed the capture:\n got %+v\nwant %+v", got.Records, c.Records)
+	}
+}
+
+func TestParseRefusesTooManyFieldCandidates(t *testing.T) {
+	c := testCapture(t)
+	r := slabRecord()
+	r.FieldCandidates = frames(MaxFieldCandidates + 1)
+	c.Records = append(c.Records, r)
+	_, err := Parse(encode(t, c))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than the %d field candidates klockstat takes", MaxFieldCandidates)) {
+		t.Errorf("Parse() = %v, want it to refuse %d field candidates", err, MaxFieldCandidates+1)
+	}
+}
+
 func TestEmptyListsEncodeAsArrays(t *testing.T) {
 	c := &Capture{Version: FormatVersion, Records: []Record{{Type: "mutex", Count: 1}}, Histograms: []Histogram{{Type: "mutex", SubBucketBits: SubBucketBits}}}
 	data := encode(t, c)

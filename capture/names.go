@@ -6,10 +6,11 @@ import "strings"
 // each kind; all 0 when nothing was waited for.
 type NameShares struct {
 	// Symbol: named by a kernel symbol or the field of a known object ("jiffies_lock", "mmap_lock",
-	// "rq_lock"), which tells which lock it is.
+	// "rq_lock"), or a slab lock whose one struct field BTF found ("ext4_inode_info.vfs_inode.i_rwsem"),
+	// which tells which lock it is.
 	Symbol float64
-	// SlabCache: named only by the slab cache of the object holding the lock ("&CACHE"), which
-	// tells what kind of object, not which lock in it.
+	// SlabCache: named only by the slab cache of the object holding the lock ("&CACHE"), or with
+	// a guess among several fields, which tells what kind of object, not surely which lock in it.
 	SlabCache float64
 }
 
@@ -20,7 +21,7 @@ func (c *Capture) NameShares() NameShares {
 	for _, r := range c.Records {
 		total += r.TotalNS
 		switch {
-		case strings.HasPrefix(r.Name, "&"):
+		case strings.HasPrefix(r.Name, "&") && !r.FieldKnown():
 			slab += r.TotalNS
 		case r.Name != "":
 			symbol += r.TotalNS
@@ -37,4 +38,37 @@ func (c *Capture) NameShares() NameShares {
 func (c *Capture) NamedShare() float64 {
 	s := c.NameShares()
 	return s.Symbol + s.SlabCache
+}
+
+// FieldKnown reports whether the record's lock is one struct field, not a guess among several.
+func (r Record) FieldKnown() bool {
+	return r.Field != "" && len(r.FieldCandidates) == 0
+}
+
+// FieldLabel is the struct field of the lock as the report shows it beside the name:
+// "super_block.s_vfs_rename_mutex", with "?" when it is a guess among FieldCandidates; "" when
+// there is none.
+func (r Record) FieldLabel() string {
+	if r.Field == "" || r.FieldKnown() {
+		return r.Field
+	}
+	return r.Field + "?"
+}
+
+// ObjectLabel is the name with the lock's offset in its slab object, where it is known:
+// "&kmalloc-2k+0x408"; the name otherwise.
+func (r Record) ObjectLabel() string {
+	if r.ObjectOffset == "" {
+		return r.Name
+	}
+	return r.Name + "+" + r.ObjectOffset
+}
+
+// LockLabel is the lock as a line of text names it: "&kmalloc-2k+0x408
+// (super_block.s_vfs_rename_mutex?)", "jiffies_lock", or "" for a lock without a name.
+func (r Record) LockLabel() string {
+	if f := r.FieldLabel(); f != "" {
+		return r.ObjectLabel() + " (" + f + ")"
+	}
+	return r.ObjectLabel()
 }

@@ -14,6 +14,8 @@ func TestNameShares(t *testing.T) {
 		{"a quarter by symbol", []Record{{Name: "mmap_lock", TotalNS: 25}, {TotalNS: 75}}, NameShares{Symbol: 0.25}},
 		{"slab cache only", []Record{{Name: "&kmalloc-64", TotalNS: 40}, {TotalNS: 60}}, NameShares{SlabCache: 0.4}},
 		{"none", []Record{{TotalNS: 5}}, NameShares{}},
+		{"a slab lock's one field names it", []Record{{Name: "&ext4_inode_cache", Field: "ext4_inode_info.vfs_inode.i_rwsem", TotalNS: 20}, {TotalNS: 80}}, NameShares{Symbol: 0.2}},
+		{"a guessed field does not", []Record{{Name: "&kmalloc-2k", Field: "super_block.s_vfs_rename_mutex", FieldCandidates: []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}, TotalNS: 20}, {TotalNS: 80}}, NameShares{SlabCache: 0.2}},
 	} {
 		c := &Capture{Records: tc.records}
 		if got := c.NameShares(); got != tc.want {
@@ -21,6 +23,24 @@ func TestNameShares(t *testing.T) {
 		}
 		if got, want := c.NamedShare(), tc.want.Symbol+tc.want.SlabCache; got != want {
 			t.Errorf("%s: NamedShare() = %v, want %v", tc.name, got, want)
+		}
+	}
+}
+
+func TestLockLabel(t *testing.T) {
+	for _, tc := range []struct {
+		record Record
+		want   string
+	}{
+		{Record{Name: "jiffies_lock"}, "jiffies_lock"},
+		{Record{}, ""},
+		{Record{Name: "&kmalloc-64", ObjectOffset: "0x10"}, "&kmalloc-64+0x10"},
+		{Record{Name: "&ext4_inode_cache", ObjectOffset: "0x1a8", Field: "ext4_inode_info.vfs_inode.i_rwsem"}, "&ext4_inode_cache+0x1a8 (ext4_inode_info.vfs_inode.i_rwsem)"},
+		{Record{Name: "&kmalloc-2k", ObjectOffset: "0x408", Field: "super_block.s_vfs_rename_mutex", FieldCandidates: []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}},
+			"&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex?)"},
+	} {
+		if got := tc.record.LockLabel(); got != tc.want {
+			t.Errorf("LockLabel() of %+v = %q, want %q", tc.record, got, tc.want)
 		}
 	}
 }

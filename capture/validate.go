@@ -12,6 +12,9 @@ const (
 	// MaxStackDepth is the most frames a stack holds: the deepest the collector takes (its
 	// --stack-depth limit, the BPF stack scratch less one).
 	MaxStackDepth = 127
+	// MaxFieldCandidates is the most struct fields a record lists as the lock it may be: the
+	// collector keeps the best ones of a longer list.
+	MaxFieldCandidates = 8
 	// MaxRecords is the most records a capture holds: what fits in the 2 GiB klockstat reads of a
 	// capture JSON at about 1 KiB a record (--stack-depth 16).
 	MaxRecords = 1 << 21
@@ -113,8 +116,14 @@ func (r Record) validate() error {
 	if err := CheckTypeName(r.Type); err != nil {
 		return err
 	}
-	if err := checkStrings(r.Stack, r.Name, r.Comm, r.Caller, r.Cgroup); err != nil {
+	if err := checkStrings(r.Stack, r.Name, r.Comm, r.Caller, r.Cgroup, r.ObjectOffset, r.Field); err != nil {
 		return err
+	}
+	if err := checkStrings(nil, r.FieldCandidates...); err != nil {
+		return err
+	}
+	if len(r.FieldCandidates) > MaxFieldCandidates {
+		return fmt.Errorf("%d field candidates, more than the %d klockstat takes", len(r.FieldCandidates), MaxFieldCandidates)
 	}
 	switch {
 	case r.Count == 0 && r.HoldCount == 0:

@@ -31,6 +31,8 @@ func TestValidateLimits(t *testing.T) {
 			"owner 0: a stack of 128 frames, more than the 127 klockstat takes"},
 		{"stack depth over the limit", func(c *Capture) { c.Meta.StackDepth = MaxStackDepth + 1 },
 			"meta: stack_depth 128, more than the 127 klockstat takes"},
+		{"field candidates over the limit", func(c *Capture) { c.Records[0].FieldCandidates = frames(MaxFieldCandidates + 1) },
+			"record 0: 9 field candidates, more than the 8 klockstat takes"},
 		{"string at the limit", func(c *Capture) { c.Records[0].Comm = strings.Repeat("c", MaxStringLen) }, ""},
 		{"string over the limit", func(c *Capture) { c.Records[0].Name = strings.Repeat("n", MaxStringLen+1) },
 			"record 0: a string of 262145 bytes, more than the 262144 of a capture's longest"},
