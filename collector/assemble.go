@@ -39,6 +39,12 @@ type lockNamer interface {
 	lockNames(addrs []uint64) (names map[uint64]string, warnings []string, err error)
 }
 
+// slabFieldNamer gives the locks inside slab objects ("&CACHE") their offset in the object and
+// the struct field they are: *kernel does, from SLUB's sysfs and the kernel's BTF (slabfield.go).
+type slabFieldNamer interface {
+	slabFields(records []capture.Record) (warnings []string)
+}
+
 // lostReasons names the counters that mean an event was not recorded.
 var lostReasons = []struct {
 	counter lockstatCounter
@@ -109,6 +115,9 @@ func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("locks of other processes, runqueues and slab objects are not named: %v", err))
 	} else {
 		m.Warnings = append(m.Warnings, warnings...)
+	}
+	if f, ok := in.locks.(slabFieldNamer); ok {
+		m.Warnings = append(m.Warnings, f.slabFields(cp.Records)...)
 	}
 	nameOwners(cp.Owners, cp.Records)
 	nameChains(cp.OwnerChains, cp.Records)

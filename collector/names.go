@@ -84,14 +84,14 @@ func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) 
 	return names, warnings, nil
 }
 
-// name is how a label reads in the capture: rq_lock, a slab cache with
+// name is how a label reads in the capture: a CPU's rq_lock, a slab cache with
 // perf's "&" (a field of an object of that cache), or the lock of a
 // process named by its command.
 func (l namesLockLabel) name() string {
 	text := cString(l.Text[:])
 	switch l.Kind {
 	case namesLabelKindLABEL_RQ:
-		return "rq_lock"
+		return fmt.Sprintf("rq_lock (CPU %d)", l.Id)
 	case namesLabelKindLABEL_SLAB:
 		return "&" + text
 	case namesLabelKindLABEL_MMAP:

@@ -18,9 +18,9 @@ import (
 // TestLockNames captures contend writing one file, contending mmap_lock
 // and waking its threads, while a shell reads its /proc/PID/maps, and
 // checks the names found at the end of the capture: the inode's rwsem is
-// named after the inode's slab cache, the runqueue locks the scheduler
-// takes are rq_lock, and the readers of the maps wait on contend's
-// mmap_lock.
+// named after the inode's slab cache and by its field, the runqueue locks
+// the scheduler takes are a CPU's rq_lock, and the readers of the maps wait
+// on contend's mmap_lock.
 func TestLockNames(t *testing.T) {
 	testenv.RequireRoot(t)
 	dir := t.TempDir()
@@ -67,9 +67,22 @@ func TestLockNames(t *testing.T) {
 		if said {
 			t.Errorf("the capture says the kernel lacks bpf_get_kmem_cache, which it has: %q", cp.Meta.Warnings)
 		}
-		checkNamed(t, cp, "rwsem:W writes of contend's file", func(r capture.Record) bool {
+		writes := func(r capture.Record) bool {
 			return r.PID == pid && r.Type == "rwsem:W" && hasFrame(r.Stack, "vfs_write", "ksys_pwrite64")
-		}, func(name string) bool { return strings.HasPrefix(name, "&") && strings.Contains(name, "inode") })
+		}
+		checkNamed(t, cp, "rwsem:W writes of contend's file", writes, func(name string) bool { return strings.HasPrefix(name, "&") && strings.Contains(name, "inode") })
+		// The cache's struct (ext4_inode_info, shmem_inode_info, or inode itself) holds the rwsem
+		// of the VFS inode; BTF names it from the lock's offset in the object.
+		fields := map[string]uint64{}
+		for _, r := range cp.Records {
+			if writes(r) {
+				fields[r.LockLabel()] += r.Count
+				if !r.FieldKnown() || !strings.HasSuffix(r.Field, "i_rwsem") {
+					t.Errorf("a write of contend's file waits on %s, want the inode's i_rwsem named by field", r.LockLabel())
+				}
+			}
+		}
+		t.Logf("writes by lock: %v", fields)
 	})
 	t.Run("runqueue", func(t *testing.T) {
 		if functionProbes {
@@ -86,7 +99,7 @@ func TestLockNames(t *testing.T) {
 			// meet. Everywhere else they do, and the test requires it.
 			t.Skip("no runqueue lock was contended during the capture under emulation")
 		}
-		checkNamed(t, cp, "spinlock waits through raw_spin_rq_lock", throughRunqueue, func(name string) bool { return name == "rq_lock" })
+		checkNamed(t, cp, "spinlock waits through raw_spin_rq_lock", throughRunqueue, func(name string) bool { return strings.HasPrefix(name, "rq_lock (CPU ") })
 	})
 	t.Run("another process's mmap_lock", func(t *testing.T) {
 		checkNamed(t, cp, "rwsem:R waits of the maps readers", readerWait, func(name string) bool { return name == "mmap_lock (contend)" })
