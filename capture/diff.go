@@ -62,7 +62,7 @@ type DiffValues struct {
 type DiffRow struct {
 	Status DiffStatus
 	Type   string
-	Name   string // the lock's name ("mmap_lock", "jiffies_lock"); "" merges all unnamed locks of the type
+	Name   string // the lock's name ("mmap_lock", "jiffies_lock", "&kmalloc-2k (super_block.s_vfs_rename_mutex)", see groupRows); "" merges all unnamed locks of the type
 	Caller string // the caller's Frame.Func ("vm_mmap_pgoff", "xfs_ilock [xfs]"), a raw address or hashed id as captured, or "" when unknown
 	Comm   string // thread name with DiffOptions.ByThread, else ""
 	Cgroup string // the cgroup's path (CgroupName where unknown) in Diff.Cgroups, and in Diff.Rows with DiffOptions.ByCgroup; else ""
@@ -135,8 +135,9 @@ func Compare(b, a *Capture, o DiffOptions) *Diff {
 func (d *Diff) compareBy(fields Fields) []DiffRow {
 	var groups [2][]Group
 	var keys [2]map[string]rowKey
+	byField := hasLockFields(d.Captures[BeforeSide]) && hasLockFields(d.Captures[AfterSide])
 	for side, c := range d.Captures {
-		groups[side], keys[side] = groupRows(c, fields)
+		groups[side], keys[side] = groupRows(c, fields, byField)
 	}
 	rows := []DiffRow{}
 	matched := make(map[string]int) // key -> index into rows, for the before rows that can match
@@ -199,12 +200,20 @@ type rowKey struct {
 // matches across captures, even when the value is the same: module addresses move with every load,
 // and hashed ids change with every report's key. Such rows are always new or gone. An empty caller
 // (no stack, or --stack-depth 0) is "unknown" and matches the unknown caller of the other capture.
-func groupRows(c *Capture, fields Fields) ([]Group, map[string]rowKey) {
+//
+// With byField, a slab lock's name has its struct field ("&kmalloc-2k (super_block.s_vfs_rename_mutex)"):
+// the locks of one cache are told apart by field, and a field matches the same field across boots
+// and kernels, where its offset and address do not. Without it (a capture from before fields) such a
+// lock is its cache's, as the capture without fields can only say.
+func groupRows(c *Capture, fields Fields, byField bool) ([]Group, map[string]rowKey) {
 	keys := make(map[string]rowKey)
 	key := func(r Record) string {
 		k := rowKey{typ: r.Type, matchable: true}
 		if fields.Has(FieldName) {
 			k.name = r.Name
+			if byField && r.Field != "" {
+				k.name = r.Name + " (" + r.Field + ")"
+			}
 		}
 		if fields.Has(FieldCaller) {
 			k.caller, k.matchable = matchFunc(r.Caller)
@@ -231,6 +240,12 @@ func groupRows(c *Capture, fields Fields) ([]Group, map[string]rowKey) {
 		}
 	}
 	return GroupBy(withWaits, key), keys
+}
+
+// hasLockFields reports whether a capture names the struct fields of its slab locks: one of its
+// records has a field.
+func hasLockFields(c *Capture) bool {
+	return slices.ContainsFunc(c.Records, func(r Record) bool { return r.Field != "" })
 }
 
 // matchFunc returns what a caller or owner frame is matched by, Frame.Func: "vm_mmap_pgoff+0xe0" ->

@@ -430,6 +430,37 @@ func TestCompareCgroups(t *testing.T) {
 	}
 }
 
+func TestCompareLockFields(t *testing.T) {
+	in := func(offset, field string, candidates []string, r capturetest.Record) capturetest.Record {
+		r.ObjectOffset, r.Field, r.FieldCandidates = offset, field, candidates
+		return r
+	}
+	rename := capturetest.Rec("mutex", "&kmalloc-2k", "lock_rename+0x2c", "mv", 10, 11, 0xffff888104c2a408, 100)
+	other := capturetest.Rec("mutex", "&kmalloc-2k", "lock_rename+0x2c", "mv", 10, 11, 0xffff888104c2a808, 100)
+	guess := []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}
+	// Another boot, another kernel: the object's address and the field's offset moved.
+	b := capturetest.Of(t, 1e9, in("0x408", "super_block.s_vfs_rename_mutex", guess, rename), in("0x8", "pipe_inode_info.mutex", nil, other))
+	a := capturetest.Of(t, 1e9, in("0x410", "super_block.s_vfs_rename_mutex", nil, rename))
+	var got []string
+	for _, r := range capture.Compare(b, a, capture.DiffOptions{}).Locks {
+		got = append(got, r.Status.String()+" "+r.Name)
+	}
+	slices.Sort(got)
+	want := []string{"gone &kmalloc-2k (pipe_inode_info.mutex)", "matched &kmalloc-2k (super_block.s_vfs_rename_mutex)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("locks by field %q, want %q", got, want)
+	}
+	// A capture without fields only knows the cache: its locks match the cache's, all merged.
+	old := capturetest.Of(t, 1e9, rename)
+	got = nil
+	for _, r := range capture.Compare(old, b, capture.DiffOptions{}).Locks {
+		got = append(got, r.Status.String()+" "+r.Name)
+	}
+	if want := []string{"matched &kmalloc-2k"}; !slices.Equal(got, want) {
+		t.Errorf("against a capture without fields %q, want %q", got, want)
+	}
+}
+
 // ownerID names an owner of a diff for comparisons in tests.
 func ownerID(o capture.OwnerDiff) string {
 	return fmt.Sprintf("%s %s|%s|%s|%s|%s|%s", o.Status, o.Type, o.Name, o.Comm, o.Reason, strings.Join(o.Stack, "<"), o.StackReason)
