@@ -469,7 +469,7 @@ func TestBrowserBigReport(t *testing.T) {
 
 // TestBrowserMergedLocks shows the views that merge records, by caller and by lock, of two processes
 // each waiting on its own mmap_lock: two locks of one name. The report's "By caller" merges the two
-// locks into a row that names them, its "By lock" keeps them apart; the diff's "By lock" matches
+// locks into a row that names them, its "By lock" keeps them apart, each with its id shown; the diff's "By lock" matches
 // locks by name, so it merges them, and its "By caller" merges every lock of a caller. Every number
 // shown is the one Go computed.
 func TestBrowserMergedLocks(t *testing.T) {
@@ -496,9 +496,18 @@ func TestBrowserMergedLocks(t *testing.T) {
 		waitRows(t, ctx, "table-locks", len(byLock))
 		names, titles, totals := shownColumn(t, ctx, "table-locks", "lock"), shownTitles(t, ctx, "table-locks", "lock"), shownColumn(t, ctx, "table-locks", "total")
 		var ids []string
+		named := map[string]int{} // locks by name: a name two locks share shows their ids too
+		for _, g := range byLock {
+			named[g.Name]++
+		}
 		for i, g := range byLock {
-			if names[i] != cmp.Or(g.Name, strings.TrimPrefix(titles[i], "lock ")) || totals[i] != FormatDuration(float64(g.TotalNS)) {
-				t.Errorf("by lock, row %d: %s (%s) %s, want %s %s", i, names[i], titles[i], totals[i], g.Name, FormatDuration(float64(g.TotalNS)))
+			id := strings.TrimPrefix(titles[i], "lock ")
+			want := cmp.Or(g.Name, id)
+			if g.Name != "" && named[g.Name] > 1 {
+				want = g.Name + " · " + id
+			}
+			if names[i] != want || totals[i] != FormatDuration(float64(g.TotalNS)) {
+				t.Errorf("by lock, row %d: %s (%s) %s, want %s %s", i, names[i], titles[i], totals[i], want, FormatDuration(float64(g.TotalNS)))
 			}
 			if g.Name == "mmap_lock" {
 				ids = append(ids, titles[i])

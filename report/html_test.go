@@ -184,7 +184,7 @@ func TestHTMLGroupTables(t *testing.T) {
 
 // Locks that differ but share a name, as the mmap_lock of two processes does, show their name where
 // a view merges them, with a title saying that several locks have it; a view by lock keeps them
-// apart, each titled with its own id.
+// apart, each showing its own id after the name, as its title does.
 func TestHTMLMergedLocks(t *testing.T) {
 	c, _ := mergedLocksCapture(t, 1e9, 1)
 	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
@@ -198,12 +198,42 @@ func TestHTMLMergedLocks(t *testing.T) {
 	locks := d.view(t, "locks")
 	var ids []string
 	for i := range locks.Rows {
-		if d.cell(t, locks, "lock", i) == "mmap_lock" {
-			ids = append(ids, d.title(t, locks, "lock", i))
+		cell, title := d.cell(t, locks, "lock", i), d.title(t, locks, "lock", i)
+		if id, ok := strings.CutPrefix(cell, "mmap_lock · "); ok {
+			ids = append(ids, id)
+			if title != "lock "+id {
+				t.Errorf("by lock, %q is titled %q, want its id", cell, title)
+			}
 		}
 	}
-	if len(ids) != 2 || ids[0] == ids[1] || !strings.HasPrefix(ids[0], "lock ") {
-		t.Errorf("by lock, the two mmap_locks are titled %q, want two ids", ids)
+	if len(ids) != 2 || ids[0] == ids[1] {
+		t.Errorf("by lock, the two mmap_locks show the ids %q, want two ids", ids)
+	}
+}
+
+// A lock inside a slab object shows its offset and struct field beside its cache's name, "?" and the
+// candidates in its title when the field is a guess, in the records' view and the view by lock.
+func TestHTMLLockField(t *testing.T) {
+	rename := capturetest.Rec("mutex", "&kmalloc-2k", "lock_rename+0x2c", "mv", 10, 11, 0xffff888104c2a408, 5_000)
+	rename.ObjectOffset, rename.Field = "0x408", "super_block.s_vfs_rename_mutex"
+	rename.FieldCandidates = []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}
+	inode := capturetest.Rec("rwsem:W", "&ext4_inode_cache", "ext4_buffered_write_iter+0x3c", "dd", 12, 12, 0xffff8881237e5a10, 9_000)
+	inode.ObjectOffset, inode.Field = "0x1a8", "ext4_inode_info.vfs_inode.i_rwsem"
+	c := capturetest.Of(t, 1e9, rename, inode)
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
+	for _, view := range []string{"threads", "locks"} {
+		v := d.view(t, view)
+		cells := map[string]string{}
+		for i := range v.Rows {
+			cells[d.cell(t, v, "lock", i)] = d.title(t, v, "lock", i)
+		}
+		guess, ok := cells["&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex?)"]
+		if !ok || !strings.HasSuffix(guess, "a guess among super_block.s_vfs_rename_mutex, kvm_arch.lock") {
+			t.Errorf("%s: the rename mutex is not shown as a guess with its candidates: %q", view, cells)
+		}
+		if _, ok := cells["&ext4_inode_cache+0x1a8 (ext4_inode_info.vfs_inode.i_rwsem)"]; !ok {
+			t.Errorf("%s: the inode's rwsem is not shown by its field: %q", view, cells)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"strings"
+
 	"github.com/klockstat/klockstat/capture"
 )
 
@@ -81,15 +83,62 @@ func (n *numbers) columns(ms measure, holds bool) []column {
 // lockTexts name a lock in a table: its symbol when known, else its id; the title always holds the id,
 // which tells lock instances of the same name apart.
 func lockTexts(tab *strtab, name string, lock capture.Addr) (text, title int32) {
-	id := tab.lock(lock)
-	shown := id.String()
-	if tab.hasher != nil {
-		shown = id.HashedString()
-	}
+	shown := tab.lockID(lock)
 	if name == "" {
 		return tab.str(shown), tab.str("lock " + shown)
 	}
 	return tab.str(name), tab.str("lock " + shown)
+}
+
+// recordLockTexts name a record's lock in a table: LockLabel, its slab offset and struct field
+// with the name, or its id; when other locks of the capture share the label (five &task_struct,
+// two siglock of one command), the id follows it, visibly: a title alone does not tell rows apart
+// at a glance. The title holds the id, and the candidates of a guessed field.
+func recordLockTexts(tab *strtab, r *capture.Record, records []capture.Record) (text, title int32) {
+	label := r.LockLabel()
+	if label == "" {
+		return lockTexts(tab, "", r.Lock)
+	}
+	shown := tab.lockID(r.Lock)
+	if tab.sharedLabels(records)[label] {
+		label += " · " + shown
+	}
+	t := "lock " + shown
+	if len(r.FieldCandidates) > 0 {
+		t += "; the struct field is a guess among " + strings.Join(r.FieldCandidates, ", ")
+	}
+	return tab.str(label), tab.str(t)
+}
+
+// lockID is a lock's id as the page shows it: its address, or its hashed id when hashing.
+func (t *strtab) lockID(lock capture.Addr) string {
+	id := t.lock(lock)
+	if t.hasher != nil {
+		return id.HashedString()
+	}
+	return id.String()
+}
+
+// sharedLabels returns the lock labels (Record.LockLabel) that several locks of the records
+// share, found on the first call: a page shows the records of one capture.
+func (t *strtab) sharedLabels(records []capture.Record) map[string]bool {
+	if t.shared != nil {
+		return t.shared
+	}
+	t.shared = map[string]bool{}
+	first := map[string]capture.Addr{}
+	for i := range records {
+		label := records[i].LockLabel()
+		if label == "" || t.shared[label] {
+			continue
+		}
+		if lock, ok := first[label]; !ok {
+			first[label] = records[i].Lock
+		} else if lock != records[i].Lock {
+			t.shared[label] = true
+		}
+	}
+	return t.shared
 }
 
 // callerText shows a missing caller (no stack, or a stack of lock functions only) as perf does.
@@ -108,7 +157,7 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 	num := newNumbers(n)
 	for i, ri := range order {
 		r := &records[ri]
-		locks[i], lockTitles[i] = lockTexts(tab, r.Name, r.Lock)
+		locks[i], lockTitles[i] = recordLockTexts(tab, r, records)
 		cgroups[i] = tab.str(capture.CgroupName(r.CgroupID, r.Cgroup))
 		callers[i] = tab.str(callerText(tab.strings[fields.Caller[i]]))
 		num.mean[i], num.holdMean[i] = r.MeanNS(), r.HoldMeanNS()
@@ -149,7 +198,8 @@ func groupView(id, title, caption string, key capture.Fields, groups []capture.G
 	for i, g := range groups {
 		switch {
 		case !g.Mixed.Has(capture.FieldLock):
-			locks[i], lockTitles[i] = lockTexts(tab, g.Name, g.Lock)
+			// One lock: its records agree in its name and field.
+			locks[i], lockTitles[i] = recordLockTexts(tab, &records[g.Heaviest], records)
 		case !g.Mixed.Has(capture.FieldName) && g.Name != "":
 			locks[i], lockTitles[i] = tab.str(g.Name), tab.str("several locks named "+g.Name)
 		default:

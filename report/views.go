@@ -98,7 +98,8 @@ type strtab struct {
 	slices map[capture.SharedStack]int32
 	locks  map[capture.Addr]int32
 	hasher *capture.AddressHasher
-	frames []int32 // scratch for stack
+	frames []int32         // scratch for stack
+	shared map[string]bool // the lock labels several locks share, once sharedLabels found them
 }
 
 func newStrtab(hasher *capture.AddressHasher) *strtab {
