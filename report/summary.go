@@ -103,26 +103,28 @@ type summaryView struct {
 	// textFrom is the first of heads that is text, aligned to the left as perf does; the columns
 	// before it, numbers and types, go to the right.
 	textFrom int
-	cells    func(g capture.Group, hashed bool) []string
+	cells    func(g capture.Group, heaviest *capture.Record, hashed bool) []string
 }
 
 var summaryViews = []summaryView{
-	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, 1, func(g capture.Group, _ bool) []string {
+	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, 1, func(g capture.Group, _ *capture.Record, _ bool) []string {
 		return []string{sanitize(g.Type), sanitize(callerText(g.Caller))}
 	}},
-	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, 2, func(g capture.Group, _ bool) []string {
+	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, 2, func(g capture.Group, _ *capture.Record, _ bool) []string {
 		pid, tid, _ := strings.Cut(g.Key, " ") // capture.ByTask's key
 		return []string{pid, tid, cmp.Or(sanitize(variousIfMixed(g, capture.FieldComm, g.Comm)), "-")}
 	}},
 	// perf -l: "address symbol (type)".
-	{"lock", capture.ByLock, "locks", []string{"lock", "name", "type"}, 1, func(g capture.Group, hashed bool) []string {
+	// The name of a lock in a slab object has its offset and struct field, as the report's table:
+	// "&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex?)".
+	{"lock", capture.ByLock, "locks", []string{"lock", "name", "type"}, 1, func(g capture.Group, heaviest *capture.Record, hashed bool) []string {
 		lock := g.Lock.String()
 		if hashed {
 			lock = g.Lock.HashedString()
 		}
-		return []string{lock, cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, g.Name)), "-"), sanitize(g.Type)}
+		return []string{lock, cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, heaviest.LockLabel())), "-"), sanitize(g.Type)}
 	}},
-	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, 0, func(g capture.Group, _ bool) []string {
+	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, 0, func(g capture.Group, _ *capture.Record, _ bool) []string {
 		return []string{sanitize(capture.CgroupName(g.CgroupID, g.Cgroup))}
 	}},
 }
@@ -183,7 +185,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	notes := lineWriter{b: &b, prefix: commentPrefix(o.Separator), off: o.RowsOnly}
 	switch {
 	case len(groups) > 0:
-		writeTable(&b, top, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed)
+		writeTable(&b, top, shown.Records, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed)
 		if omitted := len(groups) - len(top); omitted > 0 {
 			notes.printf("... %d more %s not shown", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
 		}
@@ -347,7 +349,7 @@ func totalWait(records []capture.Record) uint64 {
 // a row is, then klockstat's numbers. Aligned, numbers and identifying columns go to the right as
 // perf does, free-form text to the left; separated values (o.Separator) give the numbers raw, times
 // in nanoseconds.
-func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, o SummaryOptions, ms measure, hashed bool) {
+func writeTable(b *bytes.Buffer, groups []capture.Group, records []capture.Record, view summaryView, o SummaryOptions, ms measure, hashed bool) {
 	var perf, own []capture.GroupStat
 	for _, f := range o.Fields {
 		if perfStat(f) {
@@ -360,7 +362,7 @@ func writeTable(b *bytes.Buffer, groups []capture.Group, view summaryView, o Sum
 	head := slices.Concat(statHeadings(perf, ms), view.heads, statHeadings(own, ms))
 	rows := [][]string{head}
 	for _, g := range groups {
-		cells := view.cells(g, hashed)
+		cells := view.cells(g, &records[g.Heaviest], hashed)
 		if separated {
 			for i := range cells {
 				cells[i] = strings.ReplaceAll(cells[i], o.Separator, "?") // one cell, however it is named

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/capturetest"
 )
 
 // tableCells splits the summary's table, a header, a blank line and rows, into cells: columns are at
@@ -28,6 +29,27 @@ func tableCells(out string) [][]string {
 }
 
 var columnGap = regexp.MustCompile(` {3,}`)
+
+// The summary by lock names a slab lock by its offset and struct field, "?" after a guess.
+func TestWriteSummaryLockField(t *testing.T) {
+	rename := capturetest.Rec("mutex", "&kmalloc-2k", "lock_rename+0x2c", "mv", 10, 11, 0xffff888104c2a408, 5_000)
+	rename.ObjectOffset, rename.Field = "0x408", "super_block.s_vfs_rename_mutex"
+	rename.FieldCandidates = []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}
+	inode := capturetest.Rec("rwsem:W", "&ext4_inode_cache", "ext4_buffered_write_iter+0x3c", "dd", 12, 12, 0xffff8881237e5a10, 9_000)
+	inode.ObjectOffset, inode.Field = "0x1a8", "ext4_inode_info.vfs_inode.i_rwsem"
+	var b bytes.Buffer
+	if err := WriteSummary(&b, capturetest.Of(t, 1e9, rename, inode), SummaryOptions{By: "lock", Fields: []capture.GroupStat{capture.StatWaitTotal}, RawAddresses: true}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, row := range tableCells(b.String())[1:] {
+		names = append(names, row[2])
+	}
+	want := []string{"&ext4_inode_cache+0x1a8 (ext4_inode_info.vfs_inode.i_rwsem)", "&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex?)"}
+	if !slices.Equal(names, want) {
+		t.Errorf("names %q, want %q:\n%s", names, want, b.String())
+	}
+}
 
 // TestWriteSummaryViews sorts every grouping by every key and shows that key only: the column holds
 // the groups' values, computed here from the records, largest first.
