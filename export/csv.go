@@ -16,7 +16,7 @@ var csvHeader = []string{
 	"contended", "total_wait_ns", "max_wait_ns", "avg_wait_ns", "type", "caller",
 	"min_wait_ns", "in_progress", "spin_ns", "lock", "lock_name", "comm", "pid", "tid",
 	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack", "cgroup_id", "cgroup",
-	"kind", "owner_where", "owner_samples",
+	"kind", "owner_where", "owner_samples", "object_offset", "field", "field_candidates",
 }
 
 // WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
@@ -26,7 +26,9 @@ var csvHeader = []string{
 // --owners, rows of kind "owner" follow, one per owner's stack: the waits charged to the owner
 // (contended) and their wait (total_wait_ns) at that stack, the owner as lock, comm, pid and tid,
 // owner_where (on_cpu, sampled, or off_cpu) and owner_samples (the samples an on_cpu stack rests
-// on); a reader summing waits takes the rows of kind "wait" only.
+// on); a reader summing waits takes the rows of kind "wait" only. object_offset, field and
+// field_candidates (space-separated) are a slab lock's offset in its object and its struct field, a
+// guess among the candidates when there are several (docs/lock-names.md).
 //
 // Text fields come from processes (thread names) and the kernel: their control characters are
 // replaced as in every export (printableText), and a spreadsheet runs a cell that starts with =, +, -
@@ -49,6 +51,7 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			u(r.MinNS), u(r.InProgress), u(r.SpinNS), addrs.lock(r.Lock), csvText(r.Name), csvText(r.Comm), u(uint64(r.PID)), u(uint64(r.TID)),
 			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(addrs.stack(r.Stack)),
 			u(r.CgroupID), csvText(r.Cgroup), "wait", "", "",
+			csvText(r.ObjectOffset), csvText(r.Field), csvText(strings.Join(r.FieldCandidates, " ")),
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)
@@ -58,7 +61,7 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 		row := []string{
 			u(o.Count), u(o.TotalNS), "", u(o.TotalNS / o.Count), csvText(o.Type), "",
 			"", "", "", addrs.lock(o.Lock), csvText(o.Name), csvText(o.Comm), u(uint64(o.PID)), u(uint64(o.TID)),
-			"", "", "", "", csvText(addrs.stack(o.Stack)), "", "", "owner", o.Where, u(o.Samples),
+			"", "", "", "", csvText(addrs.stack(o.Stack)), "", "", "owner", o.Where, u(o.Samples), "", "", "",
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)

@@ -17,7 +17,9 @@ import (
 // the flame graph wherever in it the call was; records of the same thread name and functions merge
 // into one line. Lines are sorted by stack, so equal captures give equal files. With --owners, the
 // owners' critical sections follow under a root frame of their own, "[lock owners];comm;...",
-// weighted by the wait charged to the owner at that stack: a tower beside the waiters'.
+// weighted by the wait charged to the owner at that stack: a tower beside the waiters'. A wait on a
+// lock whose struct field is known ends in a frame of it, "[super_block.s_vfs_rename_mutex]" ("?"
+// after a guess): the flame graph's leaves then tell which lock of a slab object was waited for.
 //
 // A thread name is chosen by the process, so the ';' between frames and what printableText replaces
 // (line breaks, other control characters) are replaced by '_' in it.
@@ -35,6 +37,9 @@ func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher)
 		for i := len(stack) - 1; i >= 0; i-- {
 			b.WriteByte(';')
 			b.WriteString(foldedName(capture.ParseFrame(addrs.frame(stack[i])).Func()))
+		}
+		if f := r.FieldLabel(); f != "" {
+			b.WriteString(";[" + foldedName(f) + "]")
 		}
 		weights[b.String()] += r.TotalNS
 	}

@@ -36,7 +36,9 @@ const kernelMapping = "[kernel.kallsyms]"
 // line number (pprof -lines shows it in decimal); an unnamed frame is a function named by its
 // address, which is also the location's address. A module frame "xfs_ilock+0x4c [xfs]" is function
 // xfs_ilock in a mapping of its own, "[xfs]" (see pprofFrames). Samples are labelled lock_type, lock_name (when
-// known), lock (address or hashed id), comm and cgroup (its path, when known), with numeric labels pid, tid and cgroup_id, for pprof's
+// known), lock (address or hashed id), comm and cgroup (its path, when known), a slab lock's
+// lock_offset, lock_field and lock_field_candidates (one value each, when the field is a guess),
+// with numeric labels pid, tid and cgroup_id, for pprof's
 // -tagfocus, -tagignore and -tags. A label whose value is empty or 0 (the idle task's pid and tid) is
 // left out: profile.proto cannot tell it from no label.
 func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
@@ -66,10 +68,13 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 			Label:    map[string][]string{"lock_type": {printableText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
 			NumLabel: map[string][]int64{},
 		}
-		for key, value := range map[string]string{"lock_name": r.Name, "comm": r.Comm, "cgroup": r.Cgroup} {
+		for key, value := range map[string]string{"lock_name": r.Name, "lock_offset": r.ObjectOffset, "lock_field": r.Field, "comm": r.Comm, "cgroup": r.Cgroup} {
 			if value != "" {
 				s.Label[key] = []string{printableText(value)}
 			}
+		}
+		for _, f := range r.FieldCandidates {
+			s.Label["lock_field_candidates"] = append(s.Label["lock_field_candidates"], printableText(f))
 		}
 		for key, value := range map[string]uint64{"pid": uint64(r.PID), "tid": uint64(r.TID), "cgroup_id": r.CgroupID} {
 			if value != 0 {
