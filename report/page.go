@@ -44,12 +44,9 @@ var loadAssets = sync.OnceValues(func() (*assets, error) {
 	if strings.Contains(strings.ToLower(files["page.css"]), "</style") {
 		return nil, errors.New("page.css contains </style")
 	}
-	pages, err := template.New("page.html").Funcs(template.FuncMap{
-		"visible": visible,
-		"card":    func(title string, fields []field) fieldCard { return fieldCard{title, fields} },
-	}).ParseFS(templates.FS, "page.html")
+	pages, err := parsePageTemplates("page.html")
 	if err != nil {
-		return nil, fmt.Errorf("parsing the page templates: %w", err)
+		return nil, err
 	}
 	a := &assets{
 		pages:          pages,
@@ -62,6 +59,19 @@ var loadAssets = sync.OnceValues(func() (*assets, error) {
 	a.csp = contentSecurityPolicy([]string{string(a.echarts), string(a.js)})
 	return a, nil
 })
+
+// parsePageTemplates parses page.html, whose named parts every page shares, and the files that use
+// them. Each page's set is parsed apart: html/template cannot clone a set once it has executed.
+func parsePageTemplates(files ...string) (*template.Template, error) {
+	pages, err := template.New("page.html").Funcs(template.FuncMap{
+		"visible": visible,
+		"card":    func(title string, fields []field) fieldCard { return fieldCard{title, fields} },
+	}).ParseFS(templates.FS, files...)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the page templates %s: %w", strings.Join(files, ", "), err)
+	}
+	return pages, nil
+}
 
 // newKey draws the key that hashes the addresses of one page.
 func newKey() []byte {

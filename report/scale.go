@@ -53,13 +53,9 @@ var loadScaleAssets = sync.OnceValues(func() (*scaleAssets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the scaling page's scale.js: %w", err)
 	}
-	pages, err := a.pages.Clone()
+	page, err := parsePageTemplates("page.html", "scale.html")
 	if err != nil {
-		return nil, fmt.Errorf("parsing the scaling page template: %w", err)
-	}
-	page, err := pages.ParseFS(templates.FS, "scale.html")
-	if err != nil {
-		return nil, fmt.Errorf("parsing the scaling page template: %w", err)
+		return nil, err
 	}
 	s := &scaleAssets{page: page, css: a.css + "\n" + template.CSS(css), js: template.JS(scriptSafe(string(js)))}
 	// The embedded pages run in frames of this page, under its policy as well as their own: it
