@@ -72,6 +72,12 @@ func (inv invocation) runDiff(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if !page.rawAddrs {
+		// One key for both sides, the page and the summary, so that an address has one id in all.
+		key := newAddressKey()
+		before.HashAddresses(key)
+		after.HashAddresses(key)
+	}
 	d := capture.Compare(before, after, capture.DiffOptions{ByThread: by == "thread", ByCgroup: by == "cgroup", Absolute: abs, Top: page.top})
 
 	html.write = func(w io.Writer) error {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -35,6 +36,41 @@ func TestDiffFailOver(t *testing.T) {
 		}
 		if tc.want == 1 && !strings.Contains(stderr.String(), "anon_pipe_write") {
 			t.Errorf("--fail-over does not name the row that grew:\n%s", stderr.String())
+		}
+	}
+}
+
+// The diff's summary hashes the kernel addresses its captures hold, as its page does, unless
+// --raw-addresses asks for them.
+func TestDiffSummaryHashesAddresses(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range []string{"before.json", "after.json"} {
+		path := filepath.Join(dir, name)
+		writeCapture(t, path, 1000)
+		c := readCaptureFile(t, path)
+		c.Records[0].Caller = "0xffffffff81234567" // a caller kallsyms could not name
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		paths = append(paths, path)
+	}
+	for _, raw := range []bool{false, true} {
+		args := []string{"diff", "-o", "", paths[0], paths[1]}
+		if raw {
+			args = append(args, "--raw-addresses")
+		}
+		var stdout, stderr bytes.Buffer
+		if status, err := run(args, &stdout, &stderr); err != nil || status != 0 {
+			t.Fatalf("%v: status %d, %v\n%s", args, status, err, stderr.String())
+		}
+		if shown := strings.Contains(stdout.String(), "ffffffff81234567"); shown != raw {
+			t.Errorf("--raw-addresses %v: the address shown %v in the summary:\n%s", raw, shown, stdout.String())
 		}
 	}
 }

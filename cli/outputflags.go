@@ -127,8 +127,7 @@ func (o *captureOutputs) outputs(c *capture.Capture, key []byte) []output {
 // written does not keep the others from being written.
 func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	// One key for the report, the exports and the summary, so that they name a lock by the same id.
-	key := make([]byte, 32)
-	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
+	key := newAddressKey()
 	outs := o.outputs(c, key)
 	err := writeAll(outs, o.dests, inv.stdout)
 	so := o.summary
@@ -142,4 +141,11 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 		return report.WriteSummary(w, c, so)
 	})
 	return errors.Join(err, serr)
+}
+
+// newAddressKey draws the key under which one run's outputs hash kernel addresses.
+func newAddressKey() []byte {
+	key := make([]byte, 32)
+	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
+	return key
 }
