@@ -130,7 +130,7 @@ func TestDedicatedCacheNestedField(t *testing.T) {
 	}
 }
 
-func TestUnionsArraysAndLockInternals(t *testing.T) {
+func TestUnionsArraysAndLocksInLocks(t *testing.T) {
 	bucket := structOf("bucket", "head", intType, "lock", spinlockT)
 	union := &btf.Union{Size: 16, Members: []btf.Member{{Name: "m", Type: mutex}, {Name: "s", Type: spinlockT}}}
 	table := structOf("table", "n", intType, "buckets", &btf.Array{Type: bucket, Index: intType, Nelems: 4}, "", union)
@@ -148,8 +148,11 @@ func TestUnionsArraysAndLockInternals(t *testing.T) {
 	if got, want := find(t, f, Query{Cache: "table", Offset: u, LockType: "mutex"}), []string{"table.m"}; !slices.Equal(got, want) {
 		t.Errorf("the union's mutex: got %v, want %v", got, want)
 	}
-	if got := find(t, f, Query{Cache: "table", Offset: u + 8, LockType: "spinlock"}); len(got) != 0 {
-		t.Errorf("a mutex's own wait_lock: got %v, want none (a wait is on the mutex)", got)
+	if got, want := find(t, f, Query{Cache: "table", Offset: u + 8, LockType: "spinlock"}), []string{"table.m.wait_lock"}; !slices.Equal(got, want) {
+		t.Errorf("a mutex's own wait_lock, a spinlock of its own: got %v, want %v", got, want)
+	}
+	if got := find(t, f, Query{Cache: "table", Offset: u + 8, LockType: "mutex"}); len(got) != 0 {
+		t.Errorf("a mutex inside a mutex: got %v, want none", got)
 	}
 }
 

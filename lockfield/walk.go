@@ -63,10 +63,6 @@ func isLock(t btf.Type, names map[string]bool) bool {
 	}
 }
 
-// anyLock are the names of every lock type: the walk does not descend into a lock (a mutex's
-// wait_lock is at offset 8 of a mutex, but a wait is reported on the mutex).
-var anyLock = lockTypeNames("")
-
 // walk calls found with the path of each member of composite type t, at offset bits from its
 // start, that is a lock of one of the named types. via are the named structs passed on the way.
 func walk(t btf.Type, bits uint32, path string, via []string, names map[string]bool, found func(path string, via []string)) {
@@ -106,12 +102,12 @@ func walkMembers(members []btf.Member, bits uint32, path string, via []string, n
 	}
 }
 
-// walkMember looks at a member (or an array element) at offset bits from its start.
+// walkMember looks at a member (or an array element) at offset bits from its start. A lock of
+// another type is walked into: the wait_lock of a mutex or an rw_semaphore is a spinlock whose
+// waits are reported at its own address (mm_struct.mmap_lock.wait_lock).
 func walkMember(t btf.Type, bits uint32, path string, via []string, names map[string]bool, found func(string, []string)) {
-	if isLock(t, anyLock) {
-		if bits == 0 && isLock(t, names) {
-			found(path, via)
-		}
+	if bits == 0 && isLock(t, names) {
+		found(path, via)
 		return
 	}
 	if s, ok := btf.UnderlyingType(t).(*btf.Struct); ok && s.Name != "" {
