@@ -17,7 +17,9 @@ type Filter struct {
 
 // NewFilter returns the filter of the locks, each an address ("0x" and hex digits), an id as a report
 // shows it for a hashed address (16 hex digits) or a lock name, and of the frame substrings. A name
-// without an offset matches the symbol at any offset ("runqueues" matches "runqueues+0x1c0"). It
+// without an offset matches the symbol at any offset ("runqueues" matches "runqueues+0x1c0"), one
+// without its instance every instance ("rq_lock" matches "rq_lock (CPU 1)", "siglock" matches
+// "siglock (bash)"), and a slab lock's struct field matches it ("super_block.s_vfs_rename_mutex"). It
 // fails on an empty lock or substring, or an address that does not parse.
 func NewFilter(locks, frames []string) (Filter, error) {
 	f := Filter{addrs: map[Addr]bool{}, ids: map[string]bool{}, names: map[string]bool{}}
@@ -77,7 +79,8 @@ func (f Filter) keepsLock(r Record, hashed bool) bool {
 		return true
 	}
 	symbol, _, _ := strings.Cut(r.Name, "+0x")
-	return r.Name != "" && (f.names[r.Name] || f.names[symbol])
+	kind, _, _ := strings.Cut(r.Name, " (")
+	return r.Name != "" && (f.names[r.Name] || f.names[symbol] || f.names[kind]) || r.Field != "" && f.names[r.Field]
 }
 
 func (f Filter) keepsStack(stack []string) bool {

@@ -84,6 +84,37 @@ func TestFilterHashedAndSymbols(t *testing.T) {
 	}
 }
 
+// A name without its instance keeps every instance, and a slab lock's struct field keeps it.
+func TestFilterInstancesAndFields(t *testing.T) {
+	c := &Capture{Records: []Record{
+		{Lock: 0xffff888100000000, Name: "rq_lock (CPU 0)"},
+		{Lock: 0xffff888100000040, Name: "rq_lock (CPU 1)"},
+		{Lock: 0xffff888100000080, Name: "&kmalloc-2k", ObjectOffset: "0x408", Field: "super_block.s_vfs_rename_mutex"},
+		{Lock: 0xffff8881000000c0, Name: "&kmalloc-2k", ObjectOffset: "0x70", Field: "super_block.s_umount"},
+	}}
+	for _, tc := range []struct {
+		lock string
+		want []Addr
+	}{
+		{"rq_lock", []Addr{0xffff888100000000, 0xffff888100000040}},
+		{"rq_lock (CPU 1)", []Addr{0xffff888100000040}},
+		{"super_block.s_vfs_rename_mutex", []Addr{0xffff888100000080}},
+		{"&kmalloc-2k", []Addr{0xffff888100000080, 0xffff8881000000c0}},
+	} {
+		f, err := NewFilter([]string{tc.lock}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Addr
+		for _, r := range c.Select(f).Records {
+			got = append(got, r.Lock)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s kept %v, want %v", tc.lock, got, tc.want)
+		}
+	}
+}
+
 func TestNewFilterErrors(t *testing.T) {
 	for _, tc := range []struct {
 		locks, frames []string
