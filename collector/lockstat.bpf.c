@@ -37,6 +37,7 @@
  *  rwbase.bpf.h       PREEMPT_RT's rwbase_rt (also used by names.bpf.c)
  *  owner.bpf.h        lock owners and their stacks: owners, owner_marks,
  *                     owner_exits, owners_on, owner_switch_skip
+ *  ownerword.bpf.h    the owner a lock records: owner_word()
  *  ownerchain.bpf.h   wait chains through owners that wait: owner_chains
  *  ownersample.bpf.h  owners sampled on their CPU: owner_samples and the
  *                     perf event program owner_sample

@@ -9,15 +9,20 @@
  * too. A chain that comes back to a thread already in it (the waiter or an
  * owner) is a cycle: a deadlock, or one in the making.
  *
- * Only the chain as the owner was read counts: an owner that begins to wait
- * after its waiters did is not seen waiting, until they read the owner
- * again (owner_again).
+ * Each link is the owner its lock records now, read again from the lock
+ * (owner_word), not the one the owner's wait noted when it began, which the
+ * lock may have passed on since: a chain of stale owners could close a
+ * cycle that never was. A lock found without an owner ends the chain
+ * before it. Only the chain as the wait's owner was read counts: an owner
+ * that begins to wait after its waiters did is not seen waiting, until
+ * they read the owner again (owner_again).
  */
 #ifndef __KLOCKSTAT_OWNERCHAIN_BPF_H__
 #define __KLOCKSTAT_OWNERCHAIN_BPF_H__
 
 #include "common.bpf.h"
 #include "counters.bpf.h"
+#include "ownerword.bpf.h"
 #include "threads.bpf.h"
 
 struct {
@@ -40,14 +45,23 @@ static __always_inline void chain_follow(struct wait_slot *s, __u32 waiter, __u3
 	s->chain_cycle = 0;
 #pragma unroll
 	for (int i = 0; i < MAX_CHAIN; i++) {
+		__u32 reason = OWNER_KNOWN, holder;
+		__u64 word;
+
 		next = bpf_map_lookup_elem(&thread_waits, &tid);
 		if (!next || !next->lock || next->skip || next->owner_reason != OWNER_KNOWN)
 			break;
+		word = owner_word(next->owner_lock, next->owner_flags, &reason);
+		if (!word || reason != OWNER_KNOWN)
+			break; /* released as we looked: the chain ends at tid */
+		holder = BPF_CORE_READ((struct task_struct *)word, pid);
+		if (holder == tid)
+			break; /* handed over to tid, which no longer waits */
+		tid = holder;
 		depth++;
 		s->chain_lock = next->lock;
 		s->chain_type = next->type;
-		s->chain_tid = next->owner_tid;
-		tid = next->owner_tid;
+		s->chain_tid = tid;
 #pragma unroll
 		for (int j = 0; j < i + 2; j++) {
 			if (seen[j] == tid)
