@@ -18,9 +18,6 @@ import (
 // tick (100, 250, 1000 Hz) or with a workload's own period.
 const DefaultOwnerSampleHz = 997
 
-// MaxOwnerChain is how many owners past a wait's own a wait chain follows (MAX_CHAIN).
-const MaxOwnerChain = capture.MaxOwnerChain
-
 // ownerSampleEntry is one entry of the owner_samples map: samples of one owner of one lock on its
 // CPU at one stack.
 type ownerSampleEntry = entry[lockstatOwnerSampleKey, uint64]
