@@ -7,7 +7,8 @@ import (
 	"slices"
 )
 
-// MaxOwnerChain is how many owners past a wait's own owner a wait chain follows.
+// MaxOwnerChain is how many owners past a wait's own owner a wait chain follows: the kernel side's
+// MAX_CHAIN (collector/include/lockstat.h).
 const MaxOwnerChain = 4
 
 // OwnerChain is the waits charged to one owner of one lock while that owner itself waited for
