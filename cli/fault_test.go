@@ -206,7 +206,7 @@ func faults() []fault {
 			name:   "a --map-nr-entries the machine cannot hold is refused before any map is created",
 			args:   fixed("-M", "100000000", "-o", ""),
 			status: 2,
-			stderr: []string{"klockstat: --map-size 100000000: the BPF maps would take up to ", "of kernel memory, more than a quarter of the ", "available: give a smaller --map-size"},
+			stderr: []string{"klockstat: --map-nr-entries 100000000: the BPF maps would take up to ", "of kernel memory, more than a quarter of the ", "available: give a smaller --map-nr-entries"},
 		},
 		{
 			name:   "an empty --pid list is an error, not everything",

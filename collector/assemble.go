@@ -50,13 +50,13 @@ var lostReasons = []struct {
 	counter lockstatCounter
 	reason  string
 }{
-	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (an entry per thread, lock and stack: raise --map-size, or narrow the capture with --pid, --comm or --types)"},
-	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (more live threads waited than --map-size: raise it)"},
+	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (an entry per thread, lock and stack: raise --map-nr-entries, or narrow the capture with -p, --comm or -Y)"},
+	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (more live threads waited than --map-nr-entries: raise it)"},
 	{lockstatCounterCNT_LOST_NEST_DEPTH, fmt.Sprintf("more than %d nested waits on one CPU", maxNest)},
 	{lockstatCounterCNT_LOST_LEVELS, fmt.Sprintf("probes nested more than %d deep on one CPU", maxLevels)},
-	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-size)"},
-	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-size)"},
-	{lockstatCounterCNT_LOST_OWNER_FULL, "wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-size)"},
+	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-nr-entries)"},
+	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-nr-entries)"},
+	{lockstatCounterCNT_LOST_OWNER_FULL, "wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)"},
 }
 
 // assemble builds the capture of a snapshot: records with symbolized
@@ -123,7 +123,7 @@ func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 	nameChains(cp.OwnerChains, cp.Records)
 	m.Warnings = append(m.Warnings, in.cgroups.name(cp.Records, snap.cgroups)...)
 	if n := snap.counters[lockstatCounterCNT_STACK_FAILED]; n > 0 {
-		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)", n))
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-nr-entries)", n))
 	}
 	cp.Sort()
 	return cp, nil

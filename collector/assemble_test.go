@@ -171,7 +171,7 @@ func reasons(lost []capture.Lost) map[string]uint64 {
 }
 
 const (
-	lostAggFull = "aggregation map full (an entry per thread, lock and stack: raise --map-size, or narrow the capture with --pid, --comm or --types)"
+	lostAggFull = "aggregation map full (an entry per thread, lock and stack: raise --map-nr-entries, or narrow the capture with -p, --comm or -Y)"
 	lostSkipped = "kernel skipped the probe: a BPF program was already running on the CPU"
 )
 
@@ -238,12 +238,12 @@ func TestAssembleEvents(t *testing.T) {
 		},
 		want: capture.Events{},
 		wantLost: map[string]uint64{
-			"per-thread wait map full (more live threads waited than --map-size: raise it)":                 1,
-			"more than 4 nested waits on one CPU":                                                           2,
-			"probes nested more than 4 deep on one CPU":                                                     3,
-			"hold not timed: per-lock hold map full (raise --map-size)":                                     4,
-			"hold not stored: hold aggregation map full (raise --map-size)":                                 5,
-			"wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-size)": 6,
+			"per-thread wait map full (more live threads waited than --map-nr-entries: raise it)":                 1,
+			"more than 4 nested waits on one CPU":                                                                 2,
+			"probes nested more than 4 deep on one CPU":                                                           3,
+			"hold not timed: per-lock hold map full (raise --map-nr-entries)":                                     4,
+			"hold not stored: hold aggregation map full (raise --map-nr-entries)":                                 5,
+			"wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)": 6,
 		},
 	}}
 	for _, tt := range tests {
@@ -566,7 +566,7 @@ func TestAssembleMetadata(t *testing.T) {
 	want := []string{
 		"backend rawtp: refused; using tp_btf",
 		"slab-allocated locks are not named by their cache",
-		"1 waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-size)",
+		"1 waits recorded without a stack: the stack walk failed or the stack map was full (raise --map-nr-entries)",
 	}
 	if !slices.Equal(m.Warnings, want) {
 		t.Errorf("warnings %q, want %q", m.Warnings, want)

@@ -78,11 +78,11 @@ func (c Config) Validate() error {
 	case c.Spec == nil || len(c.Spec.Types) == 0:
 		return errors.New("no lock types to capture")
 	case len(c.Spec.Types) > MaxTypes:
-		return fmt.Errorf("%d lock types in %s, at most %d can be captured at once (narrow them with --types)", len(c.Spec.Types), c.Spec.Source, MaxTypes)
+		return fmt.Errorf("%d lock types in %s, at most %d can be captured at once (narrow them with -Y)", len(c.Spec.Types), c.Spec.Source, MaxTypes)
 	case c.StackDepth < 0 || c.StackDepth > MaxStackDepth:
-		return fmt.Errorf("--stack-depth %d out of range (want 0 to %d)", c.StackDepth, MaxStackDepth)
+		return fmt.Errorf("--max-stack %d out of range (want 0 to %d)", c.StackDepth, MaxStackDepth)
 	case c.MapSize < 64:
-		return fmt.Errorf("--map-size %d too small (want at least 64)", c.MapSize)
+		return fmt.Errorf("--map-nr-entries %d too small (want at least 64)", c.MapSize)
 	case len(c.Comm) > 15:
 		return fmt.Errorf("--comm %q longer than the kernel's 15-byte task names", c.Comm)
 	case c.OwnerSampleHz < 0 || c.OwnerSampleHz > MaxOwnerSampleHz:
@@ -134,6 +134,7 @@ func start(cfg Config) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.keepHeapInCgroup()
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, memlockLimit(err, currentLimits(cfg))
 	}

@@ -503,12 +503,12 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"no spec", Config{Probe: "auto", MapSize: 1024}, "no lock types"},
-		{"deep stack", Config{Spec: spec, Probe: "auto", StackDepth: 128, MapSize: 1024}, "--stack-depth 128 out of range"},
-		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "--map-size 8 too small"},
+		{"deep stack", Config{Spec: spec, Probe: "auto", StackDepth: 128, MapSize: 1024}, "--max-stack 128 out of range"},
+		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "--map-nr-entries 8 too small"},
 		{"long comm", Config{Spec: spec, Probe: "auto", MapSize: 1024, Comm: strings.Repeat("x", 16)}, "15-byte"},
 		{"bad probe", Config{Spec: spec, Probe: "kprobes", MapSize: 1024}, `unknown probe backend "kprobes"`},
 		// Every map of 4 G entries is terabytes: no machine has a quarter of that available.
-		{"huge map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: math.MaxUint32}, "--map-size 4294967295: the BPF maps would take up to "},
+		{"huge map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: math.MaxUint32}, "--map-nr-entries 4294967295: the BPF maps would take up to "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -32,7 +32,7 @@ const (
 type LimitError struct {
 	kind   limitKind
 	Reason string // what ran short, e.g. "missing capability CAP_PERFMON"
-	Fix    string // what to do, e.g. "give --map-size 4096"
+	Fix    string // what to do, e.g. "give --map-nr-entries 4096"
 	Err    error  // what the kernel answered
 }
 
@@ -57,8 +57,8 @@ func (e *LimitError) Is(target error) bool {
 type processLimits struct {
 	caps    uint64 // effective capabilities, as bits of /proc/self/status CapEff
 	openMax uint64 // RLIMIT_NOFILE, the soft limit
-	mapSize uint32 // the --map-size that failed
-	// fitting is the largest --map-size whose maps the kernel creates now, mapSize itself when its
+	mapSize uint32 // the --map-nr-entries that failed
+	// fitting is the largest --map-nr-entries whose maps the kernel creates now, mapSize itself when its
 	// maps fit (the programs then did not), or 0 when not even the smallest fits.
 	fitting func() uint32
 }
@@ -85,17 +85,17 @@ func limitReached(err error, l processLimits) *LimitError {
 	return nil
 }
 
-// memoryLimit says how little memory there was: too little for the maps of --map-size, for which it
+// memoryLimit says how little memory there was: too little for the maps of --map-nr-entries, for which it
 // names one that fits, or for the programs.
 func memoryLimit(err error, l processLimits) *LimitError {
 	e := &LimitError{kind: limitMemory, Err: err}
 	switch fit := l.fitting(); {
 	case fit == 0:
-		e.Reason = fmt.Sprintf("out of memory for the BPF maps, even at the smallest --map-size %d", minMapSize)
+		e.Reason = fmt.Sprintf("out of memory for the BPF maps, even at the smallest --map-nr-entries %d", minMapSize)
 		e.Fix = "raise the memory limit of klockstat's cgroup (memory.max), or free memory"
 	case fit < l.mapSize:
-		e.Reason = fmt.Sprintf("out of memory for the BPF maps of --map-size %d (kernel memory counts against the memory cgroup's limit)", l.mapSize)
-		e.Fix = fmt.Sprintf("give --map-size %d, whose maps fit, or raise the memory limit of klockstat's cgroup", fit)
+		e.Reason = fmt.Sprintf("out of memory for the BPF maps of --map-nr-entries %d (kernel memory counts against the memory cgroup's limit)", l.mapSize)
+		e.Fix = fmt.Sprintf("give --map-nr-entries %d, whose maps fit, or raise the memory limit of klockstat's cgroup", fit)
 	default:
 		e.Reason = "out of memory for the BPF programs, although their maps fit"
 		e.Fix = "raise the memory limit of klockstat's cgroup (memory.max), or free memory"
@@ -197,10 +197,10 @@ func currentLimits(cfg Config) processLimits {
 	return l
 }
 
-// minMapSize is the smallest --map-size.
+// minMapSize is the smallest --map-nr-entries.
 const minMapSize = 64
 
-// fittingMapSize is the largest --map-size, cfg's or cfg's halved, whose maps take at most half of
+// fittingMapSize is the largest --map-nr-entries, cfg's or cfg's halved, whose maps take at most half of
 // headroom by mapMemory's estimate: the other half is for the programs, klockstat itself and the
 // estimate's error. 0 when not even the smallest fits.
 func fittingMapSize(cfg Config, headroom uint64, cpus int) uint32 {

@@ -17,7 +17,7 @@ import (
 // allCaps are root's capabilities as CapEff shows them.
 const allCaps = uint64(0x1fffeffffff)
 
-// limitsOf are a process's limits with the given capabilities; fit is the --map-size whose maps fit.
+// limitsOf are a process's limits with the given capabilities; fit is the --map-nr-entries whose maps fit.
 func limitsOf(caps uint64, fit uint32) processLimits {
 	return processLimits{caps: caps, openMax: 20, mapSize: 65536, fitting: func() uint32 { return fit }}
 }
@@ -38,9 +38,9 @@ func TestLimitReached(t *testing.T) {
 		want []string // in the message, in this order; nil: not a limit
 	}{
 		{"ENOMEM, smaller maps fit", mapCreate(unix.ENOMEM), limitsOf(allCaps, 4096),
-			[]string{"out of memory for the BPF maps of --map-size 65536", "give --map-size 4096", "(cannot allocate memory)"}},
+			[]string{"out of memory for the BPF maps of --map-nr-entries 65536", "give --map-nr-entries 4096", "(cannot allocate memory)"}},
 		{"ENOMEM, no maps fit", mapCreate(unix.ENOMEM), limitsOf(allCaps, 0),
-			[]string{"out of memory for the BPF maps, even at the smallest --map-size 64", "raise the memory limit"}},
+			[]string{"out of memory for the BPF maps, even at the smallest --map-nr-entries 64", "raise the memory limit"}},
 		{"ENOMEM, the maps fit", mapCreate(unix.ENOMEM), limitsOf(allCaps, 65536),
 			[]string{"out of memory for the BPF programs", "raise the memory limit"}},
 		{"EMFILE", mapCreate(unix.EMFILE), limitsOf(allCaps, 0),
@@ -164,7 +164,7 @@ func TestMemoryCgroupHeadroom(t *testing.T) {
 }
 
 // TestMapMemoryRefusedInCgroup: maps that would take more than half of what the memory cgroup
-// allows are refused before any is created, with the largest --map-size whose maps take a quarter.
+// allows are refused before any is created, with the largest --map-nr-entries whose maps take a quarter.
 func TestMapMemoryRefusedInCgroup(t *testing.T) {
 	const cpus = 2
 	cfg := Config{Spec: loadSpec(t), Probe: "auto", StackDepth: 16, MapSize: 65536}
@@ -180,9 +180,9 @@ func TestMapMemoryRefusedInCgroup(t *testing.T) {
 	if err == nil {
 		t.Fatal("maps of all a cgroup's headroom not refused")
 	}
-	m := regexp.MustCompile(`^--map-size 65536: .*memory cgroup.*: give --map-size (\d+)`).FindStringSubmatch(err.Error())
+	m := regexp.MustCompile(`^--map-nr-entries 65536: .*memory cgroup.*: give --map-nr-entries (\d+)`).FindStringSubmatch(err.Error())
 	if m == nil {
-		t.Fatalf("refusal %q does not name the cgroup and a --map-size", err)
+		t.Fatalf("refusal %q does not name the cgroup and a --map-nr-entries", err)
 	}
 	size, _ := strconv.Atoi(m[1])
 	fits := func(size int) bool {
@@ -192,7 +192,7 @@ func TestMapMemoryRefusedInCgroup(t *testing.T) {
 		return err == nil && b <= need/4
 	}
 	if !fits(size) || fits(2*size) {
-		t.Errorf("--map-size %d suggested: want the largest power-of-two fraction of 65536 whose maps take a quarter of %d bytes", size, need)
+		t.Errorf("--map-nr-entries %d suggested: want the largest power-of-two fraction of 65536 whose maps take a quarter of %d bytes", size, need)
 	}
 	if err := cfg.refuseMapMemory(cpus, plenty, 0, false); err != nil {
 		t.Errorf("outside a memory cgroup: %v", err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/cilium/ebpf"
@@ -18,7 +20,7 @@ import (
 // kernel spent over a minute allocating 22 GB, with soft lockups, before any of it was used.
 const mapMemoryShare = 4 // a quarter
 
-// checkMapMemory refuses a --map-size whose maps would take more than a quarter of the memory
+// checkMapMemory refuses a --map-nr-entries whose maps would take more than a quarter of the memory
 // available, or more than half of what klockstat's memory cgroup allows it, before any map is
 // created. Without /proc/meminfo it checks nothing. The estimate is of the largest object the
 // configuration may load: the hold maps are full size only under the function-probe backends, which
@@ -47,7 +49,7 @@ func (c Config) refuseMapMemory(cpus int, avail, cgroupHeadroom uint64, inCgroup
 		return err
 	}
 	if need > avail/mapMemoryShare {
-		return fmt.Errorf("--map-size %d: the BPF maps would take up to %s of kernel memory, more than a quarter of the %s available: give a smaller --map-size",
+		return fmt.Errorf("--map-nr-entries %d: the BPF maps would take up to %s of kernel memory, more than a quarter of the %s available: give a smaller --map-nr-entries",
 			c.MapSize, mebibytes(need), mebibytes(avail))
 	}
 	if inCgroup && need > cgroupHeadroom/2 {
@@ -55,9 +57,9 @@ func (c Config) refuseMapMemory(cpus int, avail, cgroupHeadroom uint64, inCgroup
 		// Maps of a quarter of the headroom: a capture that gives this size passes the rule
 		// again, although the kernel memory of earlier runs still counts against the cgroup.
 		if fit := fittingMapSize(c, cgroupHeadroom/2, cpus); fit > 0 {
-			fix = fmt.Sprintf("give --map-size %d, or %s", fit, fix)
+			fix = fmt.Sprintf("give --map-nr-entries %d, or %s", fit, fix)
 		}
-		return fmt.Errorf("--map-size %d: the BPF maps would take up to %s of kernel memory, more than half of the %s klockstat's memory cgroup allows it: %s",
+		return fmt.Errorf("--map-nr-entries %d: the BPF maps would take up to %s of kernel memory, more than half of the %s klockstat's memory cgroup allows it: %s",
 			c.MapSize, mebibytes(need), mebibytes(cgroupHeadroom), fix)
 	}
 	return nil
@@ -146,16 +148,42 @@ func mebibytes(n uint64) string {
 	return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20)
 }
 
-// mapSizeRefused turns the kernel's refusal to create a map of --map-size entries (E2BIG: too many
-// entries, or entries times their size past 4 GiB) into a line about --map-size; nil when no
+// mapSizeRefused turns the kernel's refusal to create a map of --map-nr-entries entries (E2BIG: too many
+// entries, or entries times their size past 4 GiB) into a line about --map-nr-entries; nil when no
 // backend failed for that. A program the verifier finds too large fails with E2BIG too, and is not
 // a map's.
 func mapSizeRefused(cfg Config, failed []backendError) error {
 	for _, f := range failed {
 		var ve *ebpf.VerifierError
 		if errors.Is(f.err, unix.E2BIG) && !errors.As(f.err, &ve) {
-			return fmt.Errorf("--map-size %d: the kernel refuses BPF maps this large (%w): give a smaller --map-size", cfg.MapSize, f.err)
+			return fmt.Errorf("--map-nr-entries %d: the kernel refuses BPF maps this large (%w): give a smaller --map-nr-entries", cfg.MapSize, f.err)
 		}
 	}
 	return nil
+}
+
+// keepHeapInCgroup sets the Go runtime's soft memory limit to what klockstat's memory cgroups leave
+// it once the maps are made, so that the garbage collector, not the cgroup's OOM killer, bounds
+// the heap: reading the kernel's BTF and kallsyms makes tens of MiB of garbage, which the collector
+// would otherwise let grow to twice the live heap. Outside a memory cgroup it does nothing.
+func (c Config) keepHeapInCgroup() {
+	headroom, inCgroup := memoryCgroupHeadroom()
+	if !inCgroup {
+		return
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return
+	}
+	need, err := c.mapBytes(cpus)
+	if err != nil || need >= headroom {
+		return
+	}
+	// The headroom is what the cgroup allows beyond what klockstat uses now, its own memory among it.
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	limit := int64(headroom-need) + int64(m.Sys-m.HeapReleased)
+	if limit < debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(limit)
+	}
 }

@@ -77,13 +77,13 @@ func TestParseMemAvailable(t *testing.T) {
 }
 
 // TestMapSizeRefused checks that the kernel's E2BIG on creating a map reads as a line about
-// --map-size, and that a program too large for the verifier, also E2BIG, does not.
+// --map-nr-entries, and that a program too large for the verifier, also E2BIG, does not.
 func TestMapSizeRefused(t *testing.T) {
 	cfg := Config{MapSize: 4_000_000_000}
 	mapErr := backendError{"rawtp", fmt.Errorf("loading BPF programs: map stacks: map create: %w", unix.E2BIG)}
 	err := mapSizeRefused(cfg, []backendError{{"tp_btf", errors.New("no BTF")}, mapErr})
-	if err == nil || !strings.HasPrefix(err.Error(), "--map-size 4000000000: the kernel refuses BPF maps this large") {
-		t.Errorf("mapSizeRefused = %v, want a line about --map-size", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "--map-nr-entries 4000000000: the kernel refuses BPF maps this large") {
+		t.Errorf("mapSizeRefused = %v, want a line about --map-nr-entries", err)
 	}
 	progErr := backendError{"rawtp", fmt.Errorf("loading BPF programs: %w", &ebpf.VerifierError{Cause: unix.E2BIG})}
 	if err := mapSizeRefused(cfg, []backendError{progErr}); err != nil {

@@ -24,10 +24,16 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if err := c.read(&snap); err != nil {
 		return nil, err
 	}
-	return assemble(snap, assembly{
+	return assemble(snap, c.assembly(c.start))
+}
+
+// assembly is what assemble needs of the collector besides the snapshot, for a window that began
+// at start: the whole capture's (Stop) or one round's (Rounds.End).
+func (c *Collector) assembly(start time.Time) assembly {
+	return assembly{
 		cfg:      c.cfg,
 		probe:    c.backend.Name(),
-		start:    c.start,
+		start:    start,
 		acquire:  c.att.acquire,
 		warnings: c.warnings,
 		symbols:  c.symbols,
@@ -37,7 +43,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 		ownerSampleHz: c.att.sampler.rate(),
 		// Turned on by Start, or not at all.
 		runTimeOff: c.stats == nil,
-	})
+	}
 }
 
 // detach detaches the probes, and returns the snapshot's stop and window.

@@ -118,20 +118,7 @@ func (r *Rounds) End() (*capture.Capture, error) {
 	}
 	snap.mapSizes = c.mapSizes()
 	snap.cgroups = c.cgroups.atEnd()
-	return assemble(snap, assembly{
-		cfg:      c.cfg,
-		probe:    c.backend.Name(),
-		start:    r.start,
-		acquire:  c.att.acquire,
-		warnings: c.warnings,
-		symbols:  c.symbols,
-		locks:    c.obj.kernel,
-		cgroups:  c.cgroups,
-		// The rate the owners were sampled at, if they were.
-		ownerSampleHz: c.att.sampler.rate(),
-		// As Stop's: turned on by Start, or not at all.
-		runTimeOff: c.stats == nil,
-	})
+	return assemble(snap, c.assembly(r.start))
 }
 
 // read reads the cumulative sources.
