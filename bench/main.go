@@ -374,7 +374,11 @@ func median(v []float64) float64 {
 // lock owners or without.
 func klockstatProbe(spec *lockspec.Spec, depth int, mapSize uint32, owners bool) func() (probe, error) {
 	return func() (probe, error) {
-		c, err := collector.Start(collector.Config{Spec: spec, Probe: "auto", StackDepth: depth, MapSize: mapSize, Owners: owners})
+		cfg := collector.Config{Spec: spec, Probe: "auto", StackDepth: depth, MapSize: mapSize, Owners: owners}
+		if owners {
+			cfg.OwnerSampleHz = collector.DefaultOwnerSampleHz // as --owners samples them
+		}
+		c, err := collector.Start(cfg)
 		if err != nil {
 			return nil, err
 		}
