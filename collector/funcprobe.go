@@ -485,7 +485,7 @@ func (b functionBackend) attachProgram(prog *ebpf.Program, role funcRole, t targ
 }
 
 // patchInfo writes a function's FN_* value into the program's marked
-// `mov rX, FN_MARK` (fn_info in lockstat.bpf.c).
+// `mov rX, FN_MARK` (fn_info in include/funcprobe.bpf.h).
 func patchInfo(ps *ebpf.ProgramSpec, info uint32) error {
 	mov := asm.Mov.Op(asm.ImmSource)
 	n := 0
