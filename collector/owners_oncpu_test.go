@@ -78,14 +78,19 @@ func TestOwnersChain(t *testing.T) {
 		pid = uint32(cmd.Process.Pid)
 		waitContend(t, cmd)
 	})
+	// On PREEMPT_RT the pipe's mutex is an rtmutex, and its waits are typed so.
+	mutex := "mutex"
+	if preemptRT(t) {
+		mutex = "rtmutex"
+	}
 	var link, through uint64
 	for _, o := range cp.Owners {
-		if o.PID == pid && o.Comm == "ct-chn-link" && o.Type == "mutex" {
+		if o.PID == pid && o.Comm == "ct-chn-link" && o.Type == mutex {
 			link += o.TotalNS
 		}
 	}
 	for _, c := range cp.OwnerChains {
-		if c.Comm == "ct-chn-link" && c.Type == "mutex" && c.EndComm == "ct-chn-hold" && c.EndType == "rwsem:W" && !c.Cycle {
+		if c.Comm == "ct-chn-link" && c.Type == mutex && c.EndComm == "ct-chn-hold" && c.EndType == "rwsem:W" && !c.Cycle {
 			through += c.TotalNS
 		}
 	}
