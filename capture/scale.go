@@ -228,11 +228,12 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 	return a
 }
 
-// lockKeyOf keys a lock by type and name, which stay the same from run to run where the address
-// may not (the mmap_lock of each run's process); a lock without a name by its address.
+// lockKeyOf keys a lock by type and label (its name, and for a slab lock its offset and struct
+// field), which stay the same from run to run where the address may not (the mmap_lock of each
+// run's process); a lock without a name by its address.
 func lockKeyOf(r Record) string {
 	if r.Name != "" {
-		return r.Type + " " + r.Name
+		return r.Type + " " + r.LockLabel()
 	}
 	return ByLock(r)
 }
@@ -270,7 +271,7 @@ func (s *culpritSet) culprits(levels []int, work []float64, levelWait []uint64, 
 		if callers {
 			c.Name = sums.first.Caller
 		} else {
-			c.Name, c.Lock = sums.first.Name, sums.first.Lock
+			c.Name, c.Lock = sums.first.LockLabel(), sums.first.Lock
 		}
 		for i, w := range sums.wait {
 			if work[i] > 0 {

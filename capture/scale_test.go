@@ -292,3 +292,30 @@ func FuzzParseSweep(f *testing.F) {
 		}
 	})
 }
+
+// Two locks of one slab cache at different fields are two culprits, each named by its field; the
+// same field in every run, at another address each time, is one.
+func TestCulpritsOfOneCacheByField(t *testing.T) {
+	s := testSweep(t)
+	for i, l := range s.Levels {
+		c := l.Runs[0].Capture
+		n := uint64(l.N)
+		for j, f := range []struct{ off, field string }{{"0x408", "super_block.s_vfs_rename_mutex"}, {"0x70", "super_block.s_umount"}} {
+			wait := n * n * n * 1000 * uint64(j+1)
+			c.Records = append(c.Records, Record{Type: "mutex", Name: "&kmalloc-2k", ObjectOffset: f.off, Field: f.field,
+				Lock: Addr(0xffff8881_00000000 + uint64(i)<<20 + uint64(j)<<12), Comm: "work", PID: 10, TID: 10,
+				Count: 1, TotalNS: wait, MinNS: wait, MaxNS: wait, Caller: "do_renameat2+0x221"})
+		}
+	}
+	a := s.Analyze()
+	var names []string
+	for _, c := range a.Locks {
+		if strings.HasPrefix(c.Name, "&kmalloc-2k") {
+			names = append(names, c.Name)
+		}
+	}
+	want := []string{"&kmalloc-2k+0x70 (super_block.s_umount)", "&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex)"}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("culprits of &kmalloc-2k %q, want %q", names, want)
+	}
+}
