@@ -259,17 +259,11 @@ func (inv invocation) runCapture(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if sig := pendingSignal(signals); sig != nil {
-		return stoppedBeforeStart(sig, o)
-	}
-	coll, err := collector.Start(o.cfg)
-	if err != nil {
-		return 0, err
+	coll, status, err := startCollector(signals, o)
+	if coll == nil {
+		return status, err
 	}
 	defer coll.Close()
-	if sig := pendingSignal(signals); sig != nil {
-		return stoppedBeforeStart(sig, o)
-	}
 
 	var (
 		work              *workload
@@ -331,7 +325,7 @@ wait:
 	}
 	writeErr := o.write(inv, c)
 
-	status := 0
+	status = 0
 	switch {
 	case cmdDone != nil:
 		status = work.wait(signals, inv.stderr)
@@ -351,6 +345,26 @@ func pendingSignal(signals <-chan os.Signal) os.Signal {
 	default:
 		return nil
 	}
+}
+
+// startCollector loads and attaches the probes of o, unless a stop signal comes before they are
+// attached: then it returns no collector, and the status and error to end with
+// (stoppedBeforeStart). Capture and scale start alike.
+func startCollector(signals <-chan os.Signal, o *captureOptions) (*collector.Collector, int, error) {
+	if sig := pendingSignal(signals); sig != nil {
+		status, err := stoppedBeforeStart(sig, o)
+		return nil, status, err
+	}
+	coll, err := collector.Start(o.cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	if sig := pendingSignal(signals); sig != nil {
+		coll.Close()
+		status, err := stoppedBeforeStart(sig, o)
+		return nil, status, err
+	}
+	return coll, 0, nil
 }
 
 // stoppedBeforeStart is runCapture's end for a stop signal before the window began.

@@ -268,18 +268,12 @@ func (inv invocation) runScale(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if sig := pendingSignal(signals); sig != nil {
-		return stoppedBeforeStart(sig, o.captureOptions)
-	}
 	started := time.Now()
-	coll, err := collector.Start(o.cfg)
-	if err != nil {
-		return 0, err
+	coll, status, err := startCollector(signals, o.captureOptions)
+	if coll == nil {
+		return status, err
 	}
 	defer coll.Close()
-	if sig := pendingSignal(signals); sig != nil {
-		return stoppedBeforeStart(sig, o.captureOptions)
-	}
 	rounds, err := coll.Rounds()
 	if err != nil {
 		return 0, err
