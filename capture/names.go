@@ -33,13 +33,6 @@ func (c *Capture) NameShares() NameShares {
 	return NameShares{Symbol: float64(symbol) / float64(total), SlabCache: float64(slab) / float64(total)}
 }
 
-// NamedShare is the share of the captured wait time spent on locks with a name of either kind,
-// from 0 to 1; 0 when nothing was waited for.
-func (c *Capture) NamedShare() float64 {
-	s := c.NameShares()
-	return s.Symbol + s.SlabCache
-}
-
 // FieldKnown reports whether the record's lock is one struct field, not a guess among several.
 func (r Record) FieldKnown() bool {
 	return r.Field != "" && len(r.FieldCandidates) == 0

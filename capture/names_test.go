@@ -21,9 +21,6 @@ func TestNameShares(t *testing.T) {
 		if got := c.NameShares(); got != tc.want {
 			t.Errorf("%s: NameShares() = %+v, want %+v", tc.name, got, tc.want)
 		}
-		if got, want := c.NamedShare(), tc.want.Symbol+tc.want.SlabCache; got != want {
-			t.Errorf("%s: NamedShare() = %v, want %v", tc.name, got, want)
-		}
 	}
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -162,8 +161,7 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 	if !outputGiven {
 		f.htmlPath = "klockstat-scale.html"
 	}
-	key := make([]byte, 32)
-	rand.Read(key) // never fails
+	key := newAddressKey()
 	var hasher *capture.AddressHasher
 	if !f.rawAddrs {
 		hasher = capture.NewAddressHasher(key)

@@ -189,7 +189,7 @@ func checkBackendCapture(t *testing.T, backend string, cp *capture.Capture, pid 
 		t.Errorf("probe cost not measured: %+v", m.Programs)
 	}
 	t.Logf("%s on %s: %d events, %d waits, %d of them contend's on mmap_lock; %.1f%% of the wait time named; probe %.0f ns/event; stacks %+v",
-		backend, kernelRelease(), m.Events.Begin, m.Events.Waits, waits, 100*cp.NamedShare(), m.ProbeNSPerEvent(), m.Stacks)
+		backend, kernelRelease(), m.Events.Begin, m.Events.Waits, waits, 100*(cp.NameShares().Symbol+cp.NameShares().SlabCache), m.ProbeNSPerEvent(), m.Stacks)
 	t.Logf("%s on %s: waits by type and name: %v", backend, kernelRelease(), waitsByTypeAndName(cp))
 
 	switch backend {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/klockstat/klockstat/internal/host"
 	"github.com/klockstat/klockstat/kallsyms"
+	"github.com/klockstat/klockstat/lockfield"
 )
 
 // Feature detection follows cilium/ebpf's features package: a check has
@@ -65,6 +66,11 @@ type kernel struct {
 	btfOnce sync.Once
 	btf     *btf.Spec
 	btfErr  error
+
+	// fields is built at the first capture that names slab locks and kept: its index of the
+	// kernel's types by size is the costly part, and klockstat scale assembles a capture a run.
+	fieldsOnce sync.Once
+	fields     *lockfield.Finder
 }
 
 // symbols is the kernel's symbol table, /proc/kallsyms.

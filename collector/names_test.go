@@ -54,7 +54,9 @@ func TestLockNames(t *testing.T) {
 	}
 	k := &kernel{}
 	functionProbes := cp.Meta.Probe == "fentry" || cp.Meta.Probe == "kprobe"
-	t.Logf("%s on %s: %.1f%% of wait time named; warnings %q", cp.Meta.Probe, kernelRelease(), 100*cp.NamedShare(), cp.Meta.Warnings)
+	named := cp.NameShares()
+	t.Logf("%s on %s: %.1f%% of wait time named by symbol or field, %.1f%% by slab cache only; warnings %q",
+		cp.Meta.Probe, kernelRelease(), 100*named.Symbol, 100*named.SlabCache, cp.Meta.Warnings)
 
 	t.Run("inode by slab cache", func(t *testing.T) {
 		said := slices.ContainsFunc(cp.Meta.Warnings, func(w string) bool { return strings.Contains(w, "bpf_get_kmem_cache") })

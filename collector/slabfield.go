@@ -125,7 +125,8 @@ func (k *kernel) slabFields(records []capture.Record) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("the struct fields of slab locks are not named: %v", err)}
 	}
-	return nameSlabFields(records, func(cache string) (slabGeometry, error) { return readSlabGeometry(slabDir, cache) }, lockfield.New(types))
+	k.fieldsOnce.Do(func() { k.fields = lockfield.New(types) })
+	return nameSlabFields(records, func(cache string) (slabGeometry, error) { return readSlabGeometry(slabDir, cache) }, k.fields)
 }
 
 // nameSlabFields gives the records' slab locks their offset in their object and the struct field
