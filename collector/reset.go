@@ -47,7 +47,17 @@ func (c *Collector) Rounds() (*Rounds, error) {
 
 // Begin starts a round: what the probes aggregated since the previous
 // round (klockstat's own work between runs, other processes) is dropped.
+//
+// The cumulative sources are read before the aggregation maps are drained,
+// and End reads them after: the probes add a wait to its aggregate before
+// its histogram, so a wait ending at either boundary is in the round's
+// histogram whenever it is in the round's records, and a record's type
+// always has a histogram.
 func (r *Rounds) Begin() error {
+	base, err := r.read()
+	if err != nil {
+		return err
+	}
 	maps := &r.c.obj.maps
 	drop := []*ebpf.Map{maps.Aggregate}
 	if r.c.att.acquire != nil {
@@ -65,10 +75,6 @@ func (r *Rounds) Begin() error {
 		if err := readOwnerFacts(maps, &snapshot{}, true); err != nil {
 			return err
 		}
-	}
-	base, err := r.read()
-	if err != nil {
-		return err
 	}
 	r.base = base
 	r.start = time.Now()

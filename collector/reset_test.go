@@ -1,0 +1,55 @@
+package collector
+
+import (
+	"testing"
+	"time"
+
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+// Rounds cut a running capture while waits keep ending: every round must be
+// a valid capture whose histograms hold at least the waits of its records
+// (a wait ending at a round's boundary may be in its histogram and dropped
+// from its records, never the reverse).
+func TestRoundsKeepHistogramsWithTheirRecords(t *testing.T) {
+	testenv.RequireRoot(t)
+	c, err := Start(defaultConfig(t))
+	if err != nil {
+		t.Fatalf("starting the collector: %v", err)
+	}
+	defer c.Close()
+	cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "4s")
+	rounds, err := c.Rounds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits uint64
+	for i := 0; i < 100 && cmd.ProcessState == nil; i++ {
+		if err := rounds.Begin(); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		cp, err := rounds.End()
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if err := cp.Validate(); err != nil {
+			t.Fatalf("round %d does not validate: %v", i, err)
+		}
+		inRecords := map[string]uint64{}
+		for _, r := range cp.Records {
+			inRecords[r.Type] += r.Count
+			waits += r.Count
+		}
+		for _, h := range cp.Histograms {
+			if h.Count < inRecords[h.Type] {
+				t.Errorf("round %d: the histogram of %s counts %d waits, its records %d", i, h.Type, h.Count, inRecords[h.Type])
+			}
+		}
+	}
+	waitContend(t, cmd)
+	if waits == 0 {
+		t.Fatal("no waits in any round")
+	}
+	t.Logf("%d waits in the rounds", waits)
+}
