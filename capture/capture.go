@@ -67,6 +67,25 @@ type Meta struct {
 	// OwnerSampleHz is the rate lock owners were sampled at on their CPU (--owner-sample-hz),
 	// on each CPU, while others waited for a lock they held; 0 when they were not.
 	OwnerSampleHz int `json:"owner_sample_hz,omitempty"`
+	// Scope says whose waits a capture of a workload holds: ScopeCommand, the workload's process
+	// tree only; ScopeSystem, every process's, CommandPIDs telling the workload's apart. Empty
+	// without a workload.
+	Scope string `json:"scope,omitempty"`
+	// CommandPIDs are the processes (tgids) of the workload's process tree, the workload and what
+	// it forked, seen during the capture; sorted.
+	CommandPIDs []uint32 `json:"command_pids,omitempty"`
+}
+
+// The scopes of a capture of a workload (Meta.Scope).
+const (
+	ScopeCommand = "command"
+	ScopeSystem  = "system"
+)
+
+// InCommand reports whether process pid belongs to the workload's process tree.
+func (m Meta) InCommand(pid uint32) bool {
+	_, found := slices.BinarySearch(m.CommandPIDs, pid)
+	return found
 }
 
 // Acquire says how a function-probe backend told contended acquires from uncontended ones, and what

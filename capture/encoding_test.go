@@ -253,6 +253,8 @@ func TestReadErrors(t *testing.T) {
 		{name: "min above max", change: func(c *Capture) { c.Records[1].MinNS, c.Records[1].MaxNS = 5, 3 }, want: "record 1: min_ns 5 > max_ns 3"},
 		{name: "total below max", change: func(c *Capture) { c.Records[0].TotalNS = 10 }, want: "record 0: total_ns 10 < max_ns 1000000"},
 		{name: "in progress above count", change: func(c *Capture) { c.Records[2].InProgress = 2 }, want: "record 2: in_progress 2 > count 1"},
+		{name: "scope unknown", change: func(c *Capture) { c.Meta.Scope = "tree" }, want: `meta: scope "tree": want "command", "system" or none`},
+		{name: "command pids unsorted", change: func(c *Capture) { c.Meta.CommandPIDs = []uint32{7, 7} }, want: "meta: command_pids: 7 after 7, not sorted and unique"},
 		{name: "type without histogram", change: func(c *Capture) { c.Records[1].Type = "rwsem" }, want: `record 1: lock type "rwsem" has no histogram`},
 		{name: "type with space", change: func(c *Capture) { c.Records[1].Type = "spin lock" }, want: "record 1: bad lock type name \"spin lock\""},
 		{name: "timeline without width", change: func(c *Capture) { c.Timeline.BucketNS = 0 }, want: "timeline: bucket_ns is 0"},

@@ -109,6 +109,16 @@ func (m Meta) validate() error {
 	if m.StackDepth > MaxStackDepth {
 		return fmt.Errorf("stack_depth %d, more than the %d klockstat takes", m.StackDepth, MaxStackDepth)
 	}
+	switch m.Scope {
+	case "", ScopeCommand, ScopeSystem:
+	default:
+		return fmt.Errorf("scope %q: want %q, %q or none", m.Scope, ScopeCommand, ScopeSystem)
+	}
+	for i := 1; i < len(m.CommandPIDs); i++ {
+		if m.CommandPIDs[i] <= m.CommandPIDs[i-1] {
+			return fmt.Errorf("command_pids: %d after %d, not sorted and unique", m.CommandPIDs[i], m.CommandPIDs[i-1])
+		}
+	}
 	return nil
 }
 
