@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +21,7 @@ import (
 // ErrNoHierarchy says that no cgroup2 file system is mounted: cgroups have ids but no paths.
 var ErrNoHierarchy = errors.New("no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)")
 
-// Hierarchy is one mount of the cgroup v2 hierarchy.
+// Hierarchy is one mount of the cgroup v2 hierarchy (or, from FindMount, of a v1 one).
 type Hierarchy struct {
 	Mount string // where it is mounted, e.g. /sys/fs/cgroup or /sys/fs/cgroup/unified
 	Root  string // the cgroup path of the mount's root, "/" unless a subtree is mounted
@@ -33,13 +34,21 @@ func Find() (Hierarchy, error) {
 		return Hierarchy{}, fmt.Errorf("finding the cgroup2 mount: %w", err)
 	}
 	defer f.Close()
-	return parseMountinfo(f)
+	h, found, err := FindMount(f, "cgroup2", "")
+	if err == nil && !found {
+		err = ErrNoHierarchy
+	}
+	return h, err
 }
 
-// parseMountinfo returns the first cgroup2 mount of a mountinfo file (proc(5)): "ID PARENT MAJ:MIN
-// ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS", paths octal-escaped.
-func parseMountinfo(r io.Reader) (Hierarchy, error) {
-	s := bufio.NewScanner(r)
+// FindMount returns the first mount in a mountinfo file (proc(5)) of a file system of type fstype
+// with option among its super options, unless option is "": "cgroup2" and "" for the v2 hierarchy,
+// "cgroup" and a controller ("memory") for a v1 one. found is false when there is none.
+//
+// A line reads "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS",
+// its paths octal-escaped ("\040" for a space).
+func FindMount(mountinfo io.Reader, fstype, option string) (h Hierarchy, found bool, err error) {
+	s := bufio.NewScanner(mountinfo)
 	s.Buffer(make([]byte, 0, 4096), 1<<20)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
@@ -50,15 +59,17 @@ func parseMountinfo(r io.Reader) (Hierarchy, error) {
 				break
 			}
 		}
-		if sep < 0 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" {
+		if sep < 0 || sep+3 >= len(fields) || fields[sep+1] != fstype {
 			continue
 		}
-		return Hierarchy{Mount: unescape(fields[4]), Root: unescape(fields[3])}, nil
+		if option == "" || slices.Contains(strings.Split(fields[sep+3], ","), option) {
+			return Hierarchy{Mount: unescape(fields[4]), Root: unescape(fields[3])}, true, nil
+		}
 	}
 	if err := s.Err(); err != nil {
-		return Hierarchy{}, fmt.Errorf("reading mountinfo: %w", err)
+		return Hierarchy{}, false, fmt.Errorf("reading mountinfo: %w", err)
 	}
-	return Hierarchy{}, ErrNoHierarchy
+	return Hierarchy{}, false, nil
 }
 
 // unescape decodes mountinfo's octal escapes of space, tab, newline and backslash ("\040").
@@ -99,7 +110,7 @@ func (h Hierarchy) Dir(name string) (string, error) {
 		return "", errors.New("an empty cgroup path")
 	}
 	clean := path.Clean("/" + name)
-	dir := filepath.Join(h.Mount, h.rel(clean))
+	dir := h.DirOf(clean)
 	if mount := filepath.Clean(h.Mount); clean == mount || strings.HasPrefix(clean, mount+"/") {
 		dir = clean
 	}
@@ -120,6 +131,12 @@ func (h Hierarchy) Dir(name string) (string, error) {
 		return "", fmt.Errorf("cgroup %s: %s is not in the cgroup2 hierarchy mounted on %s", name, dir, h.Mount)
 	}
 	return dir, nil
+}
+
+// DirOf is the directory of a cgroup under the mount, by its path in the hierarchy as
+// /proc/PID/cgroup shows it. It reads nothing: Dir checks the directory is a cgroup.
+func (h Hierarchy) DirOf(cgroupPath string) string {
+	return filepath.Join(h.Mount, h.rel(path.Clean("/"+cgroupPath)))
 }
 
 // rel is a cgroup path relative to the mount's root.

@@ -1,7 +1,6 @@
 package cgroups
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,40 +9,52 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestParseMountinfo(t *testing.T) {
+// TestFindMount finds the cgroup2 mount as Find does, and a v1 hierarchy by its controller.
+func TestFindMount(t *testing.T) {
+	const hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" +
+		"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n" +
+		"33 31 0:30 /job\\0401 /sys/fs/cgroup/memory\\040v1 rw,relatime shared:13 - cgroup cgroup rw,memory,memory_recursiveprot\n" +
+		"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n"
 	for _, tc := range []struct {
-		name, text string
-		want       Hierarchy
-		err        error
+		name, text, fstype, option string
+		want                       Hierarchy
+		found                      bool
 	}{
 		{
 			name: "hybrid: v1 controllers and cgroup2 under unified",
-			text: "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" +
-				"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n" +
-				"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n",
-			want: Hierarchy{Mount: "/sys/fs/cgroup/unified", Root: "/"},
+			text: hybrid, fstype: "cgroup2",
+			want: Hierarchy{Mount: "/sys/fs/cgroup/unified", Root: "/"}, found: true,
+		},
+		{
+			name: "hybrid: the v1 memory controller, a subtree at escaped paths",
+			text: hybrid, fstype: "cgroup", option: "memory",
+			want: Hierarchy{Mount: "/sys/fs/cgroup/memory v1", Root: "/job 1"}, found: true,
+		},
+		{
+			name: "an option matches whole, not as a prefix",
+			text: hybrid, fstype: "cgroup", option: "mem",
 		},
 		{
 			name: "a subtree mounted in a container, at an escaped path",
 			text: "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n" +
 				"7 1 0:26 /system.slice/x.service /sys/fs/my\\040cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",
-			want: Hierarchy{Mount: "/sys/fs/my cgroup", Root: "/system.slice/x.service"},
+			fstype: "cgroup2",
+			want:   Hierarchy{Mount: "/sys/fs/my cgroup", Root: "/system.slice/x.service"}, found: true,
 		},
 		{
 			name: "no cgroup2",
-			text: "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n",
-			err:  ErrNoHierarchy,
+			text: "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n", fstype: "cgroup2",
 		},
 		{
 			name: "a mount point named - is not the separator",
-			text: "7 1 0:26 / - rw - cgroup2 cgroup2 rw\n",
-			want: Hierarchy{Mount: "-", Root: "/"},
+			text: "7 1 0:26 / - rw - cgroup2 cgroup2 rw\n", fstype: "cgroup2",
+			want: Hierarchy{Mount: "-", Root: "/"}, found: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseMountinfo(strings.NewReader(tc.text))
-			if !errors.Is(err, tc.err) || got != tc.want {
-				t.Errorf("got %+v, %v; want %+v, %v", got, err, tc.want, tc.err)
+			got, found, err := FindMount(strings.NewReader(tc.text), tc.fstype, tc.option)
+			if err != nil || got != tc.want || found != tc.found {
+				t.Errorf("got %+v, %v, %v; want %+v, %v", got, found, err, tc.want, tc.found)
 			}
 		})
 	}

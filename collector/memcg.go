@@ -1,11 +1,12 @@
 package collector
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/klockstat/klockstat/cgroups"
 )
 
 // BPF maps are kernel memory charged to the memory cgroup of the process that creates them (Linux
@@ -104,33 +105,12 @@ func memoryCgroups(cgroup, mountinfo string) []memoryCgroup {
 			cg.limit, cg.usage, cg.fileKeys = "memory.max", "memory.current", []string{"active_file", "inactive_file"}
 			fstype, option = "cgroup2", ""
 		}
-		mount, root, found := cgroupMount(mountinfo, fstype, option)
-		if !found {
+		h, found, err := cgroups.FindMount(strings.NewReader(mountinfo), fstype, option)
+		if err != nil || !found {
 			continue
 		}
-		rel := parts[2]
-		if root != "/" {
-			rel = strings.TrimPrefix(rel, root)
-		}
-		cg.dir, cg.mount = filepath.Join(mount, rel), mount
+		cg.dir, cg.mount = h.DirOf(parts[2]), h.Mount
 		out = append(out, cg)
 	}
 	return out
-}
-
-// cgroupMount finds the mount point and root of the first file system of type fstype in mountinfo
-// (proc(5)) with option among its super options, if option is not "".
-func cgroupMount(mountinfo, fstype, option string) (mount, root string, found bool) {
-	s := bufio.NewScanner(strings.NewReader(mountinfo))
-	for s.Scan() {
-		before, after, ok := strings.Cut(s.Text(), " - ")
-		fields, super := strings.Fields(before), strings.Fields(after)
-		if !ok || len(fields) < 5 || len(super) < 3 || super[0] != fstype {
-			continue
-		}
-		if option == "" || strings.Contains(","+super[2]+",", ","+option+",") {
-			return fields[4], fields[3], true
-		}
-	}
-	return "", "", false
 }
