@@ -30,6 +30,9 @@ type Capture struct {
 	// OwnerChains has the waits whose owner was itself waiting for a lock, by the end of the chain
 	// of owners; sorted by SortOwnerChains. Empty when owners were not captured, or none waited.
 	OwnerChains []OwnerChain `json:"owner_chains"`
+	// Sources are the source lines of the frames, from a vmlinux with DWARF (--vmlinux); nil
+	// without one.
+	Sources *Sources `json:"sources,omitempty"`
 }
 
 // Meta describes how, where and with which settings a capture was taken, and how healthy it was.
@@ -74,6 +77,9 @@ type Meta struct {
 	// CommandPIDs are the processes (tgids) of the workload's process tree, the workload and what
 	// it forked, seen during the capture; sorted.
 	CommandPIDs []uint32 `json:"command_pids,omitempty"`
+	// KernelBuildID is the running kernel's GNU build id in hex (/sys/kernel/notes), which names
+	// its debug image; "" when unknown.
+	KernelBuildID string `json:"kernel_build_id,omitempty"`
 }
 
 // The scopes of a capture of a workload (Meta.Scope).

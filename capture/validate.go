@@ -70,6 +70,11 @@ func (c *Capture) Validate() error {
 			return fmt.Errorf("owner %d: %w", i, err)
 		}
 	}
+	if c.Sources != nil {
+		if err := c.Sources.validate(); err != nil {
+			return fmt.Errorf("sources: %w", err)
+		}
+	}
 	for i, ch := range c.OwnerChains {
 		if err := checkStrings(nil, ch.Type, ch.Name, ch.Comm, ch.EndType, ch.EndName, ch.EndComm); err != nil {
 			return fmt.Errorf("owner chain %d: %w", i, err)
