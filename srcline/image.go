@@ -1,0 +1,260 @@
+// Package srcline resolves kernel stack frames, as a capture writes them ("do_renameat2+0x221"),
+// to the source lines and inlined functions of a vmlinux built with DWARF debug information.
+//
+// A frame is found by its function's address in the image's own symbol table, plus its offset:
+// no KASLR arithmetic, so a capture resolves on any machine that has its kernel's debug image. A
+// kernel's DWARF is hundreds of megabytes: an Image maps the file and reads only the compile
+// units that hold the frames asked for, each once, and keeps from each only the lines and inlined
+// functions of those frames.
+package srcline
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+)
+
+// Image is a vmlinux (or a program) with DWARF, open for resolving frames. It is not safe for
+// concurrent use.
+type Image struct {
+	path    string
+	file    *os.File
+	mapped  []byte // the whole file, mapped read-only; nil when it could not be
+	elf     *elf.File
+	dwarf   *dwarf.Data
+	buildID string
+	symbols map[string][]symbol // function symbols by name
+	units   []unitRange         // address ranges of the compile units, sorted by start
+	names   map[dwarf.Offset]string
+	lines   map[dwarf.Offset]*lineTable
+}
+
+type symbol struct{ addr, size uint64 }
+
+// unitRange is one address range of a compile unit, whose entry is at cu.
+type unitRange struct {
+	lo, hi uint64
+	cu     dwarf.Offset
+}
+
+// ErrNoDWARF is returned by Open for a file without DWARF line information: a vmlinux built
+// without CONFIG_DEBUG_INFO, or a stripped one such as /boot's.
+var ErrNoDWARF = errors.New("no DWARF debug information")
+
+// Open opens the image at path. Its debug sections are mapped, not read, where they are not
+// compressed, so that only the pages of the compile units a lookup touches take memory.
+func Open(path string) (*Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the vmlinux: %w", err)
+	}
+	im := &Image{path: path, file: f, names: map[dwarf.Offset]string{}, lines: map[dwarf.Offset]*lineTable{}}
+	if err := im.open(); err != nil {
+		im.Close()
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return im, nil
+}
+
+func (im *Image) open() error {
+	st, err := im.file.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() > 0 && st.Size() == int64(int(st.Size())) {
+		if m, err := syscall.Mmap(int(im.file.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_PRIVATE); err == nil {
+			im.mapped = m
+		}
+	}
+	im.elf, err = elf.NewFile(im.file)
+	if err != nil {
+		return err
+	}
+	if im.elf.Type == elf.ET_REL {
+		return errors.New("a relocatable object, not a linked image")
+	}
+	im.buildID = elfBuildID(im.elf)
+	if err := im.readSymbols(); err != nil {
+		return err
+	}
+	if err := im.readDWARF(); err != nil {
+		return err
+	}
+	return im.indexUnits()
+}
+
+// Close unmaps and closes the image.
+func (im *Image) Close() error {
+	if im.mapped != nil {
+		syscall.Munmap(im.mapped)
+		im.mapped = nil
+	}
+	return im.file.Close()
+}
+
+// Path is the file the image was opened from.
+func (im *Image) Path() string { return im.path }
+
+// BuildID is the image's GNU build id in hex, "" when it has none.
+func (im *Image) BuildID() string { return im.buildID }
+
+// section returns the contents of the named section: a slice of the mapping when the section is
+// stored as it is, else a copy read (and decompressed) from the file; nil when there is none.
+func (im *Image) section(name string) ([]byte, error) {
+	s := im.elf.Section(name)
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	if s.Flags&elf.SHF_COMPRESSED == 0 && im.mapped != nil && s.Offset+s.Size <= uint64(len(im.mapped)) {
+		return im.mapped[s.Offset : s.Offset+s.Size : s.Offset+s.Size], nil
+	}
+	b, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// readDWARF reads the sections that lines and inlined functions need, and no other: a kernel's
+// location lists and call frames are as large as the rest and not needed here.
+func (im *Image) readDWARF() error {
+	get := map[string][]byte{}
+	for _, name := range []string{"abbrev", "info", "line", "ranges", "str", "addr", "line_str", "rnglists", "str_offsets"} {
+		b, err := im.section(".debug_" + name)
+		if err != nil {
+			return err
+		}
+		get[name] = b
+	}
+	if get["info"] == nil || get["line"] == nil {
+		return ErrNoDWARF
+	}
+	d, err := dwarf.New(get["abbrev"], nil, nil, get["info"], get["line"], nil, get["ranges"], get["str"])
+	if err != nil {
+		return fmt.Errorf("reading DWARF: %w", err)
+	}
+	for _, name := range []string{"addr", "line_str", "rnglists", "str_offsets"} {
+		if get[name] != nil {
+			if err := d.AddSection(".debug_"+name, get[name]); err != nil {
+				return fmt.Errorf("reading DWARF section %s: %w", name, err)
+			}
+		}
+	}
+	im.dwarf = d
+	return nil
+}
+
+// readSymbols indexes the function symbols of .symtab by name.
+func (im *Image) readSymbols() error {
+	syms, err := im.elf.Symbols()
+	if err != nil {
+		return fmt.Errorf("reading the symbol table: %w", err)
+	}
+	im.symbols = map[string][]symbol{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			im.symbols[s.Name] = append(im.symbols[s.Name], symbol{s.Value, s.Size})
+		}
+	}
+	return nil
+}
+
+// indexUnits reads the address ranges of every compile unit, reading each unit's first entry only.
+func (im *Image) indexUnits() error {
+	r := im.dwarf.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("reading DWARF compile units: %w", err)
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			ranges, err := im.dwarf.Ranges(e)
+			if err == nil {
+				for _, rg := range ranges {
+					if rg[0] < rg[1] {
+						im.units = append(im.units, unitRange{rg[0], rg[1], e.Offset})
+					}
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	slices.SortFunc(im.units, func(a, b unitRange) int {
+		if a.lo != b.lo {
+			if a.lo < b.lo {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	return nil
+}
+
+// unitOf is the compile unit whose ranges hold pc.
+func (im *Image) unitOf(pc uint64) (dwarf.Offset, bool) {
+	i, _ := slices.BinarySearchFunc(im.units, pc, func(u unitRange, pc uint64) int {
+		if u.lo <= pc {
+			return -1
+		}
+		return 1
+	})
+	// i is the first range starting after pc; ranges may nest, so look back a little.
+	for k := i - 1; k >= 0 && k >= i-8; k-- {
+		if u := im.units[k]; u.lo <= pc && pc < u.hi {
+			return u.cu, true
+		}
+	}
+	return 0, false
+}
+
+// elfBuildID is the GNU build id of f's notes, in hex.
+func elfBuildID(f *elf.File) string {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id := ParseBuildID(b, f.ByteOrder); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// ParseBuildID finds the GNU build id among ELF notes (a note section, or /sys/kernel/notes) and
+// returns it in hex; "" when there is none.
+func ParseBuildID(notes []byte, order binary.ByteOrder) string {
+	for len(notes) >= 12 {
+		nameLen, descLen, typ := order.Uint32(notes), order.Uint32(notes[4:]), order.Uint32(notes[8:])
+		nameEnd := 12 + align4(uint64(nameLen))
+		descEnd := nameEnd + align4(uint64(descLen))
+		if descEnd > uint64(len(notes)) {
+			return ""
+		}
+		name := notes[12 : 12+nameLen]
+		if typ == ntGNUBuildID && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) {
+			return hex.EncodeToString(notes[nameEnd : nameEnd+uint64(descLen)])
+		}
+		notes = notes[descEnd:]
+	}
+	return ""
+}
+
+// ntGNUBuildID is the type of the GNU build id note (NT_GNU_BUILD_ID of elf.h).
+const ntGNUBuildID = 3
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }

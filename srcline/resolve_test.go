@@ -1,0 +1,214 @@
+package srcline
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+// requireTool returns the path of a program the test needs, skipping without it, failing in CI,
+// which installs it.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if testenv.InCI() {
+			t.Fatalf("%s not found, which CI installs: %v", name, err)
+		}
+		t.Skipf("%s not found: %v", name, err)
+	}
+	return path
+}
+
+// buildInlined compiles testdata/inlined.c with DWARF and inlining.
+func buildInlined(t *testing.T) string {
+	t.Helper()
+	clang := requireTool(t, "clang")
+	bin := filepath.Join(t.TempDir(), "inlined")
+	src, err := filepath.Abs("testdata/inlined.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(clang, "-g", "-O2", "-o", bin, src).CombinedOutput()
+	if err != nil {
+		t.Fatalf("clang: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// symbolizer is llvm-symbolizer's answer for one address: its functions innermost first, each
+// with its file's base name and line.
+func symbolize(t *testing.T, bin string, addrs []uint64) [][]capture.SourceLine {
+	t.Helper()
+	tool := requireTool(t, "llvm-symbolizer")
+	var in bytes.Buffer
+	for _, a := range addrs {
+		fmt.Fprintf(&in, "0x%x\n", a)
+	}
+	cmd := exec.Command(tool, "--inlining", "--obj="+bin)
+	cmd.Stdin = &in
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("llvm-symbolizer: %v", err)
+	}
+	var all [][]capture.SourceLine
+	for block := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n\n") {
+		lines := strings.Split(block, "\n")
+		var frame []capture.SourceLine
+		for i := 0; i+1 < len(lines); i += 2 {
+			where := strings.Split(lines[i+1], ":") // file:line:column
+			if len(where) < 3 {
+				t.Fatalf("llvm-symbolizer wrote %q", lines[i+1])
+			}
+			line, err := strconv.Atoi(where[len(where)-2])
+			if err != nil {
+				t.Fatalf("llvm-symbolizer wrote %q: %v", lines[i+1], err)
+			}
+			frame = append(frame, capture.SourceLine{Function: lines[i], File: filepath.Base(strings.Join(where[:len(where)-2], ":")), Line: line})
+		}
+		all = append(all, frame)
+	}
+	if len(all) != len(addrs) {
+		t.Fatalf("llvm-symbolizer answered %d addresses of %d", len(all), len(addrs))
+	}
+	return all
+}
+
+func functionSymbol(t *testing.T, bin, name string) elf.Symbol {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			return s
+		}
+	}
+	t.Fatalf("no function %s in %s", name, bin)
+	return elf.Symbol{}
+}
+
+// TestResolveMatchesSymbolizer resolves every offset of a function into which two levels of
+// functions are inlined, as frames "outer+0xoff", and checks each against llvm-symbolizer at the
+// address before it (a frame is a return address).
+func TestResolveMatchesSymbolizer(t *testing.T) {
+	bin := buildInlined(t)
+	sym := functionSymbol(t, bin, "outer")
+	im, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+
+	var frames []string
+	var addrs []uint64
+	for off := uint64(0); off < sym.Size; off++ {
+		frames = append(frames, capture.Frame{Kind: capture.FrameSymbol, Function: "outer", Offset: off}.String())
+		addrs = append(addrs, sym.Value+max(off, 1)-1)
+	}
+	got, skipped, err := im.Resolve(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := symbolize(t, bin, addrs)
+	deepest := 0
+	for i, frame := range frames {
+		lines := got[frame].Lines
+		if len(lines) == 0 {
+			t.Errorf("%s: not resolved (%+v); llvm-symbolizer: %v", frame, skipped, want[i])
+			continue
+		}
+		for k := range lines {
+			lines[k].File = filepath.Base(lines[k].File)
+		}
+		if fmt.Sprint(lines) != fmt.Sprint(want[i]) {
+			t.Errorf("%s: %v, llvm-symbolizer says %v", frame, lines, want[i])
+		}
+		deepest = max(deepest, len(lines))
+	}
+	if deepest < 3 {
+		t.Errorf("no frame of outer inside innermost inlined into middle: the program tests no inlining (deepest chain %d)", deepest)
+	}
+}
+
+// TestResolveSkips checks the frames an image cannot resolve are counted by why, not guessed.
+func TestResolveSkips(t *testing.T) {
+	bin := buildInlined(t)
+	im, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	sym := functionSymbol(t, bin, "take")
+	frames := []string{
+		"xfs_ilock+0x4c [xfs]",
+		"no_such_function+0x10",
+		fmt.Sprintf("take+0x%x", sym.Size+16), // past its end
+		"0xffffffff81234567",
+		"[unknown]",
+		"take+0x4",
+	}
+	got, skipped, err := im.Resolve(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Unresolved{Module: 1, NoSymbol: 2, Other: 2}
+	if skipped != want {
+		t.Errorf("unresolved %+v, want %+v", skipped, want)
+	}
+	if len(got) != 1 || got["take+0x4"].Lines[0].Function != "take" {
+		t.Errorf("resolved %v, want take+0x4 alone, in take", got)
+	}
+}
+
+func TestOpenRefusesNoDWARF(t *testing.T) {
+	clang := requireTool(t, "clang")
+	bin := filepath.Join(t.TempDir(), "plain")
+	if out, err := exec.Command(clang, "-O2", "-o", bin, "testdata/inlined.c").CombinedOutput(); err != nil {
+		t.Fatalf("clang: %v\n%s", err, out)
+	}
+	if _, err := Open(bin); err == nil || !strings.Contains(err.Error(), ErrNoDWARF.Error()) {
+		t.Errorf("Open of a program without -g: %v, want %v", err, ErrNoDWARF)
+	}
+}
+
+func TestBuildIDMatchesFile(t *testing.T) {
+	clang := requireTool(t, "clang")
+	bin := filepath.Join(t.TempDir(), "withid")
+	if out, err := exec.Command(clang, "-g", "-Wl,--build-id=sha1", "-o", bin, "testdata/inlined.c").CombinedOutput(); err != nil {
+		t.Fatalf("clang: %v\n%s", err, out)
+	}
+	im, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	note, err := f.Section(".note.gnu.build-id").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The note's descriptor is its last 20 bytes (SHA-1).
+	want := fmt.Sprintf("%x", note[len(note)-20:])
+	if im.BuildID() != want {
+		t.Errorf("build id %q, want %q", im.BuildID(), want)
+	}
+}
