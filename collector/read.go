@@ -21,7 +21,7 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.read(&snap); err != nil {
+	if err := c.read(&snap, nil); err != nil {
 		return nil, err
 	}
 	return assemble(snap, c.assembly(c.start))
@@ -76,48 +76,47 @@ func (c *Collector) detach() (snapshot, error) {
 	return snapshot{stopNS: stopNS, duration: duration}, nil
 }
 
-// read reads the maps, and what else the capture needs of the system at
-// its end, into the snapshot.
-func (c *Collector) read(snap *snapshot) error {
-	var err error
-	if snap.programs, err = c.programStats(); err != nil {
+// cumulative is what the sources the probes only ever add to held at one time: the per-CPU
+// counters and histograms, which cannot be cleared without losing concurrent increments, and the
+// programs' run statistics. A round of Rounds is their difference from its start's.
+type cumulative struct {
+	counters      [lockstatCounterCNT_MAX]uint64 // summed over the CPUs
+	histogram     [][]uint64                     // per lock type
+	holdHistogram [][]uint64                     // nil for tracepoint backends
+	programs      []capture.ProgramStats         // one per attached program, in attach order
+}
+
+// read reads the maps, and what else the capture needs of the system at its end, into the
+// snapshot: everything the probes aggregated, for Stop (base nil), or one round of Rounds since
+// base, the cumulative sources at the round's start. A round drains the aggregation maps, and has
+// no open waits (a wait counts in the round it ends in) and no timeline.
+//
+// The aggregation maps are read before the cumulative sources: the order Rounds.Begin explains.
+func (c *Collector) read(snap *snapshot, base *cumulative) error {
+	round := base != nil
+	if err := c.readAggregates(snap, round); err != nil {
 		return err
 	}
-	if snap.counters, err = c.readCounters(); err != nil {
+	now, err := c.readCumulative()
+	if err != nil {
 		return err
 	}
+	if round {
+		now = now.since(*base)
+	}
+	snap.counters, snap.histogram, snap.holdHistogram, snap.programs = now.counters, now.histogram, now.holdHistogram, now.programs
 	maps := &c.obj.maps
-	types := len(c.cfg.Spec.Types)
-	if snap.waits, err = readEntries[lockstatWaitKey, lockstatWaitStats](maps.Aggregate); err != nil {
-		return err
-	}
-	if snap.histogram, err = readHistogram(maps.Histogram, types); err != nil {
-		return err
-	}
-	if snap.threadWaits, snap.spinWaits, err = readWaitSlots(maps.ThreadWaits, maps.SpinWaits); err != nil {
-		return err
-	}
-	open := openWaits(snap.threadWaits, snap.spinWaits, snap.stopNS)
-	snap.threadNames = map[uint32]string{}
-	for _, s := range open {
-		snap.threadNames[s.Tid] = threadName(s.Pid, s.Tid)
-	}
-	if c.att.acquire != nil {
-		if snap.holds, err = readEntries[lockstatWaitKey, lockstatWaitStats](maps.HoldAggregate); err != nil {
+	var open []lockstatWaitSlot
+	if !round {
+		if snap.threadWaits, snap.spinWaits, err = readWaitSlots(maps.ThreadWaits, maps.SpinWaits); err != nil {
 			return err
 		}
-		if snap.holdHistogram, err = readHistogram(maps.HoldHistogram, types); err != nil {
-			return err
+		open = openWaits(snap.threadWaits, snap.spinWaits, snap.stopNS)
+		snap.threadNames = map[uint32]string{}
+		for _, s := range open {
+			snap.threadNames[s.Tid] = threadName(s.Pid, s.Tid)
 		}
-	}
-	if snap.timeline, err = c.timeline.capture(c.cfg.Spec.Names(), snap.duration); err != nil {
-		return err
-	}
-	if c.cfg.Owners {
-		if snap.owners, err = readEntries[lockstatOwnerKey, lockstatOwnerStats](maps.Owners); err != nil {
-			return err
-		}
-		if err := readOwnerFacts(maps, snap, false); err != nil {
+		if snap.timeline, err = c.timeline.capture(c.cfg.Spec.Names(), snap.duration); err != nil {
 			return err
 		}
 	}
@@ -127,6 +126,55 @@ func (c *Collector) read(snap *snapshot) error {
 	snap.mapSizes = c.mapSizes()
 	snap.cgroups = c.cgroups.atEnd()
 	return nil
+}
+
+// readAggregates reads the aggregation maps (waits, holds, owners and their facts) into the
+// snapshot; drained, it deletes what it read.
+func (c *Collector) readAggregates(snap *snapshot, drained bool) error {
+	readWaits, readOwners := readEntries[lockstatWaitKey, lockstatWaitStats], readEntries[lockstatOwnerKey, lockstatOwnerStats]
+	if drained {
+		readWaits, readOwners = drain[lockstatWaitKey, lockstatWaitStats], drainOwners
+	}
+	maps := &c.obj.maps
+	var err error
+	if snap.waits, err = readWaits(maps.Aggregate); err != nil {
+		return err
+	}
+	if c.att.acquire != nil {
+		if snap.holds, err = readWaits(maps.HoldAggregate); err != nil {
+			return err
+		}
+	}
+	if !c.cfg.Owners {
+		return nil
+	}
+	if snap.owners, err = readOwners(maps.Owners); err != nil {
+		return err
+	}
+	return readOwnerFacts(maps, snap, drained)
+}
+
+// readCumulative reads the cumulative sources.
+func (c *Collector) readCumulative() (cumulative, error) {
+	var now cumulative
+	var err error
+	if now.programs, err = c.programStats(); err != nil {
+		return now, err
+	}
+	if now.counters, err = c.readCounters(); err != nil {
+		return now, err
+	}
+	maps := &c.obj.maps
+	types := len(c.cfg.Spec.Types)
+	if now.histogram, err = readHistogram(maps.Histogram, types); err != nil {
+		return now, err
+	}
+	if c.att.acquire != nil {
+		if now.holdHistogram, err = readHistogram(maps.HoldHistogram, types); err != nil {
+			return now, err
+		}
+	}
+	return now, nil
 }
 
 // stopFunctionProbes ends the capture of the function probes before they

@@ -24,16 +24,8 @@ import (
 // when a round ends is counted in the round where it ends.
 type Rounds struct {
 	c     *Collector
-	start time.Time // of the current round
-	base  roundBase
-}
-
-// roundBase is what the cumulative sources held when a round began.
-type roundBase struct {
-	counters      [lockstatCounterCNT_MAX]uint64
-	histogram     [][]uint64
-	holdHistogram [][]uint64
-	programs      []capture.ProgramStats
+	start time.Time  // of the current round
+	base  cumulative // the cumulative sources at its start
 }
 
 // Rounds stops the collector's timeline and returns its capture cut into
@@ -54,27 +46,12 @@ func (c *Collector) Rounds() (*Rounds, error) {
 // histogram whenever it is in the round's records, and a record's type
 // always has a histogram.
 func (r *Rounds) Begin() error {
-	base, err := r.read()
+	base, err := r.c.readCumulative()
 	if err != nil {
 		return err
 	}
-	maps := &r.c.obj.maps
-	drop := []*ebpf.Map{maps.Aggregate}
-	if r.c.att.acquire != nil {
-		drop = append(drop, maps.HoldAggregate)
-	}
-	for _, m := range drop {
-		if _, err := drain[lockstatWaitKey, lockstatWaitStats](m); err != nil {
-			return err
-		}
-	}
-	if r.c.cfg.Owners {
-		if _, err := drainOwners(maps.Owners); err != nil {
-			return err
-		}
-		if err := readOwnerFacts(maps, &snapshot{}, true); err != nil {
-			return err
-		}
+	if err := r.c.readAggregates(&snapshot{}, true); err != nil {
+		return err
 	}
 	r.base = base
 	r.start = time.Now()
@@ -85,69 +62,15 @@ func (r *Rounds) Begin() error {
 // have returned it for a collector started at Begin: host, command-line and
 // tool fields of the metadata are left to the caller.
 func (r *Rounds) End() (*capture.Capture, error) {
-	c := r.c
 	stopNS, err := monotonicNow()
 	if err != nil {
 		return nil, err
 	}
 	snap := snapshot{stopNS: stopNS, duration: time.Since(r.start)}
-	maps := &c.obj.maps
-	if snap.waits, err = drain[lockstatWaitKey, lockstatWaitStats](maps.Aggregate); err != nil {
+	if err := r.c.read(&snap, &r.base); err != nil {
 		return nil, err
 	}
-	if c.att.acquire != nil {
-		if snap.holds, err = drain[lockstatWaitKey, lockstatWaitStats](maps.HoldAggregate); err != nil {
-			return nil, err
-		}
-	}
-	if c.cfg.Owners {
-		if snap.owners, err = drainOwners(maps.Owners); err != nil {
-			return nil, err
-		}
-		if err := readOwnerFacts(maps, &snap, true); err != nil {
-			return nil, err
-		}
-	}
-	now, err := r.read()
-	if err != nil {
-		return nil, err
-	}
-	for i := range now.counters {
-		snap.counters[i] = now.counters[i] - r.base.counters[i]
-	}
-	snap.histogram = subtractBuckets(now.histogram, r.base.histogram)
-	snap.holdHistogram = subtractBuckets(now.holdHistogram, r.base.holdHistogram)
-	snap.programs = subtractPrograms(now.programs, r.base.programs)
-	snap.spinWaits = []lockstatCpuWaits{}
-	if snap.stacks, err = readStacks(maps.Stacks, &snap, nil); err != nil {
-		return nil, err
-	}
-	snap.mapSizes = c.mapSizes()
-	snap.cgroups = c.cgroups.atEnd()
-	return assemble(snap, c.assembly(r.start))
-}
-
-// read reads the cumulative sources.
-func (r *Rounds) read() (roundBase, error) {
-	c := r.c
-	var b roundBase
-	var err error
-	if b.programs, err = c.programStats(); err != nil {
-		return b, err
-	}
-	if b.counters, err = c.readCounters(); err != nil {
-		return b, err
-	}
-	types := len(c.cfg.Spec.Types)
-	if b.histogram, err = readHistogram(c.obj.maps.Histogram, types); err != nil {
-		return b, err
-	}
-	if c.att.acquire != nil {
-		if b.holdHistogram, err = readHistogram(c.obj.maps.HoldHistogram, types); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	return assemble(snap, r.c.assembly(r.start))
 }
 
 // drain reads and deletes every entry of a hash map. The keys are listed
@@ -195,6 +118,19 @@ func drainOwners(m *ebpf.Map) ([]ownerEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// since is what the cumulative sources gained from base to now.
+func (now cumulative) since(base cumulative) cumulative {
+	out := cumulative{
+		histogram:     subtractBuckets(now.histogram, base.histogram),
+		holdHistogram: subtractBuckets(now.holdHistogram, base.holdHistogram),
+		programs:      subtractPrograms(now.programs, base.programs),
+	}
+	for i := range now.counters {
+		out.counters[i] = now.counters[i] - base.counters[i]
+	}
+	return out
 }
 
 // subtractBuckets is now - base, bucket by bucket; nil when now is.

@@ -1,9 +1,11 @@
 package collector
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/internal/testenv"
 )
 
@@ -52,4 +54,28 @@ func TestRoundsKeepHistogramsWithTheirRecords(t *testing.T) {
 		t.Fatal("no waits in any round")
 	}
 	t.Logf("%d waits in the rounds", waits)
+}
+
+// A round's counters, histograms and run statistics are what they gained since its start; a
+// tracepoint backend's missing hold histogram stays missing.
+func TestCumulativeSince(t *testing.T) {
+	base := cumulative{
+		histogram: [][]uint64{{1, 2}, {0, 5}},
+		programs:  []capture.ProgramStats{{Name: "contention_begin", RunCount: 10, RunTimeNS: 1000, RecursionMisses: 1, Begins: true}},
+	}
+	base.counters[lockstatCounterCNT_STACK_FAILED] = 3
+	now := cumulative{
+		histogram: [][]uint64{{4, 2}, {1, 9}},
+		programs:  []capture.ProgramStats{{Name: "contention_begin", RunCount: 25, RunTimeNS: 4000, RecursionMisses: 1, Begins: true}},
+	}
+	now.counters[lockstatCounterCNT_STACK_FAILED] = 7
+	got := now.since(base)
+	want := cumulative{
+		histogram: [][]uint64{{3, 0}, {1, 4}},
+		programs:  []capture.ProgramStats{{Name: "contention_begin", RunCount: 15, RunTimeNS: 3000, Begins: true}},
+	}
+	want.counters[lockstatCounterCNT_STACK_FAILED] = 4
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("since\n got %+v\nwant %+v", got, want)
+	}
 }
