@@ -14,6 +14,13 @@ import (
 // thread name, not the lock type, because the graph is drawn for all types and for each type: a type
 // level would be one node wide in every per-type graph, and threads are what a reader tells apart
 // next (which workload waits, and where).
+//
+// A frame with source lines (Sources) is followed by the functions inlined at it, outermost
+// first, each a node of its own named "lock_rename (inlined)", as perf report --inline shows
+// them: the wait of do_renameat2 is split by the inlined function it was in, and the code a
+// reader looks for is named in the graph.
+// InlinedSuffix follows the name of a flame graph's node of an inlined function, as perf writes it.
+const InlinedSuffix = " (inlined)"
 
 // FlameTree is one flame graph: its nodes in depth-first order, the children of a node after it and
 // largest first, each placed by StartNS within its parent's span, so a renderer only draws them.
@@ -33,13 +40,13 @@ type FlameNode struct {
 }
 
 // FlameGraphs builds the flame graph of all the waits of records, then one per lock type in the order
-// types first appear in records. Records without waits (holds only) are left out. A graph keeps at
+// types first appear in records; sources, when not nil, add the inlined functions of its frames. Records without waits (holds only) are left out. A graph keeps at
 // most maxNodes nodes, the widest: a node is never wider than its parent, so what is kept stays one
 // tree, and what is dropped is too narrow to draw.
 //
 // The records' paths are sorted, so that a path shares its nodes with the one before it up to where
 // they differ: each trie is built in one pass, in depth-first order, without looking a node up.
-func FlameGraphs(records []Record, maxNodes int) []FlameTree {
+func FlameGraphs(records []Record, sources *Sources, maxNodes int) []FlameTree {
 	names := map[string]int32{}
 	var nameOf []string
 	intern := func(s string) int32 {
@@ -88,6 +95,11 @@ func FlameGraphs(records []Record, maxNodes int) []FlameTree {
 		} else {
 			for _, f := range slices.Backward(r.Stack) {
 				backing = append(backing, intern(ParseFrame(f).Func()))
+				if sources != nil {
+					for _, l := range slices.Backward(sources.Frames[f].Inlined()) {
+						backing = append(backing, intern(l.Function+InlinedSuffix))
+					}
+				}
 			}
 			k = int32(len(stacks))
 			stacks = append(stacks, backing[start+1:])

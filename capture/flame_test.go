@@ -16,7 +16,7 @@ func TestFlameGraphs(t *testing.T) {
 		{Type: "rwsem:W", Comm: "c", HoldCount: 5, HoldTotalNS: 500, Stack: []string{"down_write+0x1"}}, // holds only
 		{Type: "spinlock", Comm: "b", Count: 1, TotalNS: 5},                                             // no stack
 	}
-	trees := FlameGraphs(records, 100)
+	trees := FlameGraphs(records, nil, 100)
 	want := []FlameTree{
 		{Type: "", Nodes: []FlameNode{
 			{"", 0, 0, 95, 5},
@@ -47,10 +47,10 @@ func TestFlameGraphs(t *testing.T) {
 	// hold equal copies of it.
 	copies := append(slices.Clone(records), Record{Type: "mutex", Comm: "b", Count: 1, TotalNS: 7, Stack: slices.Clone(records[0].Stack)})
 	sharing := append(slices.Clone(records), Record{Type: "mutex", Comm: "b", Count: 1, TotalNS: 7, Stack: records[0].Stack})
-	if a, b := FlameGraphs(copies, 100), FlameGraphs(sharing, 100); !reflect.DeepEqual(a, b) || len(a[0].Nodes) != len(trees[0].Nodes)+2 {
+	if a, b := FlameGraphs(copies, nil, 100), FlameGraphs(sharing, nil, 100); !reflect.DeepEqual(a, b) || len(a[0].Nodes) != len(trees[0].Nodes)+2 {
 		t.Errorf("records of one stack:\n copies %+v\nsharing %+v", a, b)
 	}
-	if got := FlameGraphs(records[3:4], 100); got != nil {
+	if got := FlameGraphs(records[3:4], nil, 100); got != nil {
 		t.Errorf("a capture of holds only has flame graphs %+v", got)
 	}
 }
@@ -71,8 +71,8 @@ func TestFlameGraphsLimit(t *testing.T) {
 		records = append(records, r)
 	}
 	for _, limit := range []int{1, 50, 1000, 1 << 20} {
-		full := FlameGraphs(records, 1<<30)
-		for i, tree := range FlameGraphs(records, limit) {
+		full := FlameGraphs(records, nil, 1<<30)
+		for i, tree := range FlameGraphs(records, nil, limit) {
 			n := len(tree.Nodes)
 			if n > max(limit, 1) || n+tree.Dropped != len(full[i].Nodes) {
 				t.Errorf("limit %d, type %q: %d nodes and %d dropped of %d", limit, tree.Type, n, tree.Dropped, len(full[i].Nodes))
@@ -112,7 +112,36 @@ func TestFlameGraphsModuleFrames(t *testing.T) {
 		{"xfs_ilock", 3, 50, 5, 1}, {"down_write", 4, 50, 5, 1},
 		{"0xffffffffc0a81234", 3, 55, 2, 1},
 	}
-	if got := FlameGraphs(records, 100)[0].Nodes; !slices.Equal(got, want) {
+	if got := FlameGraphs(records, nil, 100)[0].Nodes; !slices.Equal(got, want) {
 		t.Errorf("nodes\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestFlameGraphsInlined checks the functions inlined at a frame follow it, outermost first, each
+// a node of its own, and frames without lines stay as they were.
+func TestFlameGraphsInlined(t *testing.T) {
+	records := []Record{
+		{Type: "mutex", Comm: "mv", Count: 1, TotalNS: 40, Stack: []string{"mutex_lock+0x1", "do_renameat2+0x221", "main+0x3"}},
+		{Type: "mutex", Comm: "mv", Count: 1, TotalNS: 10, Stack: []string{"mutex_lock+0x1", "do_renameat2+0x300", "main+0x3"}},
+	}
+	sources := &Sources{Frames: map[string]SourceFrame{
+		"do_renameat2+0x221": {Lines: []SourceLine{
+			{Function: "inode_lock_nested", File: "include/linux/fs.h", Line: 850},
+			{Function: "lock_rename", File: "fs/namei.c", Line: 3012},
+			{Function: "do_renameat2", File: "fs/namei.c", Line: 5004},
+		}},
+		"do_renameat2+0x300": {Lines: []SourceLine{{Function: "do_renameat2", File: "fs/namei.c", Line: 5050}}},
+	}}
+	got := FlameGraphs(records, sources, 100)[0].Nodes
+	want := []FlameNode{
+		{"", 0, 0, 50, 2}, {"mv", 1, 0, 50, 2}, {"main", 2, 0, 50, 2}, {"do_renameat2", 3, 0, 50, 2},
+		{"lock_rename" + InlinedSuffix, 4, 0, 40, 1}, {"inode_lock_nested" + InlinedSuffix, 5, 0, 40, 1}, {"mutex_lock", 6, 0, 40, 1},
+		{"mutex_lock", 4, 40, 10, 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("nodes:\n got %+v\nwant %+v", got, want)
+	}
+	if plain := FlameGraphs(records, nil, 100)[0].Nodes; len(plain) != 5 {
+		t.Errorf("without sources, %d nodes, want 5: %+v", len(plain), plain)
 	}
 }

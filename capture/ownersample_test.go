@@ -124,7 +124,7 @@ func TestOwnerFlameGraph(t *testing.T) {
 		{Type: "rwsem:W", Lock: 1, Comm: "<b>hog</b>", TID: 7, StackReason: OwnerStackRan, Count: 1, TotalNS: 50},
 		{Type: "mutex", Lock: 2, Reason: OwnerNone, Count: 1, TotalNS: 1000},
 	}
-	tree, ok := OwnerFlameGraph(owners, 100)
+	tree, ok := OwnerFlameGraph(owners, nil, 100)
 	if !ok {
 		t.Fatal("no flame graph of the owners' stacks")
 	}
@@ -135,7 +135,7 @@ func TestOwnerFlameGraph(t *testing.T) {
 	if tree.Nodes[2].Name != "vfs_write" || tree.Nodes[3].Name != "copy_page" || tree.Nodes[3].TotalNS != 300 {
 		t.Errorf("nodes %+v: want vfs_write, then copy_page with 300 ns", tree.Nodes)
 	}
-	if _, ok := OwnerFlameGraph(owners[2:], 100); ok {
+	if _, ok := OwnerFlameGraph(owners[2:], nil, 100); ok {
 		t.Error("a flame graph of owners without a stack")
 	}
 }

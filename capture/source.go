@@ -99,7 +99,7 @@ func SourceDetail(lines []SourceLine) string {
 			b.WriteString(where)
 		}
 		if i < len(lines)-1 {
-			b.WriteString(" (inlined)")
+			b.WriteString(InlinedSuffix)
 		}
 	}
 	return b.String()

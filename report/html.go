@@ -84,7 +84,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	laidOut := make(chan struct{})
 	go func() {
 		defer close(laidOut)
-		trees = capture.FlameGraphs(c.Records, flameNodes)
+		trees = capture.FlameGraphs(c.Records, c.Sources, flameNodes)
 	}()
 	byCaller := capture.GroupBy(c.Records, capture.ByCaller)
 	byLock := capture.GroupBy(c.Records, capture.ByLock)
@@ -136,7 +136,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	embedded.Meta, embedded.Records, embedded.Owners = m, nil, hashedOwners(c.Owners, tab)
 	embedded.OwnerChains = hashedChains(c.OwnerChains, tab)
 	flame := newFlameGraphs(trees, tab)
-	if tree, ok := capture.OwnerFlameGraph(c.Owners, flameNodes); ok {
+	if tree, ok := capture.OwnerFlameGraph(c.Owners, c.Sources, flameNodes); ok {
 		owners := newFlameGraphs([]capture.FlameTree{tree}, tab)[0]
 		owners.Owners = true
 		flame = append(flame, owners)

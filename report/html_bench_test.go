@@ -149,7 +149,7 @@ func BenchmarkFlameGraphs(b *testing.B) {
 	c := syntheticCapture(100_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		if trees := capture.FlameGraphs(c.Records, flameNodes); len(trees) == 0 {
+		if trees := capture.FlameGraphs(c.Records, c.Sources, flameNodes); len(trees) == 0 {
 			b.Fatal("no flame graphs")
 		}
 	}
