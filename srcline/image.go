@@ -32,8 +32,7 @@ type Image struct {
 	buildID string
 	symbols map[string][]symbol // function symbols by name
 	units   []unitRange         // address ranges of the compile units, sorted by start
-	names   map[dwarf.Offset]string
-	lines   map[dwarf.Offset]*lineTable
+	names   map[dwarf.Offset]string // names of abstract functions, by their entry
 }
 
 type symbol struct{ addr, size uint64 }
@@ -55,7 +54,7 @@ func Open(path string) (*Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the vmlinux: %w", err)
 	}
-	im := &Image{path: path, file: f, names: map[dwarf.Offset]string{}, lines: map[dwarf.Offset]*lineTable{}}
+	im := &Image{path: path, file: f, names: map[dwarf.Offset]string{}}
 	if err := im.open(); err != nil {
 		im.Close()
 		return nil, fmt.Errorf("reading %s: %w", path, err)

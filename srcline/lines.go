@@ -1,7 +1,6 @@
 package srcline
 
 import (
-	"cmp"
 	"debug/dwarf"
 	"errors"
 	"fmt"
@@ -9,65 +8,36 @@ import (
 	"slices"
 )
 
-// lineTable is the rows of one compile unit's line program, sorted by address, so that an
-// address's row is found by binary search instead of by running the program again.
-type lineTable struct {
-	rows []lineRow
-}
-
+// lineRow is the line of an address in a compile unit's line table.
 type lineRow struct {
-	addr   uint64
-	file   *dwarf.LineFile
-	line   int
-	endSeq bool // the first address after a sequence: no line
+	file *dwarf.LineFile
+	line int
 }
 
-// lineTable reads the line table of the unit at cu, once.
-func (im *Image) lineTable(cu dwarf.Offset, lr *dwarf.LineReader) (*lineTable, error) {
-	if t, ok := im.lines[cu]; ok {
-		return t, nil
-	}
-	t := &lineTable{}
-	var e dwarf.LineEntry
+// findLines runs a unit's line program once and returns the row of each of pcs: the last row at
+// or before it in its sequence. A pc past the end of every sequence has none. Nothing of the
+// table is kept but the rows of pcs: a kernel's line tables are over a hundred megabytes as rows.
+func findLines(lr *dwarf.LineReader, pcs []uint64) (map[uint64]lineRow, error) {
+	sorted := slices.Clone(pcs)
+	slices.Sort(sorted)
+	found := make(map[uint64]lineRow, len(pcs))
+	var prev, e dwarf.LineEntry
+	have := false // prev is a row of the current sequence
 	for {
 		err := lr.Next(&e)
 		if errors.Is(err, io.EOF) {
-			break
+			return found, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the line table of compile unit at %#x: %w", cu, err)
+			return nil, fmt.Errorf("reading a line table: %w", err)
 		}
-		t.rows = append(t.rows, lineRow{addr: e.Address, file: e.File, line: e.Line, endSeq: e.EndSequence})
-	}
-	// A sequence's end sorts before another sequence's start at the same address, so the start
-	// is the row found there. Rows of one sequence keep their order.
-	slices.SortStableFunc(t.rows, func(a, b lineRow) int {
-		return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(boolRank(!a.endSeq), boolRank(!b.endSeq)))
-	})
-	im.lines[cu] = t
-	return t, nil
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// find is the row of pc: the last row at or before it, unless that ends a sequence.
-func (t *lineTable) find(pc uint64) (lineRow, bool) {
-	if t == nil {
-		return lineRow{}, false
-	}
-	i, _ := slices.BinarySearchFunc(t.rows, pc, func(r lineRow, pc uint64) int {
-		if r.addr <= pc {
-			return -1
+		if have && prev.Address < e.Address {
+			// The pcs in [prev, e) are at prev's line.
+			i, _ := slices.BinarySearch(sorted, prev.Address)
+			for ; i < len(sorted) && sorted[i] < e.Address; i++ {
+				found[sorted[i]] = lineRow{prev.File, prev.Line}
+			}
 		}
-		return 1
-	})
-	if i == 0 || t.rows[i-1].endSeq {
-		return lineRow{}, false
+		prev, have = e, !e.EndSequence
 	}
-	return t.rows[i-1], true
 }

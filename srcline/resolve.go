@@ -126,7 +126,7 @@ type unit struct {
 	im      *Image
 	files   []*dwarf.LineFile
 	compDir string
-	table   *lineTable
+	rows    map[uint64]lineRow // the line of each pc asked
 	chains  map[uint64][]*dwarf.Entry // per address, the function and the functions inlined into it there, outermost first
 }
 
@@ -147,8 +147,8 @@ func (im *Image) readUnit(cu dwarf.Offset, pcs []uint64) (*unit, error) {
 	}
 	if lr != nil {
 		u.files = lr.Files()
-		if u.table, err = im.lineTable(cu, lr); err != nil {
-			return nil, err
+		if u.rows, err = findLines(lr, pcs); err != nil {
+			return nil, fmt.Errorf("compile unit at %#x: %w", cu, err)
 		}
 	}
 	if e.Children {
@@ -226,7 +226,7 @@ func (u *unit) inside(e *dwarf.Entry, pcs []uint64) ([]uint64, error) {
 // lines are the lines of pc, innermost first; the outermost function is named function, the
 // symbol's name, which is what the frame says (the DWARF name lacks a suffix such as ".isra.0").
 func (u *unit) lines(pc uint64, function string) []capture.SourceLine {
-	row, ok := u.table.find(pc)
+	row, ok := u.rows[pc]
 	if !ok {
 		return nil
 	}
