@@ -30,8 +30,8 @@ type Image struct {
 	elf     *elf.File
 	dwarf   *dwarf.Data
 	buildID string
-	symbols map[string][]symbol // function symbols by name
-	units   []unitRange         // address ranges of the compile units, sorted by start
+	symbols map[string][]symbol     // function symbols by name
+	units   []unitRange             // address ranges of the compile units, sorted by start
 	names   map[dwarf.Offset]string // names of abstract functions, by their entry
 }
 

@@ -126,7 +126,7 @@ type unit struct {
 	im      *Image
 	files   []*dwarf.LineFile
 	compDir string
-	rows    map[uint64]lineRow // the line of each pc asked
+	rows    map[uint64]lineRow        // the line of each pc asked
 	chains  map[uint64][]*dwarf.Entry // per address, the function and the functions inlined into it there, outermost first
 }
 
