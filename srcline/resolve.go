@@ -259,8 +259,8 @@ func (u *unit) fileName(f *dwarf.LineFile) string {
 	if f == nil {
 		return ""
 	}
-	if u.compDir != "" {
-		if rel, ok := strings.CutPrefix(f.Name, strings.TrimSuffix(u.compDir, "/")+"/"); ok {
+	if dir := strings.TrimSuffix(u.compDir, "/"); dir != "" {
+		if rel, ok := strings.CutPrefix(f.Name, dir+"/"); ok {
 			return rel
 		}
 	}

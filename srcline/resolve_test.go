@@ -11,44 +11,14 @@ import (
 	"testing"
 
 	"github.com/klockstat/klockstat/capture"
-	"github.com/klockstat/klockstat/internal/testenv"
+	"github.com/klockstat/klockstat/srcline/srclinetest"
 )
 
-// requireTool returns the path of a program the test needs, skipping without it, failing in CI,
-// which installs it.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if testenv.InCI() {
-			t.Fatalf("%s not found, which CI installs: %v", name, err)
-		}
-		t.Skipf("%s not found: %v", name, err)
-	}
-	return path
-}
-
-// buildInlined compiles testdata/inlined.c with DWARF and inlining.
-func buildInlined(t *testing.T) string {
-	t.Helper()
-	clang := requireTool(t, "clang")
-	bin := filepath.Join(t.TempDir(), "inlined")
-	src, err := filepath.Abs("testdata/inlined.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(clang, "-g", "-O2", "-o", bin, src).CombinedOutput()
-	if err != nil {
-		t.Fatalf("clang: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// symbolizer is llvm-symbolizer's answer for one address: its functions innermost first, each
+// symbolize is llvm-symbolizer's answer for one address: its functions innermost first, each
 // with its file's base name and line.
 func symbolize(t *testing.T, bin string, addrs []uint64) [][]capture.SourceLine {
 	t.Helper()
-	tool := requireTool(t, "llvm-symbolizer")
+	tool := srclinetest.RequireTool(t, "llvm-symbolizer")
 	var in bytes.Buffer
 	for _, a := range addrs {
 		fmt.Fprintf(&in, "0x%x\n", a)
@@ -106,7 +76,7 @@ func functionSymbol(t *testing.T, bin, name string) elf.Symbol {
 // functions are inlined, as frames "outer+0xoff", and checks each against llvm-symbolizer at the
 // address before it (a frame is a return address).
 func TestResolveMatchesSymbolizer(t *testing.T) {
-	bin := buildInlined(t)
+	bin := srclinetest.Build(t, "-g", "-O2")
 	sym := functionSymbol(t, bin, "outer")
 	im, err := Open(bin)
 	if err != nil {
@@ -147,7 +117,7 @@ func TestResolveMatchesSymbolizer(t *testing.T) {
 
 // TestResolveSkips checks the frames an image cannot resolve are counted by why, not guessed.
 func TestResolveSkips(t *testing.T) {
-	bin := buildInlined(t)
+	bin := srclinetest.Build(t, "-g", "-O2")
 	im, err := Open(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -176,22 +146,14 @@ func TestResolveSkips(t *testing.T) {
 }
 
 func TestOpenRefusesNoDWARF(t *testing.T) {
-	clang := requireTool(t, "clang")
-	bin := filepath.Join(t.TempDir(), "plain")
-	if out, err := exec.Command(clang, "-O2", "-o", bin, "testdata/inlined.c").CombinedOutput(); err != nil {
-		t.Fatalf("clang: %v\n%s", err, out)
-	}
+	bin := srclinetest.Build(t, "-O2")
 	if _, err := Open(bin); err == nil || !strings.Contains(err.Error(), ErrNoDWARF.Error()) {
 		t.Errorf("Open of a program without -g: %v, want %v", err, ErrNoDWARF)
 	}
 }
 
 func TestBuildIDMatchesFile(t *testing.T) {
-	clang := requireTool(t, "clang")
-	bin := filepath.Join(t.TempDir(), "withid")
-	if out, err := exec.Command(clang, "-g", "-Wl,--build-id=sha1", "-o", bin, "testdata/inlined.c").CombinedOutput(); err != nil {
-		t.Fatalf("clang: %v\n%s", err, out)
-	}
+	bin := srclinetest.Build(t, "-g")
 	im, err := Open(bin)
 	if err != nil {
 		t.Fatal(err)

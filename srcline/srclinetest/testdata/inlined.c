@@ -1,4 +1,4 @@
-// A program whose functions inline into one another, for srcline's tests: built with
+// A program whose functions inline into one another, for the tests of source lines: built with
 // clang -g -O2 at test time and read against llvm-symbolizer.
 #include <stdio.h>
 #include <stdlib.h>
