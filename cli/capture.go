@@ -22,6 +22,7 @@ import (
 	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/lockspec"
 	"github.com/klockstat/klockstat/report"
+	"github.com/klockstat/klockstat/srcline"
 )
 
 // captureOptions is everything the capture command line says.
@@ -105,6 +106,9 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 		return nil, usagef("--duration %v: must be positive", o.duration)
 	}
 	if err := o.captureOutputs.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.sources.checkKernel(srcline.RunningBuildID()); err != nil {
 		return nil, err
 	}
 	// The collector captures these types and cgroups only: no record is left for them to filter.
@@ -396,6 +400,7 @@ func (inv invocation) fillMeta(m *capture.Meta, o *captureOptions, exitCode *int
 	machine := host.Read()
 	m.Kernel = machine.Kernel
 	m.KernelBuild = machine.KernelBuild
+	m.KernelBuildID = srcline.RunningBuildID()
 	m.Arch = machine.Arch
 	m.Hostname = machine.Hostname
 	m.CPUs = machine.CPUs

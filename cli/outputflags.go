@@ -76,6 +76,7 @@ func (p pageFlags) writeSummaryLines(inv invocation, dests []destination, page d
 // report, and the outputs they plan.
 type captureOutputs struct {
 	pageFlags
+	sources  sourceFlags
 	jsonPath string
 	exports  exportPaths
 	views    summaryFlags
@@ -88,6 +89,7 @@ func (o *captureOutputs) addFlags(fs *pflag.FlagSet, quietHelp string) {
 		page: "HTML report", defaultPath: "klockstat-report.html", addressesIn: "HTML report and the exports", quiet: quietHelp,
 	})
 	fs.StringVar(&o.jsonPath, "json", "", "write the capture as JSON to `FILE` (- for stdout)")
+	o.sources.addFlags(fs)
 	o.exports.addFlags(fs)
 	o.views.addFlags(fs)
 }
@@ -95,6 +97,9 @@ func (o *captureOutputs) addFlags(fs *pflag.FlagSet, quietHelp string) {
 // validate checks the flags and sets summary.
 func (o *captureOutputs) validate() error {
 	if err := o.pageFlags.validate(); err != nil {
+		return err
+	}
+	if err := o.sources.open(); err != nil {
 		return err
 	}
 	var err error
@@ -126,6 +131,9 @@ func (o *captureOutputs) outputs(c *capture.Capture, key []byte) []output {
 // write writes every output and the summary, and reports every failure: one that cannot be
 // written does not keep the others from being written.
 func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
+	if err := o.sources.resolve(inv, c, o.quiet); err != nil {
+		return err
+	}
 	// One key for the report, the exports and the summary, so that they name a lock by the same id.
 	key := newAddressKey()
 	outs := o.outputs(c, key)
