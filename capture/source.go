@@ -42,12 +42,12 @@ const (
 	MaxInlineDepth = 64
 )
 
-// Source returns the lines of frame, or nil when the capture has none for it.
-func (c *Capture) Source(frame string) []SourceLine {
-	if c.Sources == nil {
+// Lines returns the lines of frame, or nil when it has none or s is nil (a capture without sources).
+func (s *Sources) Lines(frame string) []SourceLine {
+	if s == nil {
 		return nil
 	}
-	return c.Sources.Frames[frame].Lines
+	return s.Frames[frame].Lines
 }
 
 // Inlined are the functions inlined at the frame, innermost first: all its lines but the last.

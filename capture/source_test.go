@@ -67,23 +67,22 @@ func TestValidateRefusesBadSources(t *testing.T) {
 
 func TestSourceText(t *testing.T) {
 	s := renameSources()
-	c := &Capture{Sources: s}
 	for frame, want := range map[string]string{
 		"lock_rename+0x2c":   " → lock_rename, fs/namei.c:3012",
 		"do_syscall_64+0x5d": ", arch/x86/entry/common.c",
 		"other+0x1":          "",
 	} {
-		if got := SourceText(c.Source(frame)); got != want {
+		if got := SourceText(s.Lines(frame)); got != want {
 			t.Errorf("SourceText(%s) = %q, want %q", frame, got, want)
 		}
 	}
-	if got, want := SourceDetail(c.Source("lock_rename+0x2c")), "lock_rename at fs/namei.c:3012 (inlined)\ndo_renameat2 at fs/namei.c:5004"; got != want {
+	if got, want := SourceDetail(s.Lines("lock_rename+0x2c")), "lock_rename at fs/namei.c:3012 (inlined)\ndo_renameat2 at fs/namei.c:5004"; got != want {
 		t.Errorf("SourceDetail = %q, want %q", got, want)
 	}
 	if inl := s.Frames["lock_rename+0x2c"].Inlined(); len(inl) != 1 || inl[0].Function != "lock_rename" {
 		t.Errorf("Inlined = %v, want lock_rename", inl)
 	}
-	if got := (&Capture{}).Source("lock_rename+0x2c"); got != nil {
+	if got := (*Sources)(nil).Lines("lock_rename+0x2c"); got != nil {
 		t.Errorf("a capture without sources has lines %v", got)
 	}
 }

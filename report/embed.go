@@ -114,6 +114,7 @@ type pageData struct {
 	capture *capture.Capture // the report's capture without its records, or nil
 	records *recordFields    // the report's records
 	flame   []flameGraph     // the report's flame graphs
+	sources *pageSources     // the report's source lines of frames, or nil
 	views   []view
 }
 
@@ -137,6 +138,10 @@ func (d *pageData) encode() (template.HTML, error) {
 	j.value(shownStrings(d.tab.strings))
 	j.raw(`,"stacks":`)
 	j.stacks(d.tab.stacks)
+	if d.sources != nil {
+		j.raw(`,"sources":`)
+		j.value(d.sources)
+	}
 	if d.capture != nil {
 		j.raw(`,"capture":`)
 		j.value(d.capture)

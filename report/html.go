@@ -37,7 +37,9 @@ func WriteHTML(w io.Writer, c *capture.Capture, o HTMLOptions) error {
 // writeHTML is WriteHTML with the address-hashing key chosen by the caller.
 func writeHTML(w io.Writer, c *capture.Capture, o HTMLOptions, key []byte) error {
 	return renderPage(w, "report", o, func(a *assets, o HTMLOptions) (any, error) {
-		return newReportPage(c, o, a, newStrtab(hasherFor(!o.RawAddresses && !c.Meta.AddressesHashed, key)))
+		tab := newStrtab(hasherFor(!o.RawAddresses && !c.Meta.AddressesHashed, key))
+		tab.sources = c.Sources
+		return newReportPage(c, o, a, tab)
 	})
 }
 
@@ -141,7 +143,8 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		owners.Owners = true
 		flame = append(flame, owners)
 	}
-	data := pageData{tab: tab, capture: &embedded, records: records, flame: flame, views: p.Tables.Views}
+	sources := tab.pageSources()
+	data := pageData{tab: tab, capture: &embedded, records: records, flame: flame, views: p.Tables.Views, sources: &sources}
 	p.Flame = len(flame) > 0
 	var err error
 	if p.Data, err = data.encode(); err != nil {

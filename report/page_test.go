@@ -17,6 +17,11 @@ type testData struct {
 	Stacks  [][]int32                    `json:"stacks"`
 	Records map[string][]json.RawMessage `json:"records"`
 	Views   []testView                   `json:"views"`
+	Sources struct {
+		Frames map[string][2]string `json:"frames"`
+		Note   string               `json:"note"`
+		Help   string               `json:"help"`
+	} `json:"sources"`
 }
 
 type testView struct {

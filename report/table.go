@@ -149,6 +149,12 @@ func callerText(caller string) string {
 	return caller
 }
 
+// callerCell is the index of a caller's text in a table: callerText, then its source line and
+// inlined functions when the capture has them ("do_renameat2+0x221 → lock_rename, fs/namei.c:3012").
+func (t *strtab) callerCell(caller string) int32 {
+	return t.str(callerText(caller) + capture.SourceText(t.sources.Lines(caller)))
+}
+
 // recordView shows every record, in the order of capture.Sort: records[order[i]] is row i, and the
 // embedded records' row i too, from which most columns take their values.
 func recordView(records []capture.Record, order []int32, fields *recordFields, tab *strtab, ms measure, holds bool) view {
@@ -159,7 +165,7 @@ func recordView(records []capture.Record, order []int32, fields *recordFields, t
 		r := &records[ri]
 		locks[i], lockTitles[i] = recordLockTexts(tab, r, records)
 		cgroups[i] = tab.str(capture.CgroupName(r.CgroupID, r.Cgroup))
-		callers[i] = tab.str(callerText(tab.strings[fields.Caller[i]]))
+		callers[i] = tab.callerCell(tab.strings[fields.Caller[i]])
 		num.mean[i], num.holdMean[i] = r.MeanNS(), r.HoldMeanNS()
 	}
 	lock := textColumn("lock", "Lock", "mono", locks)
@@ -214,7 +220,7 @@ func groupView(id, title, caption string, key capture.Fields, groups []capture.G
 			cgroups[i] = -1
 		}
 		if !g.Mixed.Has(capture.FieldCaller) {
-			callers[i] = tab.str(callerText(tab.strings[tab.frame(g.Caller)]))
+			callers[i] = tab.callerCell(tab.strings[tab.frame(g.Caller)])
 		}
 		stacks[i] = tab.stack(records[g.Heaviest].Stack)
 		merged[i] = uint64(g.Records)

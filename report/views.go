@@ -100,6 +100,8 @@ type strtab struct {
 	hasher *capture.AddressHasher
 	frames []int32         // scratch for stack
 	shared map[string]bool // the lock labels several locks share, once sharedLabels found them
+	// sources are the source lines of the capture's frames, nil without them.
+	sources *capture.Sources
 }
 
 func newStrtab(hasher *capture.AddressHasher) *strtab {
@@ -123,6 +125,37 @@ func (t *strtab) frame(f string) int32 {
 		f = t.hasher.Frame(f)
 	}
 	return t.str(f)
+}
+
+// pageSources is what the page shows of the frames' source lines: after each frame of a stack
+// that has lines, its SourceText (Text) and, in its title, the whole chain (Detail); under every
+// stack, Note, which names the vmlinux the lines come from or says how to get them, and in its
+// title Help.
+type pageSources struct {
+	Frames map[int32][2]string `json:"frames"` // by the frame's index in the strings: {Text, Detail}
+	Note   string              `json:"note"`
+	Help   string              `json:"help"`
+}
+
+// noSourcesHelp says where a distribution keeps its kernel's image with DWARF.
+const noSourcesHelp = "klockstat report CAPTURE --vmlinux PATH adds the source lines and inlined functions of the frames " +
+	"from the captured kernel's image with DWARF, which klockstat finds by itself where its debug package is installed: " +
+	"Debian linux-image-$(uname -r)-dbg, Ubuntu linux-image-$(uname -r)-dbgsym, Fedora kernel-debuginfo. See docs/source-lines.md."
+
+// pageSources are the lines of the frames interned so far.
+func (t *strtab) pageSources() pageSources {
+	p := pageSources{Frames: map[int32][2]string{}}
+	if t.sources == nil {
+		p.Note, p.Help = "no source lines: see --vmlinux", noSourcesHelp
+		return p
+	}
+	p.Note = "source lines from the vmlinux of build id " + t.sources.BuildID
+	for i, s := range t.strings {
+		if lines := t.sources.Lines(s); lines != nil {
+			p.Frames[int32(i)] = [2]string{capture.SourceText(lines), capture.SourceDetail(lines)}
+		}
+	}
+	return p
 }
 
 // lock returns a lock's address, hashed when hashing.

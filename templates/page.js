@@ -165,9 +165,22 @@
         if (details.open && details.querySelector("ol") === null) {
           const ol = el("ol");
           for (const f of frames) {
-            ol.appendChild(el("li", "", text(f)));
+            const li = el("li", "", text(f));
+            // A frame's source line and inlined functions, which Go wrote (capture.SourceText).
+            const source = data.sources && data.sources.frames[f];
+            if (source) {
+              const s = el("span", "source", source[0]);
+              s.title = source[1];
+              li.appendChild(s);
+            }
+            ol.appendChild(li);
           }
           details.appendChild(ol);
+          if (data.sources && data.sources.note) {
+            const note = el("div", "source-note muted", data.sources.note);
+            note.title = data.sources.help;
+            details.appendChild(note);
+          }
         }
       });
       td.appendChild(details);
