@@ -35,7 +35,10 @@ const kernelMapping = "[kernel.kallsyms]"
 // innermost first. A frame "function+0xoff" is a location with that function and the offset as its
 // line number (pprof -lines shows it in decimal); an unnamed frame is a function named by its
 // address, which is also the location's address. A module frame "xfs_ilock+0x4c [xfs]" is function
-// xfs_ilock in a mapping of its own, "[xfs]" (see pprofFrames). Samples are labelled lock_type, lock_name (when
+// xfs_ilock in a mapping of its own, "[xfs]" (see pprofFrames). A frame the capture has source
+// lines of (--vmlinux) has them as its location's lines instead, innermost first, the functions
+// inlined at it before its own, each function with its source file: pprof -lines, -list and
+// flame graphs show where in the source, and the inlined functions as frames. Samples are labelled lock_type, lock_name (when
 // known), lock (address or hashed id), comm and cgroup (its path, when known), a slab lock's
 // lock_offset, lock_field and lock_field_candidates (one value each, when the field is a guess),
 // with numeric labels pid, tid and cgroup_id, for pprof's
@@ -52,7 +55,7 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 		DurationNanos:     c.Meta.DurationNS,
 		Comments:          []string{pprofComment(c.Meta)},
 	}
-	frames := newPprofFrames(p)
+	frames := newPprofFrames(p, c.Sources)
 	owners := ownerStacks(c)
 	values := func(count, delay uint64) []int64 { return []int64{int64(count), int64(delay)} }
 	if len(owners) > 0 {
@@ -119,13 +122,14 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 // pprof -raw shows the module where it shows an object file.
 type pprofFrames struct {
 	p         *profile.Profile
+	sources   *capture.Sources
 	mappings  map[string]*profile.Mapping // by module, "" for vmlinux
 	functions map[[2]string]*profile.Function
 	locations map[string]*profile.Location // by frame as captured
 }
 
-func newPprofFrames(p *profile.Profile) *pprofFrames {
-	f := &pprofFrames{p: p, mappings: map[string]*profile.Mapping{}, functions: map[[2]string]*profile.Function{}, locations: map[string]*profile.Location{}}
+func newPprofFrames(p *profile.Profile, sources *capture.Sources) *pprofFrames {
+	f := &pprofFrames{p: p, sources: sources, mappings: map[string]*profile.Mapping{}, functions: map[[2]string]*profile.Function{}, locations: map[string]*profile.Location{}}
 	f.mapping("") // vmlinux first: pprof takes the first mapping for the main binary
 	return f
 }
@@ -161,21 +165,33 @@ func (f *pprofFrames) location(s string, addrs addresses) *profile.Location {
 	if fr.Kind == capture.FrameAddress {
 		address = uint64(fr.Address)
 	}
-	fn := f.functions[[2]string{name, m.File}]
-	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(f.p.Function) + 1), Name: name, SystemName: name, Filename: m.File}
-		f.functions[[2]string{name, m.File}] = fn
-		f.p.Function = append(f.p.Function, fn)
-	}
 	loc := &profile.Location{
 		ID:      uint64(len(f.p.Location) + 1),
 		Mapping: m,
 		Address: address,
-		Line:    []profile.Line{{Function: fn, Line: int64(fr.Offset)}},
+		Line:    []profile.Line{{Function: f.function(name, m.File), Line: int64(fr.Offset)}},
+	}
+	if lines := f.sources.Lines(s); lines != nil {
+		m.HasFilenames, m.HasLineNumbers, m.HasInlineFrames = true, true, true
+		loc.Line = loc.Line[:0]
+		for _, l := range lines {
+			loc.Line = append(loc.Line, profile.Line{Function: f.function(printableText(l.Function), printableText(l.File)), Line: int64(l.Line)})
+		}
 	}
 	f.p.Location = append(f.p.Location, loc)
 	f.locations[s] = loc
 	return loc
+}
+
+// function is the function of that name in that file, added to the profile the first time.
+func (f *pprofFrames) function(name, file string) *profile.Function {
+	fn := f.functions[[2]string{name, file}]
+	if fn == nil {
+		fn = &profile.Function{ID: uint64(len(f.p.Function) + 1), Name: name, SystemName: name, Filename: file}
+		f.functions[[2]string{name, file}] = fn
+		f.p.Function = append(f.p.Function, fn)
+	}
+	return fn
 }
 
 // pprofComment says where the profile comes from; pprof -comments prints it.
