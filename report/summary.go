@@ -43,6 +43,10 @@ type SummaryOptions struct {
 	// summary is pasted into bug reports as often as a report is attached to one.
 	RawAddresses bool
 	AddressKey   []byte // nil draws a key for this summary alone
+	// Saved is the file the capture is in, its path as the user wrote it: the JSON or HTML report
+	// a capture wrote, or the input of klockstat report; "" when it is in none. The next steps
+	// that read the capture again name it.
+	Saved string
 }
 
 // DefaultFields are the numbers perf lock contention shows by default, then klockstat's part of the
@@ -146,16 +150,17 @@ func variousIfMixed(g capture.Group, field capture.Fields, value string) string 
 	return value
 }
 
-// WriteSummary writes the perf-lock-contention-style table of the top groups of the records the
+// WriteSummary opens with a headline (headlineLines) and writes the perf-lock-contention-style table of the top groups of the records the
 // filters of o keep: by caller (type and caller), thread or lock as o.By says, with the numbers
 // o.Fields names (contended, total wait, max wait, avg wait, then spinning, by default; for the
 // function-probe backends, acquire times instead of waits), sorted by o.Sort. Then, when filtered,
 // how much the filters kept; one health line with events, waits, lost events (with reasons when
 // any), and probe cost per event and as a share of CPU; then the capture's warnings, one per line.
 // When there are more groups than o.Top it says how many were omitted. Groups of holds only, without
-// a contended acquire, are not contention and are left out. o.RowsOnly leaves all but the rows out;
-// o.Separator writes separated values instead of aligned columns. It fails on options that do not
-// Validate.
+// a contended acquire, are not contention and are left out. It closes with the next commands that
+// fit what was captured (nextSteps). o.RowsOnly leaves all but the rows out; o.Separator writes
+// separated values instead of aligned columns, without the headline and next steps, which are for
+// people. It fails on options that do not Validate.
 //
 // Callers, types, reasons and warnings come from an untrusted file (thread names end up in them), so
 // control characters are printed as '?' and cannot drive the terminal.
@@ -183,6 +188,8 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 		top = groups[:o.Top]
 	}
 	notes := lineWriter{b: &b, prefix: commentPrefix(o.Separator), off: o.RowsOnly}
+	people := lineWriter{b: &b, off: o.RowsOnly || o.Separator != ""}
+	writeHeadline(people, shown, o.filtered())
 	switch {
 	case len(groups) > 0:
 		writeTable(&b, top, shown.Records, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed)
@@ -199,8 +206,20 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
 	}
 	writeHealth(notes, c.Meta)
+	writeNextSteps(people, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeHeadline writes the headline's lines and a blank line.
+func writeHeadline(l lineWriter, c *capture.Capture, filtered bool) {
+	lines := headlineLines(c, filtered)
+	for _, line := range lines {
+		l.printf("%s", line)
+	}
+	if len(lines) > 0 && !l.off {
+		l.b.WriteString("\n")
+	}
 }
 
 // lineWriter writes the lines of a summary around its table: after prefix ("# " between separated
@@ -237,16 +256,19 @@ func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error 
 	case o.Separator != "":
 		return fmt.Errorf("--by %s is a table of owners' stacks and states, not separated values: drop -x", OwnerView)
 	}
-	var table bytes.Buffer
 	shown := withAddressIDs(c, o)
+	var b, table bytes.Buffer
+	lines := lineWriter{b: &b, off: o.RowsOnly}
+	writeHeadline(lines, shown, false)
 	writeOwnerTable(&table, shown, o.Top)
-	b := &table
 	if o.RowsOnly {
-		b = bytes.NewBuffer(ownerRows(table.Bytes()))
+		b.Write(ownerRows(table.Bytes()))
 	} else {
-		writeCriticalSections(b, shown, o.Top)
+		b.Write(table.Bytes())
+		writeCriticalSections(&b, shown, o.Top)
 	}
-	writeHealth(lineWriter{b: b, off: o.RowsOnly}, c.Meta)
+	writeHealth(lines, c.Meta)
+	writeNextSteps(lines, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())
 	return err
 }

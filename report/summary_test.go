@@ -32,9 +32,10 @@ func summaryCapture() *capture.Capture {
 	}
 }
 
+// summary is the summary of c's top n groups without its headline and next steps.
 func summary(t *testing.T, c *capture.Capture, n int) string {
 	t.Helper()
-	return written(t, func(w io.Writer) error { return WriteSummary(w, c, SummaryOptions{Top: n}) })
+	return withoutPeoplesLines(written(t, func(w io.Writer) error { return WriteSummary(w, c, SummaryOptions{Top: n}) }))
 }
 
 // written is what write writes.

@@ -1,0 +1,196 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// waitTotals is what a summary's headline says of a set of waits: how long they were, how many
+// threads waited, and the lock most of the time went to, at the caller most of its time came from.
+type waitTotals struct {
+	totalNS   uint64
+	saturated bool // the sum stopped at what 64 bits hold (capture.Totals)
+	threads   int  // threads that waited at least once
+	topLock   string
+	topCaller string
+	topNS     uint64 // the top lock's share of totalNS
+}
+
+// waitTotalsOf sums the waits of records, holds without a contended acquire left out. hashed says
+// that the locks' addresses are ids (capture.HashAddresses), which name a lock without a name.
+func waitTotalsOf(records []capture.Record, hashed bool) waitTotals {
+	waited := make([]capture.Record, 0, len(records))
+	threads := map[uint32]bool{}
+	for _, r := range records {
+		if r.Count > 0 {
+			waited = append(waited, r)
+			threads[r.TID] = true
+		}
+	}
+	sums := (&capture.Capture{Records: waited}).Totals()
+	t := waitTotals{totalNS: sums.TotalNS, saturated: sums.Saturated, threads: len(threads)}
+	locks := capture.GroupBy(waited, capture.ByLock)
+	if len(locks) == 0 {
+		return t
+	}
+	top := locks[0]
+	var onTop []capture.Record
+	for _, r := range waited {
+		if capture.ByLock(r) == top.Key {
+			onTop = append(onTop, r)
+		}
+	}
+	// The lock's label of its heaviest record, as the summary by lock shows it.
+	t.topLock = waited[top.Heaviest].LockLabel()
+	if t.topLock == "" {
+		t.topLock = top.Lock.String()
+		if hashed {
+			t.topLock = top.Lock.HashedString()
+		}
+	}
+	t.topCaller = callerText(capture.GroupBy(onTop, capture.ByCaller)[0].Caller)
+	t.topNS = top.TotalNS
+	return t
+}
+
+// total is the waits' sum as text, ">=" before a saturated one.
+func (t waitTotals) total() string {
+	s := FormatDuration(float64(t.totalNS))
+	if t.saturated {
+		s = ">=" + s
+	}
+	return s
+}
+
+// topText names the top lock and its caller with the lock's share of the waits' total, which of
+// names: "top lock mmap_lock at madvise_lock+0x81, 52.0% of the wait time".
+func (t waitTotals) topText(of string) string {
+	return fmt.Sprintf("top lock %s at %s, %s %s", sanitize(t.topLock), sanitize(t.topCaller), percentOf(t.topNS, t.totalNS), of)
+}
+
+// threadShare is the part of its threads' time the waits took: the waits over the capture's duration
+// times the threads that waited. The capture records neither when a thread began or ended nor the
+// threads that never waited: the share is exact for threads that lived through the capture, less
+// than theirs for threads that lived shorter, and says nothing of the threads that never waited.
+func (t waitTotals) threadShare(durationNS int64) float64 {
+	if durationNS <= 0 || t.threads == 0 {
+		return 0
+	}
+	return float64(t.totalNS) / (float64(durationNS) * float64(t.threads))
+}
+
+// commandSplit parts the records of a capture of a workload that holds other processes' waits too
+// (capture.ScopeSystem, or a capture from before scopes that lists the workload's processes) into
+// the workload's and the others'; ok is false when the capture cannot tell them apart, or holds
+// nothing but the workload's (capture.ScopeCommand).
+func commandSplit(c *capture.Capture) (command, others []capture.Record, ok bool) {
+	m := c.Meta
+	if len(m.Workload) == 0 || m.Scope == capture.ScopeCommand || m.Scope == "" && len(m.CommandPIDs) == 0 {
+		return nil, nil, false
+	}
+	for _, r := range c.Records {
+		if m.InCommand(r.PID) {
+			command = append(command, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return command, others, true
+}
+
+// headlineLines are the lines a summary opens with, of c's records as the summary shows them
+// (filtered, addresses as ids): total wait over the capture's duration, the threads waiting on
+// average (the total wait over the duration), and the top lock and caller. With a workload, the
+// part of its threads' time they spent waiting (waitTotals.threadShare); a capture of the
+// workload's processes only says that the waits are the command's, and one of every process
+// splits the command's waits from the others' on a second line. None when nothing waited.
+func headlineLines(c *capture.Capture, filtered bool) []string {
+	ms := measureOf(c.Meta)
+	all := waitTotalsOf(c.Records, c.Meta.AddressesHashed)
+	if all.threads == 0 {
+		return nil
+	}
+	subject := ""
+	if c.Meta.Scope == capture.ScopeCommand {
+		subject = "the command's "
+	}
+	if filtered {
+		subject += "waits the filters keep: "
+	} else if subject != "" {
+		subject += "waits: "
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%stotal %s %s", subject, ms.Time, all.total())
+	if d := c.Meta.DurationNS; d > 0 {
+		fmt.Fprintf(&b, " in %s, %s threads %s on average", FormatDuration(float64(d)), threadsText(float64(all.totalNS)/float64(d)), ongoing(ms))
+	}
+	command, others, split := commandSplit(c)
+	switch {
+	case c.Meta.Scope == capture.ScopeCommand:
+		b.WriteString(threadShareText("its", all, c.Meta.DurationNS, ms))
+	case split:
+		b.WriteString(threadShareText("the command's", waitTotalsOf(command, c.Meta.AddressesHashed), c.Meta.DurationNS, ms))
+	case len(c.Meta.Workload) > 0:
+		b.WriteString(" (every process's: this capture does not tell the command's apart)")
+	}
+	b.WriteString("; " + all.topText("of the "+ms.Time+" time"))
+	lines := []string{b.String()}
+	if split {
+		lines = append(lines, splitLine(c, command, others, all.totalNS, ms))
+	}
+	return lines
+}
+
+// threadShareText is the headline's part on the time of whose threads that waited, spent waiting:
+// "; the command's 2 threads that waited spent 5.2% of their time waiting".
+func threadShareText(whose string, t waitTotals, durationNS int64, ms measure) string {
+	switch {
+	case t.threads == 0:
+		return fmt.Sprintf("; %s threads did not wait", whose)
+	case durationNS <= 0:
+		return ""
+	}
+	return fmt.Sprintf("; %s %d %s that waited spent %.1f%% of their time %s", whose, t.threads, plural(t.threads, "thread", "threads"),
+		100*t.threadShare(durationNS), ongoing(ms))
+}
+
+// splitLine parts the waits of a capture of every process into the command's and the others': the
+// total of each, its share and its top lock.
+func splitLine(c *capture.Capture, command, others []capture.Record, totalNS uint64, ms measure) string {
+	part := func(whose string, records []capture.Record) string {
+		t := waitTotalsOf(records, c.Meta.AddressesHashed)
+		s := fmt.Sprintf("%s %s %s (%s)", whose, ms.Time, t.total(), percentOf(t.totalNS, totalNS))
+		if t.threads > 0 {
+			s += ", " + t.topText("of it")
+		}
+		return s
+	}
+	return part("the command's", command) + "; " + part("the others'", others)
+}
+
+// threadsText is a number of threads on average: "1.30", "<0.01" for a few waits rather than none.
+func threadsText(n float64) string {
+	if n > 0 && n < 0.005 {
+		return "<0.01"
+	}
+	return fmt.Sprintf("%.2f", n)
+}
+
+// ongoing is the verb of what the records time: "waiting", or "acquiring" for the function-probe
+// backends.
+func ongoing(ms measure) string {
+	if ms.Time == "acquire" {
+		return "acquiring"
+	}
+	return "waiting"
+}
+
+// percentOf is part as a percentage of whole: "52.0%"; "0.0%" of nothing.
+func percentOf(part, whole uint64) string {
+	if whole == 0 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}

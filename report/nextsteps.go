@@ -1,0 +1,248 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
+// nextStep is a command a summary suggests after what was captured, and why.
+type nextStep struct {
+	command string // shell-quoted, as it can be pasted
+	why     string
+}
+
+// nextStepRules suggest the next commands, each from the capture and the summary's options alone,
+// in the order the summary lists them: what the capture missed first, then where to look next.
+var nextStepRules = []func(c *capture.Capture, o SummaryOptions) (nextStep, bool){
+	mapSizeStep, stacksStep, ownersStep, byOwnerStep, scopeStep, scaleStep, diffStep,
+}
+
+// nextSteps are the steps of the rules that fit c and o.
+func nextSteps(c *capture.Capture, o SummaryOptions) []nextStep {
+	var steps []nextStep
+	for _, rule := range nextStepRules {
+		if s, ok := rule(c, o); ok {
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+// mapSizeStep: events were lost to a full BPF map, so the capture again with maps four times the
+// largest of them.
+func mapSizeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+	var lost uint64
+	for _, l := range c.Meta.Lost {
+		if strings.Contains(l.Reason, "map full") {
+			lost += l.Count
+		}
+	}
+	var largest uint64
+	for _, size := range c.Meta.MapSizes {
+		largest = max(largest, uint64(size))
+	}
+	if lost == 0 || largest == 0 {
+		return nextStep{}, false
+	}
+	events := "events"
+	if lost == 1 {
+		events = "event"
+	}
+	return nextStep{
+		command: recapture(c.Meta, nil, "-M", strconv.FormatUint(min(4*largest, math.MaxUint32), 10)),
+		why:     fmt.Sprintf("%d %s lost to full maps of %d entries", lost, events, largest),
+	}, true
+}
+
+// stacksStep: the capture took no stacks (--max-stack 0), so its waits have no caller.
+func stacksStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+	if c.Meta.StackDepth != 0 || !contended(c.Records) {
+		return nextStep{}, false
+	}
+	return nextStep{
+		command: recapture(c.Meta, []string{"max-stack", "stack-depth"}),
+		why:     "stacks were off (--max-stack 0): callers and stacks need them",
+	}, true
+}
+
+// minOwnerShare is the part of the wait that must be slept on locks that record their owner for
+// --owners to be suggested: below it most of the wait goes to locks whose owner it cannot name.
+const minOwnerShare = 0.5
+
+// ownersStep: the capture has no owners, and most of its wait was slept on locks that record their
+// owner (ownerRecorded), which --owners names.
+func ownersStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+	if len(c.Owners) > 0 {
+		return nextStep{}, false
+	}
+	var slept, total uint64
+	for _, r := range c.Records {
+		total += r.TotalNS
+		if ownerRecorded(r.Type) {
+			slept += r.TotalNS - min(r.SpinNS, r.TotalNS)
+		}
+	}
+	if total == 0 || float64(slept) <= minOwnerShare*float64(total) {
+		return nextStep{}, false
+	}
+	return nextStep{
+		command: recapture(c.Meta, nil, "--owners"),
+		why:     fmt.Sprintf("who held the locks: %s of the wait slept on mutexes and rwsems, which record their owner", percentOf(slept, total)),
+	}, true
+}
+
+// ownerRecorded reports whether locks of a type record their owner: mutexes, rwsems and rtmutexes
+// (docs/owners.md).
+func ownerRecorded(lockType string) bool {
+	base, _, _ := strings.Cut(lockType, ":")
+	return base == "mutex" || base == "rwsem" || base == "rtmutex"
+}
+
+// byOwnerStep: the capture charged waits to known owners, and the summary is not by owner.
+func byOwnerStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
+	known := slices.ContainsFunc(c.Owners, func(ow capture.Owner) bool { return ow.Reason == "" })
+	if !known || o.By == OwnerView || o.Saved == "" {
+		return nextStep{}, false
+	}
+	return nextStep{
+		command: shellJoin([]string{"klockstat", "report", o.Saved, "--by", OwnerView}),
+		why:     "the owners the waits were charged to: their states and critical sections",
+	}, true
+}
+
+// scopeStep: a capture of every process while a workload ran, where the others' waits outweigh the
+// command's.
+func scopeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+	command, others, split := commandSplit(c)
+	if !split || c.Meta.Scope != capture.ScopeSystem {
+		return nextStep{}, false
+	}
+	mine, theirs := totalWait(command), totalWait(others)
+	if theirs <= mine {
+		return nextStep{}, false
+	}
+	return nextStep{
+		command: recapture(c.Meta, nil, "--scope", capture.ScopeCommand),
+		why:     fmt.Sprintf("the command's waits alone: %s of these were other processes'", percentOf(theirs, mine+theirs)),
+	}, true
+}
+
+// minScaleShare is the part of its threads' time a workload must spend waiting for a lock
+// (waitTotals.threadShare) for klockstat scale to be suggested: below it locks do not limit how
+// the workload scales.
+const minScaleShare = 0.01
+
+// scaleStep: the workload takes a level of parallelism (levelArg), and its threads spent a part of
+// their time waiting: how that part grows with the level is klockstat scale's question.
+func scaleStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+	m := c.Meta
+	if len(m.Workload) == 0 || len(m.CommandLine) > 1 && m.CommandLine[1] == "scale" {
+		return nextStep{}, false
+	}
+	records := c.Records
+	if command, _, split := commandSplit(c); split {
+		records = command
+	}
+	if waitTotalsOf(records, false).threadShare(m.DurationNS) < minScaleShare {
+		return nextStep{}, false
+	}
+	level, levelled, ok := levelArg(m.Workload)
+	if !ok {
+		return nextStep{}, false
+	}
+	return nextStep{
+		command: shellJoin(append([]string{"klockstat", "scale", "--"}, levelled...)),
+		why:     fmt.Sprintf("how the waits grow with the parallelism, %s here", level),
+	}, true
+}
+
+// levelArg finds the one argument of a command that is its level of parallelism: a number alone
+// ("stress-ng --rename 2") or make's jobs ("-j8", "--jobs=8"). It returns the level and the command
+// with {N}, klockstat scale's placeholder, in its place; ok is false unless exactly one argument
+// is a level.
+func levelArg(argv []string) (level string, levelled []string, ok bool) {
+	at := -1
+	for i, a := range argv[1:] {
+		prefix := ""
+		for _, p := range []string{"-j", "--jobs="} {
+			if strings.HasPrefix(a, p) {
+				prefix = p
+			}
+		}
+		if n, err := strconv.ParseUint(a[len(prefix):], 10, 32); err != nil || n == 0 {
+			continue
+		}
+		if at >= 0 {
+			return "", nil, false
+		}
+		at, level = i+1, a[len(prefix):]
+		levelled = slices.Clone(argv)
+		levelled[at] = prefix + "{N}"
+	}
+	return level, levelled, at >= 0
+}
+
+// diffStep: the capture is in a file, to be compared with one taken after a change.
+func diffStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
+	if o.Saved == "" || !contended(c.Records) {
+		return nextStep{}, false
+	}
+	after := "AFTER" + filepath.Ext(o.Saved)
+	return nextStep{
+		command: shellJoin([]string{"klockstat", "diff", o.Saved, after}),
+		why:     "after a change, capture again to " + after + " and compare",
+	}, true
+}
+
+// contended reports whether any record has a contended wait.
+func contended(records []capture.Record) bool {
+	return slices.ContainsFunc(records, func(r capture.Record) bool { return r.Count > 0 })
+}
+
+// recapture is the capture's command line (capture.Meta.CommandLine) again, without the flags
+// drop names (long names, with their values) and with add before its "--": the flags' last values
+// count, so add overrides the same flags before it. Without a command line, or with one that is not
+// klockstat's, it is "klockstat" and add, then "..." for the rest.
+func recapture(m capture.Meta, drop []string, add ...string) string {
+	argv := m.CommandLine
+	if len(argv) == 0 || argv[0] != "klockstat" {
+		return shellJoin(append([]string{"klockstat"}, add...)) + " ..."
+	}
+	dash := slices.Index(argv, "--")
+	if dash < 0 {
+		dash = len(argv)
+	}
+	out := []string{argv[0]}
+	for i := 1; i < dash; i++ {
+		name, _, withValue := strings.Cut(strings.TrimPrefix(argv[i], "--"), "=")
+		if strings.HasPrefix(argv[i], "--") && slices.Contains(drop, name) {
+			if !withValue {
+				i++ // the value is the next argument
+			}
+			continue
+		}
+		out = append(out, argv[i])
+	}
+	out = append(out, add...)
+	return shellJoin(append(out, argv[dash:]...))
+}
+
+// writeNextSteps writes the steps under a "next steps:" line: each a shell comment that says why,
+// then the command, so that the lines paste into a shell as they are.
+func writeNextSteps(l lineWriter, steps []nextStep) {
+	if len(steps) == 0 || l.off {
+		return
+	}
+	l.b.WriteString("\n")
+	l.printf("next steps:")
+	for _, s := range steps {
+		l.printf("  # %s", sanitize(s.why))
+		l.printf("  %s", sanitize(s.command))
+	}
+}
