@@ -350,3 +350,31 @@ func writeAll(outs []output, dests []destination, stdout io.Writer) error {
 	}
 	return errors.Join(errs...)
 }
+
+// reportInput is the name of the capture klockstat report reads among its inputs.
+const reportInput = "INPUT"
+
+// savedCapture is the file the capture of a run is in, to be read again by the next steps its
+// summary suggests (report.SummaryOptions.Saved), its path as the user wrote it: the JSON the
+// outputs wrote, else the capture klockstat report read (ins' reportInput), else the HTML report
+// the outputs wrote, which carries its capture; "" when it is in no file. Stdout, devices and pipes
+// are read once: no next step can read them again.
+func savedCapture(outs []output, dests []destination, ins []input) string {
+	written := func(flag string) string {
+		for i, o := range outs {
+			if d := dests[i]; o.flag == flag && d.written && !d.stdout && !d.inPlace {
+				return o.path
+			}
+		}
+		return ""
+	}
+	if path := written("--json"); path != "" {
+		return path
+	}
+	for _, in := range ins {
+		if in.name == reportInput && in.path != "-" && isRegularFile(in.path) {
+			return in.path
+		}
+	}
+	return written("--output")
+}
