@@ -120,9 +120,11 @@ func unresolvedNote(u srcline.Unresolved) string {
 		u.Total(), u.Module, u.NoSymbol, u.Ambiguous, u.NoLine, u.Other)
 }
 
-// captureFrames are the frames of c's stacks, callers and owners' stacks, each once.
+// captureFrames are the frames of c's stacks, callers and owners' stacks, each once. A stack that
+// records share (capture.Parse decodes them so) is looked at once.
 func captureFrames(c *capture.Capture) []string {
 	seen := map[string]bool{}
+	stacks := map[capture.SharedStack]bool{}
 	var frames []string
 	add := func(list ...string) {
 		for _, f := range list {
@@ -134,6 +136,12 @@ func captureFrames(c *capture.Capture) []string {
 	}
 	for _, r := range c.Records {
 		add(r.Caller)
+		if id, shared := capture.SharedStackOf(r.Stack); shared {
+			if stacks[id] {
+				continue
+			}
+			stacks[id] = true
+		}
 		add(r.Stack...)
 	}
 	for _, o := range c.Owners {
