@@ -81,13 +81,12 @@ func (t waitTotals) threadShare(durationNS int64) float64 {
 	return float64(t.totalNS) / (float64(durationNS) * float64(t.threads))
 }
 
-// commandSplit parts the records of a capture of a workload that holds other processes' waits too
-// (capture.ScopeSystem, or a capture from before scopes that lists the workload's processes) into
-// the workload's and the others'; ok is false when the capture cannot tell them apart, or holds
-// nothing but the workload's (capture.ScopeCommand).
+// commandSplit parts the records of a capture of every process while a workload ran
+// (capture.ScopeSystem) into the workload's process tree's and the others'; ok is false for any
+// other capture, which holds the workload's waits only or cannot tell them apart.
 func commandSplit(c *capture.Capture) (command, others []capture.Record, ok bool) {
 	m := c.Meta
-	if len(m.Workload) == 0 || m.Scope == capture.ScopeCommand || m.Scope == "" && len(m.CommandPIDs) == 0 {
+	if m.Scope != capture.ScopeSystem {
 		return nil, nil, false
 	}
 	for _, r := range c.Records {

@@ -120,7 +120,7 @@ func byOwnerStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
 // command's.
 func scopeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
 	command, others, split := commandSplit(c)
-	if !split || c.Meta.Scope != capture.ScopeSystem {
+	if !split {
 		return nextStep{}, false
 	}
 	mine, theirs := totalWait(command), totalWait(others)
