@@ -276,6 +276,7 @@ func (inv invocation) runScale(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer rounds.Close()
 	o.sweep = &capture.Sweep{
 		Version: capture.SweepFormatVersion, Tool: "klockstat", ToolVersion: inv.version,
 		CommandLine: o.commandLine, Command: o.command, CPUs: host.Read().CPUs, Start: started,
@@ -315,6 +316,7 @@ sweep:
 		}
 		o.sweep.Levels = append(o.sweep.Levels, level)
 	}
+	rounds.Close()
 	coll.Close() // the probes go before the outputs are rendered
 
 	writeErr := o.sweepOutputs.write(inv)

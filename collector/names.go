@@ -17,53 +17,81 @@ import (
 // it found by address, and warnings for what this kernel cannot name; an
 // error means the names could not be looked up at all.
 func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) {
-	spec, err := loadNames()
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the embedded BPF object: %w", err)
-	}
-	types, err := k.types()
+	p, err := k.loadNamer(len(addrs))
 	if err != nil {
 		return nil, nil, err
 	}
-	var warnings []string
+	defer p.close()
+	return p.lockNames(addrs)
+}
+
+// namerProgs is the lock-naming programs loaded, for up to capacity locks a capture.
+type namerProgs struct {
+	objs     namesObjects
+	capacity int
+	warnings []string // what this kernel cannot name
+}
+
+// loadNamer loads the lock-naming programs for captures of up to capacity locks to name.
+func (k *kernel) loadNamer(capacity int) (*namerProgs, error) {
+	spec, err := loadNames()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	types, err := k.types()
+	if err != nil {
+		return nil, err
+	}
+	p := &namerProgs{capacity: capacity}
 	if ok, err := hasBTF[*btf.Struct](k, "cfs_rq"); err == nil && ok {
 		var rq *btf.Struct
 		if err := types.TypeByName("cfs_rq", &rq); err == nil && !hasMember(rq, "rq") {
-			warnings = append(warnings, "runqueue locks are not named: the kernel was built without CONFIG_FAIR_GROUP_SCHED")
+			p.warnings = append(p.warnings, "runqueue locks are not named: the kernel was built without CONFIG_FAIR_GROUP_SCHED")
 		}
 	}
 	if ok, err := hasBTF[*btf.Struct](k, "mem_cgroup_per_node"); err == nil && !ok {
-		warnings = append(warnings, "memory zone and LRU locks are not named: the kernel was built without CONFIG_MEMCG, through which they are found")
+		p.warnings = append(p.warnings, "memory zone and LRU locks are not named: the kernel was built without CONFIG_MEMCG, through which they are found")
 	}
 	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
-		warnings = append(warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
+		p.warnings = append(p.warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
 	}
 	var specs namesSpecs
 	if err := spec.Assign(&specs); err != nil {
-		return nil, nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
+		return nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
 	}
-	specs.Labels.MaxEntries = uint32(len(addrs))
-
-	var objs namesObjects
-	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: types}}); err != nil {
+	specs.Labels.MaxEntries = uint32(capacity)
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: types}}); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, nil, fmt.Errorf("loading the lock-naming programs: %+v", ve)
+			return nil, fmt.Errorf("loading the lock-naming programs: %+v", ve)
 		}
-		return nil, nil, fmt.Errorf("loading the lock-naming programs: %w", err)
+		return nil, fmt.Errorf("loading the lock-naming programs: %w", err)
 	}
-	defer objs.Close()
+	return p, nil
+}
+
+func (p *namerProgs) close() { p.objs.Close() }
+
+// lockNames names up to p.capacity locks, as kernel.lockNames does, and leaves the labels map
+// empty for the next capture's.
+func (p *namerProgs) lockNames(addrs []uint64) (map[uint64]string, []string, error) {
+	labels := p.objs.Labels
+	defer func() {
+		for _, a := range addrs {
+			labels.Delete(a) // absent if the Put below failed
+		}
+	}()
 	for _, a := range addrs {
-		if err := objs.Labels.Put(a, namesLockLabel{}); err != nil {
+		if err := labels.Put(a, namesLockLabel{}); err != nil {
 			return nil, nil, fmt.Errorf("storing lock %#x to name: %w", a, err)
 		}
 	}
 	// Tasks first: a process's lock is named after it before the slab
 	// lookup would name it after the cache holding its mm or sighand.
-	if err := runIter(link.IterOptions{Program: objs.NameTaskLocks}); err != nil {
+	if err := runIter(link.IterOptions{Program: p.objs.NameTaskLocks}); err != nil {
 		return nil, nil, fmt.Errorf("naming the locks of processes: %w", err)
 	}
-	if err := runIter(link.IterOptions{Program: objs.NameOtherLocks, Map: objs.Labels}); err != nil {
+	if err := runIter(link.IterOptions{Program: p.objs.NameOtherLocks, Map: labels}); err != nil {
 		return nil, nil, fmt.Errorf("naming runqueue and slab locks: %w", err)
 	}
 
@@ -72,7 +100,7 @@ func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) 
 		addr  uint64
 		label namesLockLabel
 	)
-	it := objs.Labels.Iterate()
+	it := labels.Iterate()
 	for it.Next(&addr, &label) {
 		if name := label.name(); name != "" {
 			names[addr] = name
@@ -81,7 +109,39 @@ func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) 
 	if err := it.Err(); err != nil {
 		return nil, nil, fmt.Errorf("reading the lock names: %w", err)
 	}
-	return names, warnings, nil
+	return names, p.warnings, nil
+}
+
+// keptNamer names locks as kernel.lockNames does for one capture after another (the rounds of a
+// sweep), with the programs loaded once, or again when a capture has more locks to name than
+// they have room for: the verifier takes most of a load, which a sweep would pay every run.
+type keptNamer struct {
+	*kernel // names slab fields as for any capture
+	progs   *namerProgs
+}
+
+func (n *keptNamer) lockNames(addrs []uint64) (map[uint64]string, []string, error) {
+	if n.progs == nil || n.progs.capacity < len(addrs) {
+		n.close()
+		// Room for twice the locks: the captures of a sweep grow with its levels.
+		progs, err := n.loadNamer(max(2*len(addrs), minKeptLabels))
+		if err != nil {
+			return nil, nil, err
+		}
+		n.progs = progs
+	}
+	return n.progs.lockNames(addrs)
+}
+
+// minKeptLabels is the least room a kept namer has, so that small captures do not reload it.
+const minKeptLabels = 1024
+
+// close unloads the programs; they load again at the next capture.
+func (n *keptNamer) close() {
+	if n.progs != nil {
+		n.progs.close()
+		n.progs = nil
+	}
 }
 
 // name is how a label reads in the capture: a CPU's rq_lock, a slab cache with

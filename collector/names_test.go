@@ -236,3 +236,82 @@ func TestMemoryLockNames(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundsLoadTheNamerOnce cuts rounds of contend writing one file: every round names the inode's
+// rwsem after its slab cache, with the lock-naming programs loaded at the first round and kept,
+// their labels map left empty for the next. A round with more locks than the map has room for
+// loads them again, larger.
+func TestRoundsLoadTheNamerOnce(t *testing.T) {
+	testenv.RequireRoot(t)
+	c, err := Start(defaultConfig(t))
+	if err != nil {
+		t.Fatalf("starting the collector: %v", err)
+	}
+	defer c.Close()
+	contend := startContend(t, "-lock", "inode", "-threads", "4", "-dir", t.TempDir(), "-duration", "10m")
+	pid := uint32(contend.Process.Pid)
+	rounds, err := c.Rounds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rounds.Close()
+	slabNames, err := hasBTF[*btf.Func](c.obj.kernel, "bpf_get_kmem_cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelsLeft := func() int {
+		var (
+			n     int
+			addr  uint64
+			label namesLockLabel
+		)
+		for it := rounds.names.progs.objs.Labels.Iterate(); it.Next(&addr, &label); {
+			n++
+		}
+		return n
+	}
+	var loaded *namerProgs
+	for i := range 3 {
+		if err := rounds.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		cp, err := rounds.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.Validate(); err != nil {
+			t.Fatalf("round %d does not validate: %v", i, err)
+		}
+		switch progs := rounds.names.progs; {
+		case progs == nil:
+			t.Fatalf("round %d named no lock", i)
+		case loaded == nil:
+			loaded = progs
+		case progs != loaded:
+			t.Errorf("round %d loaded the lock-naming programs again", i)
+		}
+		if n := labelsLeft(); n != 0 {
+			t.Errorf("round %d left %d locks in the labels map", i, n)
+		}
+		if slabNames {
+			writes := func(r capture.Record) bool {
+				return r.PID == pid && r.Type == "rwsem:W" && hasFrame(r.Stack, "vfs_write", "ksys_pwrite64")
+			}
+			checkNamed(t, cp, fmt.Sprintf("round %d's rwsem:W writes of contend's file", i), writes, func(name string) bool { return strings.HasPrefix(name, "&") })
+		}
+	}
+	many := make([]uint64, loaded.capacity+1)
+	for i := range many {
+		many[i] = uint64(i + 1) // no kernel object: named by nothing
+	}
+	if _, _, err := rounds.names.lockNames(many); err != nil {
+		t.Fatal(err)
+	}
+	if got := rounds.names.progs.capacity; got < len(many) {
+		t.Errorf("%d locks to name, room for %d", len(many), got)
+	}
+	if n := labelsLeft(); n != 0 {
+		t.Errorf("%d locks left in the labels map", n)
+	}
+}

@@ -26,15 +26,22 @@ type Rounds struct {
 	c     *Collector
 	start time.Time  // of the current round
 	base  cumulative // the cumulative sources at its start
+	names *keptNamer // loaded at the first round with locks to name, kept for the next
 }
 
 // Rounds stops the collector's timeline and returns its capture cut into
-// rounds; Stop must not be called on c afterwards, Close must.
+// rounds; Stop must not be called on c afterwards. Close the rounds, then c.
 func (c *Collector) Rounds() (*Rounds, error) {
 	if err := c.timeline.stopGrowing(); err != nil {
 		return nil, err
 	}
-	return &Rounds{c: c}, nil
+	return &Rounds{c: c, names: &keptNamer{kernel: c.obj.kernel}}, nil
+}
+
+// Close unloads what the rounds kept loaded between them: the lock-naming
+// programs. The collector stays attached.
+func (r *Rounds) Close() {
+	r.names.close()
 }
 
 // Begin starts a round: what the probes aggregated since the previous
@@ -70,7 +77,9 @@ func (r *Rounds) End() (*capture.Capture, error) {
 	if err := r.c.read(&snap, &r.base); err != nil {
 		return nil, err
 	}
-	return assemble(snap, r.c.assembly(r.start))
+	in := r.c.assembly(r.start)
+	in.locks = r.names
+	return assemble(snap, in)
 }
 
 // drain reads and deletes every entry of a hash map. The keys are listed
