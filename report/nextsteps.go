@@ -168,7 +168,7 @@ func scaleStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
 // is a level.
 func levelArg(argv []string) (level string, levelled []string, ok bool) {
 	at := -1
-	for i, a := range argv[1:] {
+	for i, a := range argv[min(len(argv), 1):] {
 		prefix := ""
 		for _, p := range []string{"-j", "--jobs="} {
 			if strings.HasPrefix(a, p) {

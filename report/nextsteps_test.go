@@ -207,6 +207,7 @@ func TestLevelArg(t *testing.T) {
 		{[]string{"fio", "--numjobs=4", "--size=4"}, "", nil}, // neither is a level klockstat knows
 		{[]string{"8"}, "", nil}, // the program, not an argument
 		{[]string{"sh", "-c", "x 4"}, "", nil},
+		{nil, "", nil},
 	} {
 		level, got, ok := levelArg(tc.argv)
 		if ok != (tc.want != nil) || level != tc.level || !slices.Equal(got, tc.want) {
