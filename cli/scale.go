@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -351,19 +350,13 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 	}
 	run.OverheadNS = time.Since(began).Nanoseconds()
 	out := &outputTail{limit: 1 << 20}
-	cmd := exec.Command(run.Argv[0], run.Argv[1:]...)
-	cmd.Env = append(os.Environ(), "KLOCKSTAT_LEVEL="+strconv.Itoa(n))
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(o.commandOut, out), io.MultiWriter(inv.stderr, out)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	// The run ends when the command exits, not when a process it left behind closes its output.
-	cmd.WaitDelay = time.Second
+	// No stdin: the command runs many times. Its output goes to klockstat's and to the tail.
+	stdio := invocation{stdout: io.MultiWriter(o.commandOut, out), stderr: io.MultiWriter(inv.stderr, out)}
 	start := time.Now()
 	var interrupted os.Signal
-	if err := cmd.Start(); err != nil {
-		run.Failed = fmt.Sprintf("starting %s: %v", run.Argv[0], err)
+	if w, err := startWorkload(run.Argv, stdio, "KLOCKSTAT_LEVEL="+strconv.Itoa(n)); err != nil {
+		run.Failed = err.Error()
 	} else {
-		w := &workload{cmd: cmd, done: make(chan error, 1)}
-		go func() { w.done <- cmd.Wait() }()
 		var deadline <-chan time.Time
 		if o.durationSet {
 			timer := time.NewTimer(o.duration)
@@ -375,9 +368,6 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 		for {
 			select {
 			case err := <-w.done:
-				if errors.Is(err, exec.ErrWaitDelay) {
-					err = nil // it exited with success; a child of it held its output open
-				}
 				run.Exit = commandStatus(err)
 				break wait
 			case <-deadline:

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,17 +33,29 @@ type workload struct {
 	signalled bool
 }
 
-// startWorkload starts argv with klockstat's stdio, inv's. The command dies with klockstat (SIGKILL
-// on the parent's death), so a killed klockstat leaves no orphan running.
-func startWorkload(argv []string, inv invocation) (*workload, error) {
+// startWorkload starts argv with klockstat's stdio, inv's, and klockstat's environment with env
+// added. The command dies with klockstat (SIGKILL on the parent's death), so a killed klockstat
+// leaves no orphan running. It has ended when it exits, not when a process it left behind closes
+// its output: that is let go a second later.
+func startWorkload(argv []string, inv invocation, env ...string) (*workload, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inv.stdin, inv.stdout, inv.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	w := &workload{cmd: cmd, done: make(chan error, 1)}
-	go func() { w.done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		if errors.Is(err, exec.ErrWaitDelay) {
+			err = nil // it exited with success; a process it left behind held its output open
+		}
+		w.done <- err
+	}()
 	return w, nil
 }
 
