@@ -40,7 +40,8 @@ func TestCaptureWhileCommandRuns(t *testing.T) {
 		t.Errorf("HTML report carries %d records (addresses hashed: %v), the JSON %d", len(fromHTML.Records), fromHTML.Meta.AddressesHashed, len(c.Records))
 	}
 	summary := stdout.String()
-	for _, want := range []string{"contended", "total wait", "rwsem:", "contention events", "report: " + html} {
+	// The next steps compare against the JSON just written.
+	for _, want := range []string{"contended", "total wait", "rwsem:", "contention events", "report: " + html, "klockstat diff " + out} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

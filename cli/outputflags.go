@@ -82,6 +82,7 @@ type captureOutputs struct {
 	views    summaryFlags
 	summary  report.SummaryOptions // from views, by validate
 	dests    []destination         // where outputs(c) go, by plan
+	ins      []input               // the files the command reads, by plan
 }
 
 func (o *captureOutputs) addFlags(fs *pflag.FlagSet, quietHelp string) {
@@ -110,6 +111,7 @@ func (o *captureOutputs) validate() error {
 // plan decides where every output goes before the capture is read or made (see planOutputs).
 func (o *captureOutputs) plan(ins []input) error {
 	var err error
+	o.ins = ins
 	o.dests, err = planOutputs(o.outputs(nil, nil), ins)
 	return err
 }
@@ -140,6 +142,7 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	err := writeAll(outs, o.dests, inv.stdout)
 	so := o.summary
 	so.Top, so.RowsOnly, so.RawAddresses, so.AddressKey = o.top, o.quiet, o.rawAddrs, key
+	so.Saved = savedCapture(outs, o.dests, o.ins)
 	html := o.dests[len(outs)-1] // outputs puts --output last
 	comment := ""
 	if so.Separator != "" {
