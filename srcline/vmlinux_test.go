@@ -17,12 +17,22 @@ import (
 // TestVmlinux resolves frames of a real kernel's debug image, KLOCKSTAT_VMLINUX (e.g. Debian's
 // /usr/lib/debug/boot/vmlinux-6.1.0-54-cloud-amd64 of linux-image-6.1.0-54-cloud-amd64-dbg):
 // KLOCKSTAT_VMLINUX_FRAMES frames (default 3000) in the middle of functions spread over its
-// symbol table, timed, and 200 of them checked against llvm-symbolizer.
+// symbol table, timed, and 200 of them checked against llvm-symbolizer. With
+// KLOCKSTAT_VMLINUX_CAPTURE, a capture taken on that kernel (the kernel matrix's 6.1 guest saves
+// one), it also resolves every frame of the capture's stacks and checks each against
+// llvm-symbolizer.
 func TestVmlinux(t *testing.T) {
 	path := os.Getenv("KLOCKSTAT_VMLINUX")
 	if path == "" {
 		t.Skip("KLOCKSTAT_VMLINUX names no kernel debug image")
 	}
+	t.Run("spread", func(t *testing.T) { testSpreadFrames(t, path) })
+	if cp := os.Getenv("KLOCKSTAT_VMLINUX_CAPTURE"); cp != "" {
+		t.Run("capture", func(t *testing.T) { testCaptureFrames(t, path, cp) })
+	}
+}
+
+func testSpreadFrames(t *testing.T, path string) {
 	n := 3000
 	if s := os.Getenv("KLOCKSTAT_VMLINUX_FRAMES"); s != "" {
 		if _, err := fmt.Sscan(s, &n); err != nil {
@@ -62,9 +72,102 @@ func TestVmlinux(t *testing.T) {
 			some, someAddrs = append(some, frames[i]), append(someAddrs, addrs[i])
 		}
 	}
-	want := symbolize(t, path, someAddrs)
+	differ := compareWithSymbolizer(t, path, some, someAddrs, got)
+	t.Logf("%d frames checked against llvm-symbolizer, %d differ", len(some), differ)
+}
+
+// testCaptureFrames resolves every frame of the stacks of the capture at capturePath, which must
+// have been taken on the kernel of the image at path, and checks each against llvm-symbolizer.
+// A real capture's stacks cross functions the kernel inlines (inode_lock, mmap_read_lock, ...):
+// at least one frame must resolve to an inlined function.
+func testCaptureFrames(t *testing.T, path, capturePath string) {
+	f, err := os.Open(capturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := capture.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("KLOCKSTAT_VMLINUX_CAPTURE: %v", err)
+	}
+	im, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	if cp.Meta.KernelBuildID != im.BuildID() {
+		t.Fatalf("the capture's kernel build id is %q, the image's %q: not the debug image of the captured kernel",
+			cp.Meta.KernelBuildID, im.BuildID())
+	}
+
+	var frames []string
+	seen := map[string]bool{}
+	for _, r := range cp.Records {
+		for _, frame := range r.Stack {
+			if !seen[frame] {
+				seen[frame] = true
+				frames = append(frames, frame)
+			}
+		}
+	}
+	if len(frames) == 0 {
+		t.Fatalf("%s has no stacks", capturePath)
+	}
+	got, skipped, err := im.Resolve(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < len(frames)*9/10 {
+		t.Errorf("%d of the capture's %d frames resolved (unresolved: %+v)", len(got), len(frames), skipped)
+	}
+
+	// llvm-symbolizer is given the address of each frame's function in the symbol table; a name
+	// several functions share is left to Resolve alone.
+	funcs := map[string]elf.Symbol{}
+	for _, s := range uniqueFunctions(t, path) {
+		funcs[s.Name] = s
+	}
+	var checked []string
+	var addrs []uint64
+	inlined := 0
+	for _, frame := range frames {
+		sf, ok := got[frame]
+		if !ok {
+			continue
+		}
+		if len(sf.Lines) > 1 {
+			inlined++
+		}
+		fr := capture.ParseFrame(frame)
+		s, ok := funcs[fr.Function]
+		if !ok {
+			continue
+		}
+		addr := s.Value + fr.Offset
+		if fr.Offset > 0 {
+			addr-- // inside the call the return address follows, as Resolve reads it
+		}
+		checked, addrs = append(checked, frame), append(addrs, addr)
+	}
+	differ := compareWithSymbolizer(t, path, checked, addrs, got)
+	t.Logf("%s: %d frames, %d resolved (%d unresolved: %+v), %d through inlined functions; %d checked against llvm-symbolizer, %d differ",
+		filepath.Base(capturePath), len(frames), len(got), skipped.Total(), skipped, inlined, len(checked), differ)
+	if inlined == 0 {
+		t.Errorf("no frame of the capture resolved to an inlined function: its stacks test no inlining")
+	}
+}
+
+// compareWithSymbolizer checks the lines Resolve found for each of frames (got) against
+// llvm-symbolizer's at the frame's address in addrs, and returns how many differ.
+func compareWithSymbolizer(t *testing.T, path string, frames []string, addrs []uint64, got map[string]capture.SourceFrame) int {
+	t.Helper()
+	if len(frames) == 0 {
+		t.Error("no frame to check against llvm-symbolizer")
+		return 0
+	}
+	want := symbolize(t, path, addrs)
 	differ := 0
-	for i, frame := range some {
+	for i, frame := range frames {
 		lines := slices.Clone(got[frame].Lines)
 		for k := range lines {
 			lines[k].File = filepath.Base(lines[k].File)
@@ -79,12 +182,13 @@ func TestVmlinux(t *testing.T) {
 			t.Errorf("%s: %v, llvm-symbolizer says %v", frame, lines, want[i])
 		}
 	}
-	t.Logf("%d frames checked against llvm-symbolizer, %d differ", len(some), differ)
+	return differ
 }
 
-// spreadFrames are n frames "function+0xoff" in the middle of functions spread evenly over the
-// image's symbol table, with the address llvm-symbolizer is asked for each (the one before).
-func spreadFrames(t *testing.T, path string, n int) ([]string, []uint64) {
+// uniqueFunctions are the image's function symbols whose name no other function has, in
+// symbol-table order.
+func uniqueFunctions(t *testing.T, path string) []elf.Symbol {
+	t.Helper()
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +203,16 @@ func spreadFrames(t *testing.T, path string, n int) ([]string, []uint64) {
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
 			count[s.Name]++
-			if s.Size > 8 {
-				funcs = append(funcs, s)
-			}
+			funcs = append(funcs, s)
 		}
 	}
-	funcs = slices.DeleteFunc(funcs, func(s elf.Symbol) bool { return count[s.Name] > 1 })
+	return slices.DeleteFunc(funcs, func(s elf.Symbol) bool { return count[s.Name] > 1 })
+}
+
+// spreadFrames are n frames "function+0xoff" in the middle of functions spread evenly over the
+// image's symbol table, with the address llvm-symbolizer is asked for each (the one before).
+func spreadFrames(t *testing.T, path string, n int) ([]string, []uint64) {
+	funcs := slices.DeleteFunc(uniqueFunctions(t, path), func(s elf.Symbol) bool { return s.Size <= 8 })
 	var frames []string
 	var addrs []uint64
 	step := max(1, len(funcs)/n)
