@@ -15,6 +15,15 @@
 # in tests/vm/.cache, so re-runs download nothing. docs/testing.md says what
 # each kernel skips and how long a guest takes.
 #
+# The 6.1 cloud guest also saves the capture of TestCaptureForSourceLines,
+# which init prints on the console (gzip, base64, between
+# KLOCKSTAT-VM-CAPTURE-BEGIN and -END lines), as
+# tests/vm/.cache/<kernel>.capture.json; once that guest passes, srcline's
+# TestVmlinux resolves every frame of it on the host against the kernel's
+# debug image (Debian's linux-image-*-dbg of the guest kernel's version,
+# 283 MB as a package, downloaded once: only its vmlinux is kept in the
+# cache), checked by llvm-symbolizer. A failure there fails the guest.
+#
 # Needs root: installs its own apt dependencies (qemu-system-x86,
 # busybox-static, cpio), adds bookworm-backports to the apt sources if a
 # series is found nowhere else, and creates /dev/console in the initramfs.
@@ -50,7 +59,12 @@
 #                         2-CPU host that also runs other work made the
 #                         tests that time a workload's minute miss it.
 #   KLOCKSTAT_VM_RUN      run only the tests this regular expression names
-#                         (go test -run; no spaces), e.g. TestBackends/kprobe
+#                         (go test -run; no spaces), e.g. TestBackends/kprobe;
+#                         one that leaves out TestCaptureForSourceLines leaves
+#                         the source lines unchecked
+#   KLOCKSTAT_VM_SRCLINE  1 (default) checks the source lines of the 6.1
+#                         guest's capture, 0 skips the check and the debug
+#                         image's download
 #   GO                    go command (default: go)
 set -euo pipefail
 
@@ -62,6 +76,7 @@ accel=${KLOCKSTAT_VM_ACCEL:-auto}
 tcg=${KLOCKSTAT_VM_TCG:-single}
 parallel=${KLOCKSTAT_VM_PARALLEL:-1}
 run_tests=${KLOCKSTAT_VM_RUN:-}
+check_srcline=${KLOCKSTAT_VM_SRCLINE:-1}
 go=${GO:-go}
 
 # Package name patterns of the kernels, by series.
@@ -71,6 +86,11 @@ declare -A kernel_pattern=(
 	[6.1-rt]='^linux-image-6\.1\.0-[0-9]+-rt-amd64-unsigned$'
 	[6.12]='^linux-image-6\.12\.[0-9]+\+[a-z0-9]+-cloud-amd64-unsigned$'
 )
+# The series whose guest's capture is resolved against its kernel's debug
+# image: one is enough to test source lines on a real kernel, and each image
+# costs a 283 MB download.
+srcline_series=6.1
+
 # Series from another Debian release than the host's come from a private
 # apt configuration (its own source list and package lists under the cache),
 # so the host's apt never sees that release.
@@ -83,11 +103,13 @@ die() { log "$*"; exit 2; }
 
 install_deps() {
 	if command -v qemu-system-x86_64 >/dev/null && command -v cpio >/dev/null &&
+		{ ((!check_srcline)) || command -v llvm-symbolizer >/dev/null; } &&
 		dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
 		return
 	fi
 	log "installing qemu-system-x86 busybox-static cpio"
 	local pkgs=(qemu-system-x86 busybox-static cpio)
+	((check_srcline)) && pkgs+=(llvm) # llvm-symbolizer, TestVmlinux's oracle
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" >/dev/null ||
 		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" >/dev/null; }
 }
@@ -154,6 +176,52 @@ fetch_kernel() {
 	rm -rf "$tmp"
 }
 
+# fetch_debug_image PACKAGE VERSION DIR extracts the vmlinux of the kernel
+# debug package PACKAGE (linux-image-*-dbg) into DIR/vmlinux, keeping
+# nothing else of it. It fails in one line saying how to do without.
+fetch_debug_image() {
+	local pkg=$1 version=$2 dir=$3 tmp
+	tmp=$(mktemp -d "$cache/download.XXXXXX")
+	chown _apt "$tmp" 2>/dev/null || true # apt-get download drops root
+	if ! (cd "$tmp" && apt-get "${apt_opts[@]}" download -q "$pkg=$version" >/dev/null 2>"$tmp/apt.err"); then
+		local why
+		why=$(grep -m 1 '^E: ' "$tmp/apt.err" || tail -n 1 "$tmp/apt.err")
+		rm -rf "$tmp"
+		die "cannot download the debug image $pkg=$version (${why:-apt-get download failed}); KLOCKSTAT_VM_SRCLINE=0 runs without the source-line check"
+	fi
+	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp" --wildcards './usr/lib/debug/boot/vmlinux-*'
+	mkdir -p "$dir"
+	mv "$tmp"/usr/lib/debug/boot/vmlinux-* "$dir/vmlinux"
+	rm -rf "$tmp"
+}
+
+# check_source_lines NAME VMLINUX extracts the capture the guest NAME printed
+# on its console and resolves its frames against the guest kernel's debug
+# image VMLINUX with srcline's TestVmlinux (CI=true: a missing
+# llvm-symbolizer fails rather than skips). It returns non-zero if the test
+# fails, or if the guest printed no capture although every test ran.
+check_source_lines() {
+	local name=$1 vmlinux=$2 serial=$cache/$1.log out=$cache/$1.capture.json start=$SECONDS
+	if ! grep -q '^KLOCKSTAT-VM-CAPTURE-BEGIN$' "$serial"; then
+		if [[ -n $run_tests ]]; then
+			log "$name: no capture on the console (KLOCKSTAT_VM_RUN=$run_tests), source lines not checked"
+			return 0
+		fi
+		log "$name: the guest printed no capture for the source-line check"
+		return 1
+	fi
+	if ! sed -n '/^KLOCKSTAT-VM-CAPTURE-BEGIN$/,/^KLOCKSTAT-VM-CAPTURE-END$/{//!p}' "$serial" | base64 -d | gunzip >"$out"; then
+		log "$name: the capture on the console does not decode (base64 of gzip)"
+		return 1
+	fi
+	local status=0
+	(cd "$root" && CI=true KLOCKSTAT_VMLINUX=$vmlinux KLOCKSTAT_VMLINUX_CAPTURE=$out \
+		"$go" test ./srcline -run '^TestVmlinux$' -count=1 -v) 2>&1 | tee "$cache/$name.srcline.log" |
+		sed "s/^/[$name] srcline: /" || status=$?
+	log "$name: source lines of the capture checked in $((SECONDS - start))s ($([[ $status == 0 ]] && echo PASS || echo FAIL))"
+	return "$status"
+}
+
 # build_initramfs OUT packs busybox, tests/vm/init and the test binaries,
 # built static from the current tree, into the cpio archive OUT.
 build_initramfs() {
@@ -192,10 +260,13 @@ accel_args() {
 	fi
 }
 
-# run_kernel NAME VMLINUZ INITRD boots one VM; it prints the guest's test
-# output as it comes and returns non-zero unless the tests passed.
+# run_kernel NAME VMLINUZ INITRD [PARAM...] boots one VM, with the kernel
+# parameters PARAM added to its command line; it prints the guest's test
+# output as it comes (all but the capture's lines) and returns non-zero
+# unless the tests passed.
 run_kernel() {
 	local name=$1 vmlinuz=$2 initrd=$3 serial=$cache/$1.log status=0
+	local params="${*:4}"
 	: >"$serial"
 	# The guest gives up half a minute before the host does, so a hung
 	# test still ends with go test's goroutine dump rather than a killed VM.
@@ -204,7 +275,7 @@ run_kernel() {
 		$(accel_args) -smp 2 -m 2048 \
 		-nodefaults -display none -serial stdio -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet no_timer_check KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s${run_tests:+ KLOCKSTAT_TEST_RUN=$run_tests}" \
+		-append "console=ttyS0 panic=-1 quiet no_timer_check KLOCKSTAT_TEST_TIMEOUT=$((timeout_s - 30))s${run_tests:+ KLOCKSTAT_TEST_RUN=$run_tests}${params:+ $params}" \
 		</dev/null | awk -v serial="$serial" -v prefix="[$name] " '
 			function flush_repeats() {
 				if (repeats) print prefix "    (last line repeated " repeats " more times)"
@@ -212,6 +283,8 @@ run_kernel() {
 			}
 			{ sub(/\r$/, ""); print > serial; fflush(serial) }
 			/^KLOCKSTAT-VM-START/ { tests = 1 }
+			/^KLOCKSTAT-VM-CAPTURE-BEGIN$/ { capture = 1 }
+			capture { if ($0 == "KLOCKSTAT-VM-CAPTURE-END") capture = 0; next }
 			!tests || /^=== (RUN|PAUSE|CONT)/ { next }
 			$0 == last { repeats++; next }
 			{ flush_repeats(); last = $0; print prefix $0; fflush() }
@@ -245,12 +318,13 @@ main() {
 	[[ $accel == auto || $accel == kvm || $accel == tcg ]] || die "KLOCKSTAT_VM_ACCEL=$accel: want auto, kvm or tcg"
 	pick_accel
 	[[ $parallel =~ ^[1-9][0-9]*$ ]] || die "KLOCKSTAT_VM_PARALLEL=$parallel: want a whole number of guests, at least 1"
+	[[ $check_srcline == 0 || $check_srcline == 1 ]] || die "KLOCKSTAT_VM_SRCLINE=$check_srcline: want 1 (check source lines) or 0"
 	((EUID == 0)) || die "needs root (apt-get, mknod)"
 
 	install_deps
 	mkdir -p "$cache"
 
-	local -a names pkgs versions
+	local -a names pkgs versions debug_images
 	for s in "${series[@]}"; do
 		local pkg version dir
 		apt_for "$s"
@@ -263,9 +337,23 @@ main() {
 			log "$s: $pkg $version (downloading)"
 			fetch_kernel "$pkg" "$version" "$dir"
 		fi
+		local debug_image=
+		if ((check_srcline)) && [[ $s == "$srcline_series" ]]; then
+			local debug_pkg=${pkg%-unsigned}-dbg
+			debug_image=$cache/kernels/${debug_pkg}_$version/vmlinux
+			if [[ -f $debug_image ]]; then
+				log "$s: $debug_pkg $version (cached)"
+			else
+				log "$s: $debug_pkg $version (downloading)"
+				local fetch_start=$SECONDS
+				fetch_debug_image "$debug_pkg" "$version" "${debug_image%/vmlinux}"
+				log "$s: $debug_pkg downloaded and its vmlinux extracted in $((SECONDS - fetch_start))s"
+			fi
+		fi
 		names+=("$(sed -E 's/^linux-image-(.*)-unsigned$/\1/' <<<"$pkg")")
 		pkgs+=("$pkg")
 		versions+=("$version")
+		debug_images+=("$debug_image")
 	done
 
 	log "building the initramfs"
@@ -284,7 +372,14 @@ main() {
 		(
 			start=$SECONDS
 			result=FAIL
-			if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio"; then
+			rm -f "$cache/${names[i]}.capture.json" "$cache/${names[i]}.srcline.log"
+			if [[ -n ${debug_images[i]} ]]; then
+				if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio" \
+					KLOCKSTAT_TEST_CAPTURE_OUT=/tmp/capture.json &&
+					check_source_lines "${names[i]}" "${debug_images[i]}"; then
+					result=PASS
+				fi
+			elif run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio"; then
 				result=PASS
 			fi
 			echo "$result $((SECONDS - start))s" >"$cache/${names[i]}.result"
@@ -299,7 +394,7 @@ main() {
 		[[ -f $cache/${names[i]}.result ]] && read -r result time <"$cache/${names[i]}.result"
 		[[ $result == PASS ]] || failed=1
 		printf '%-28s %-20s %-6s %-6s %s\n' "${names[i]}" "${versions[i]}" "$result" "$time" \
-			"$(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$cache/${names[i]}.log" | paste -sd ' ')"
+			"$(cat "$cache/${names[i]}".{log,srcline.log} 2>/dev/null | sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' | paste -sd ' ')"
 	done
 	printf 'matrix wall time: %ds, %d guests at a time\n' "$((SECONDS - matrix_start))" "$parallel"
 	printf 'serial logs: %s/<kernel>.log\n' "$cache"
