@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,15 +137,13 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	if err != nil {
 		return fmt.Errorf("copying the sweep: %w", err)
 	}
-	hashed := !o.RawAddresses
-	for _, l := range s.Levels {
-		for _, r := range l.Runs {
-			if r.Capture != nil {
-				if hashed {
-					r.Capture.HashAddresses(o.AddressKey)
-				}
-				hashed = hashed || r.Capture.Meta.AddressesHashed
-			}
+	// The ids are of one kind across the page: a capture hashed before (a sweep JSON written
+	// hashed in part) cannot be shown raw, so the others are hashed too.
+	captures := runCaptures(s)
+	hashed := !o.RawAddresses || slices.ContainsFunc(captures, func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
+	if hashed {
+		for _, c := range captures {
+			c.HashAddresses(o.AddressKey)
 		}
 	}
 	an := s.Analyze()
@@ -188,6 +187,19 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 		return fmt.Errorf("writing the scaling report: %w", err)
 	}
 	return nil
+}
+
+// runCaptures are the captures of the sweep's runs, level by level.
+func runCaptures(s *capture.Sweep) []*capture.Capture {
+	var out []*capture.Capture
+	for _, l := range s.Levels {
+		for _, r := range l.Runs {
+			if r.Capture != nil {
+				out = append(out, r.Capture)
+			}
+		}
+	}
+	return out
 }
 
 // sweepWarnings are what the page says first: an interrupted sweep, failed runs.

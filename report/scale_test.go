@@ -201,3 +201,67 @@ func inflate(t testing.TB, b64 string) string {
 	}
 	return string(html)
 }
+
+// The page says its ids are hashed exactly when every capture's are: with raw addresses asked for,
+// a sweep of raw captures is shown raw, and one with a capture hashed before (a sweep JSON written
+// hashed in part) is hashed throughout, in the page, the levels' pages and the embedded sweep.
+func TestScaleHTMLHashesAllCapturesOrNone(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		hashedLevel int // the index of the level whose capture comes hashed, -1 for none
+		wantHashed  bool
+	}{
+		{"no capture hashed", -1, false},
+		{"the middle level's capture hashed", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scaleSweep(t)
+			if tc.hashedLevel >= 0 {
+				s.Levels[tc.hashedLevel].Runs[0].Capture.HashAddresses([]byte("the key of an earlier output"))
+			}
+			page := writeScale(t, s, HTMLOptions{RawAddresses: true})
+			if said := bytes.Contains(page, []byte("kernel addresses are shown as ids hashed")); said != tc.wantHashed {
+				t.Errorf("the page says hashed: %v, want %v", said, tc.wantHashed)
+			}
+			back, _, err := readSweep(page, MaxInputSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range back.Levels {
+				for _, r := range l.Runs {
+					if r.Capture.Meta.AddressesHashed != tc.wantHashed {
+						t.Errorf("level %d: the embedded capture is hashed: %v, want %v", l.N, r.Capture.Meta.AddressesHashed, tc.wantHashed)
+					}
+				}
+			}
+			pages, err := embeddedElement(page, "klockstat-scale-pages")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var embedded embeddedPages
+			if err := json.Unmarshal(pages, &embedded); err != nil {
+				t.Fatal(err)
+			}
+			a, err := loadAssets()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range embedded.Levels {
+				html := inflate(t, p.Page)
+				if said := strings.Contains(html, "kernel addresses are shown as ids hashed"); said != tc.wantHashed {
+					t.Errorf("level %d's page says hashed: %v, want %v", p.A, said, tc.wantHashed)
+				}
+				c, err := ReadInput(strings.NewReader(strings.Replace(html, echartsMark, string(a.echarts), 1)))
+				if err != nil {
+					t.Fatalf("level %d's page: %v", p.A, err)
+				}
+				if c.Meta.AddressesHashed != tc.wantHashed {
+					t.Errorf("level %d's page holds a capture hashed: %v, want %v", p.A, c.Meta.AddressesHashed, tc.wantHashed)
+				}
+			}
+			if raw := bytes.Contains(page, []byte(scaleRawLock.String())); raw == tc.wantHashed {
+				t.Errorf("the page shows the raw address of the unnamed lock: %v, want %v", raw, !tc.wantHashed)
+			}
+		})
+	}
+}
