@@ -97,14 +97,7 @@ func encodeSweepText(t testing.TB, s *capture.Sweep) string {
 func TestScaleHTMLEmbedsEveryLevelAndEveryDiff(t *testing.T) {
 	s := scaleSweep(t)
 	page := writeScale(t, s, HTMLOptions{})
-	content, err := embeddedElement(page, "klockstat-scale-pages")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pages embeddedPages
-	if err := json.Unmarshal(content, &pages); err != nil {
-		t.Fatal(err)
-	}
+	pages := scalePages(t, page)
 	if len(pages.Levels) != len(s.Levels) || len(pages.Diffs) != len(s.Levels)*(len(s.Levels)-1)/2 {
 		t.Fatalf("%d level pages and %d diffs, want %d and every pair", len(pages.Levels), len(pages.Diffs), len(s.Levels))
 	}
@@ -115,10 +108,7 @@ func TestScaleHTMLEmbedsEveryLevelAndEveryDiff(t *testing.T) {
 			t.Errorf("level %d's page keeps its ECharts or lacks the mark", p.A)
 		}
 		// The level's own report: it carries that level's capture.
-		c, err := ReadInput(strings.NewReader(strings.Replace(html, echartsMark, string(a.echarts), 1)))
-		if err != nil {
-			t.Fatalf("level %d's page: %v", p.A, err)
-		}
+		c := pageCapture(t, html)
 		if c.Meta.Workload[2] != strconv.Itoa(p.A) || !c.Meta.AddressesHashed {
 			t.Errorf("level %d's page holds the capture of %q (hashed %v)", p.A, c.Meta.Workload, c.Meta.AddressesHashed)
 		}
@@ -184,6 +174,34 @@ func TestScaleSummary(t *testing.T) {
 	}
 }
 
+// scalePages are the level and diff pages a scaling report embeds.
+func scalePages(t testing.TB, page []byte) embeddedPages {
+	t.Helper()
+	content, err := embeddedElement(page, "klockstat-scale-pages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages embeddedPages
+	if err := json.Unmarshal(content, &pages); err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
+
+// pageCapture reads the capture a level's page embeds, its ECharts put back.
+func pageCapture(t testing.TB, html string) *capture.Capture {
+	t.Helper()
+	a, err := loadAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadInput(strings.NewReader(strings.Replace(html, echartsMark, string(a.echarts), 1)))
+	if err != nil {
+		t.Fatalf("reading the capture of a level's page: %v", err)
+	}
+	return c
+}
+
 // inflate decodes an embedded page: base64 of gzip.
 func inflate(t testing.TB, b64 string) string {
 	t.Helper()
@@ -234,28 +252,12 @@ func TestScaleHTMLHashesAllCapturesOrNone(t *testing.T) {
 					}
 				}
 			}
-			pages, err := embeddedElement(page, "klockstat-scale-pages")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var embedded embeddedPages
-			if err := json.Unmarshal(pages, &embedded); err != nil {
-				t.Fatal(err)
-			}
-			a, err := loadAssets()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range embedded.Levels {
+			for _, p := range scalePages(t, page).Levels {
 				html := inflate(t, p.Page)
 				if said := strings.Contains(html, "kernel addresses are shown as ids hashed"); said != tc.wantHashed {
 					t.Errorf("level %d's page says hashed: %v, want %v", p.A, said, tc.wantHashed)
 				}
-				c, err := ReadInput(strings.NewReader(strings.Replace(html, echartsMark, string(a.echarts), 1)))
-				if err != nil {
-					t.Fatalf("level %d's page: %v", p.A, err)
-				}
-				if c.Meta.AddressesHashed != tc.wantHashed {
+				if c := pageCapture(t, html); c.Meta.AddressesHashed != tc.wantHashed {
 					t.Errorf("level %d's page holds a capture hashed: %v, want %v", p.A, c.Meta.AddressesHashed, tc.wantHashed)
 				}
 			}
