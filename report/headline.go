@@ -19,8 +19,9 @@ type waitTotals struct {
 }
 
 // waitTotalsOf sums the waits of records, holds without a contended acquire left out. hashed says
-// that the locks' addresses are ids (capture.HashAddresses), which name a lock without a name.
-func waitTotalsOf(records []capture.Record, hashed bool) waitTotals {
+// that the locks' addresses are ids (capture.HashAddresses), which name a lock without a name;
+// sources, when not nil, give the top caller its source line.
+func waitTotalsOf(records []capture.Record, hashed bool, sources *capture.Sources) waitTotals {
 	waited := make([]capture.Record, 0, len(records))
 	threads := map[uint32]bool{}
 	for _, r := range records {
@@ -50,7 +51,8 @@ func waitTotalsOf(records []capture.Record, hashed bool) waitTotals {
 			t.topLock = top.Lock.HashedString()
 		}
 	}
-	t.topCaller = callerText(capture.GroupBy(onTop, capture.ByCaller)[0].Caller)
+	caller := capture.GroupBy(onTop, capture.ByCaller)[0].Caller
+	t.topCaller = callerText(caller) + capture.SourceText(sources.Lines(caller))
 	t.topNS = top.TotalNS
 	return t
 }
@@ -107,7 +109,7 @@ func commandSplit(c *capture.Capture) (command, others []capture.Record, ok bool
 // splits the command's waits from the others' on a second line. None when nothing waited.
 func headlineLines(c *capture.Capture, filtered bool) []string {
 	ms := measureOf(c.Meta)
-	all := waitTotalsOf(c.Records, c.Meta.AddressesHashed)
+	all := waitTotalsOf(c.Records, c.Meta.AddressesHashed, c.Sources)
 	if all.threads == 0 {
 		return nil
 	}
@@ -130,7 +132,7 @@ func headlineLines(c *capture.Capture, filtered bool) []string {
 	case c.Meta.Scope == capture.ScopeCommand:
 		b.WriteString(threadShareText("its", all, c.Meta.DurationNS, ms))
 	case split:
-		b.WriteString(threadShareText("the command's", waitTotalsOf(command, c.Meta.AddressesHashed), c.Meta.DurationNS, ms))
+		b.WriteString(threadShareText("the command's", waitTotalsOf(command, c.Meta.AddressesHashed, c.Sources), c.Meta.DurationNS, ms))
 	case len(c.Meta.Workload) > 0:
 		b.WriteString(" (every process's: this capture does not tell the command's apart)")
 	}
@@ -159,7 +161,7 @@ func threadShareText(whose string, t waitTotals, durationNS int64, ms measure) s
 // total of each, its share and its top lock.
 func splitLine(c *capture.Capture, command, others []capture.Record, totalNS uint64, ms measure) string {
 	part := func(whose string, records []capture.Record) string {
-		t := waitTotalsOf(records, c.Meta.AddressesHashed)
+		t := waitTotalsOf(records, c.Meta.AddressesHashed, c.Sources)
 		s := fmt.Sprintf("%s %s %s (%s)", whose, ms.Time, t.total(), percentOf(t.totalNS, totalNS))
 		if t.threads > 0 {
 			s += ", " + t.topText("of it")

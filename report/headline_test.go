@@ -185,3 +185,38 @@ func TestHeadlineLeftOutOfMachineOutput(t *testing.T) {
 		t.Errorf("a capture without waits:\n%s", b.String())
 	}
 }
+
+// TestSummarySourceLines: with the frames' source lines, the headline's caller and the aligned
+// table's callers carry them; separated values keep perf's caller column as it was.
+func TestSummarySourceLines(t *testing.T) {
+	c := renameCapture(t, capture.ScopeSystem)
+	c.Sources = &capture.Sources{BuildID: "ab12", Frames: map[string]capture.SourceFrame{
+		"do_renameat2+0x221": {Lines: []capture.SourceLine{{Function: "lock_rename", File: "fs/namei.c", Line: 3089}, {Function: "do_renameat2", File: "fs/namei.c", Line: 4969}}},
+	}}
+	source := capture.SourceText(c.Sources.Lines("do_renameat2+0x221"))
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The command's top lock, on the headline's second line, is the rename mutex.
+	headline := strings.Join(firstLines(b.String(), 2), "\n")
+	if !strings.Contains(headline, "at do_renameat2+0x221"+source+",") {
+		t.Errorf("the headline's caller lacks %q:\n%s", source, headline)
+	}
+	rows := 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.Contains(line, "   mutex   do_renameat2+0x221"+source+" ") {
+			rows++
+		}
+	}
+	if rows != 1 {
+		t.Errorf("%d rows of the table end with the caller and its source, want 1:\n%s", rows, b.String())
+	}
+	b.Reset()
+	if err := WriteSummary(&b, c, SummaryOptions{Separator: ","}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "lock_rename") || !strings.Contains(b.String(), ", do_renameat2+0x221, ") {
+		t.Errorf("separated values changed the caller column:\n%s", b.String())
+	}
+}

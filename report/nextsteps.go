@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/srcline"
 )
 
 // nextStep is a command a summary suggests after what was captured, and why.
@@ -20,7 +21,7 @@ type nextStep struct {
 // nextStepRules suggest the next commands, each from the capture and the summary's options alone,
 // in the order the summary lists them: what the capture missed first, then where to look next.
 var nextStepRules = []func(c *capture.Capture, o SummaryOptions) (nextStep, bool){
-	mapSizeStep, stacksStep, ownersStep, byOwnerStep, scopeStep, scaleStep, diffStep,
+	mapSizeStep, stacksStep, ownersStep, byOwnerStep, sourcesStep, scopeStep, scaleStep, diffStep,
 }
 
 // nextSteps are the steps of the rules that fit c and o.
@@ -116,6 +117,22 @@ func byOwnerStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
 	}, true
 }
 
+// sourcesStep: a saved capture with stacks and no source lines, which the kernel's debug image gives
+// at re-rendering: the path is where Debian's linux-image-RELEASE-dbg installs it.
+func sourcesStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
+	if c.Sources != nil || c.Meta.StackDepth == 0 || o.Saved == "" || !contended(c.Records) {
+		return nextStep{}, false
+	}
+	paths := srcline.Candidates("", c.Meta.Kernel)
+	if len(paths) == 0 {
+		return nextStep{}, false
+	}
+	return nextStep{
+		command: shellJoin([]string{"klockstat", "report", o.Saved, "--vmlinux", paths[0]}),
+		why:     "the callers' source lines and inlined functions, from the kernel's debug image (Debian: apt install linux-image-" + c.Meta.Kernel + "-dbg)",
+	}, true
+}
+
 // scopeStep: a capture of every process while a workload ran, where the others' waits outweigh the
 // command's.
 func scopeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
@@ -149,7 +166,7 @@ func scaleStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
 	if command, _, split := commandSplit(c); split {
 		records = command
 	}
-	if waitTotalsOf(records, false).threadShare(m.DurationNS) < minScaleShare {
+	if waitTotalsOf(records, false, nil).threadShare(m.DurationNS) < minScaleShare {
 		return nextStep{}, false
 	}
 	level, levelled, ok := levelArg(m.Workload)

@@ -114,6 +114,19 @@ func TestByOwnerStep(t *testing.T) {
 	})
 }
 
+func TestSourcesStep(t *testing.T) {
+	saved := SummaryOptions{Saved: "before.json"}
+	checkRule(t, sourcesStep, []stepCase{
+		{name: "saved, no lines", o: saved, change: func(c *capture.Capture) { c.Meta.Kernel = "6.1.0-56-cloud-amd64" },
+			want:    "klockstat report before.json --vmlinux /usr/lib/debug/boot/vmlinux-6.1.0-56-cloud-amd64",
+			wantWhy: "apt install linux-image-6.1.0-56-cloud-amd64-dbg"},
+		{name: "not saved"},
+		{name: "lines already", o: saved, change: func(c *capture.Capture) { c.Sources = &capture.Sources{} }},
+		{name: "no stacks", o: saved, change: func(c *capture.Capture) { c.Meta.StackDepth = 0 }},
+		{name: "a kernel release that is a path", o: saved, change: func(c *capture.Capture) { c.Meta.Kernel = "../../etc" }},
+	})
+}
+
 func TestScopeStep(t *testing.T) {
 	checkRule(t, scopeStep, []stepCase{
 		{name: "others outweigh the command", want: klockstatArgs + " --scope command " + stressNG, wantWhy: "68.2% of these were other processes'"},

@@ -192,7 +192,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	writeHeadline(people, shown, o.filtered())
 	switch {
 	case len(groups) > 0:
-		writeTable(&b, top, shown.Records, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed)
+		writeTable(&b, top, shown.Records, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed, shown.Sources)
 		if omitted := len(groups) - len(top); omitted > 0 {
 			notes.printf("... %d more %s not shown", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
 		}
@@ -370,8 +370,9 @@ func totalWait(records []capture.Record) uint64 {
 // writeTable writes the groups' rows under their header: perf's numbers, the columns that say what
 // a row is, then klockstat's numbers. Aligned, numbers and identifying columns go to the right as
 // perf does, free-form text to the left; separated values (o.Separator) give the numbers raw, times
-// in nanoseconds.
-func writeTable(b *bytes.Buffer, groups []capture.Group, records []capture.Record, view summaryView, o SummaryOptions, ms measure, hashed bool) {
+// in nanoseconds. An aligned table by caller gives each caller its source line and inlined functions
+// when sources has them; separated values keep perf's caller column.
+func writeTable(b *bytes.Buffer, groups []capture.Group, records []capture.Record, view summaryView, o SummaryOptions, ms measure, hashed bool, sources *capture.Sources) {
 	var perf, own []capture.GroupStat
 	for _, f := range o.Fields {
 		if perfStat(f) {
@@ -385,6 +386,9 @@ func writeTable(b *bytes.Buffer, groups []capture.Group, records []capture.Recor
 	rows := [][]string{head}
 	for _, g := range groups {
 		cells := view.cells(g, &records[g.Heaviest], hashed)
+		if view.name == "caller" && !separated {
+			cells[len(cells)-1] += sanitize(capture.SourceText(sources.Lines(g.Caller)))
+		}
 		if separated {
 			for i := range cells {
 				cells[i] = strings.ReplaceAll(cells[i], o.Separator, "?") // one cell, however it is named
