@@ -589,6 +589,8 @@ func hookRuns(event string) string {
 		return "thread exits"
 	case "sched_switch":
 		return "context switches"
+	case "sched_process_fork":
+		return "forks"
 	}
 	return sanitize(event) + " runs"
 }
