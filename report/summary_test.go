@@ -142,7 +142,7 @@ func TestWriteSummaryHealth(t *testing.T) {
 			{Name: "raw_tree_fork", RunCount: 30, RunTimeNS: 9_000, Hook: "sched_process_fork"},
 		}
 		out = summary(t, idle, 0)
-		want := fmt.Sprintf("probe cost 1.46 ms in all (%d %s, too few for a cost per event: %d at least), 0.15%% CPU; 400 thread exits at 400 ns; 2000 context switches at 150 ns; 30 forks at 300 ns\n",
+		want := fmt.Sprintf("probe cost 1.47 ms in all (%d %s, too few for a cost per event: %d at least), 0.15%% CPU; 400 thread exits at 400 ns; 2000 context switches at 150 ns; 30 forks at 300 ns\n",
 			events, plural(int(events), "event", "events"), minCostEvents)
 		if !strings.Contains(out, want) {
 			t.Errorf("%d events: want %q in:\n%s", events, want, out)
