@@ -50,7 +50,33 @@ Flags:
 %s`
 
 func (inv invocation) parseCaptureFlags(args []string) (*captureOptions, error) {
-	return inv.parseCaptureFlagsIn(newFlagSet("klockstat", captureUsage, inv.stderr), args)
+	fs := newFlagSet("klockstat", captureUsage, inv.stderr)
+	// The capture's alone: scale captures the system, each of its runs a workload of its own.
+	var scope string
+	fs.StringVar(&scope, "scope", capture.ScopeSystem, "with COMMAND, whose waits to capture: `command`, the command's process tree's only, or system, every process's with the command's told apart (see README)")
+	o, err := inv.parseCaptureFlagsIn(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.setScope(scope, fs.Changed("scope")); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// setScope sets the collector's scope to the --scope value when a command runs; given is whether
+// --scope was on the command line.
+func (o *captureOptions) setScope(scope string, given bool) error {
+	switch {
+	case len(o.command) == 0 && given:
+		return usagef("--scope %s needs a command after -- (a scope is a workload's: klockstat --scope %[1]s -- COMMAND)", scope)
+	case len(o.command) == 0:
+		return nil
+	case scope != capture.ScopeCommand && scope != capture.ScopeSystem:
+		return usagef("--scope %q: want %s or %s", scope, capture.ScopeCommand, capture.ScopeSystem)
+	}
+	o.cfg.Scope = scope
+	return nil
 }
 
 // parseCaptureFlagsIn parses the capture flags in fs, which may hold a subcommand's own flags.

@@ -161,6 +161,13 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 			m.MapSizes[name] = size
 		}
 	}
+	if in.cfg.Scope != "" {
+		m.Scope = in.cfg.Scope
+		m.CommandPIDs = slices.Sorted(slices.Values(snap.commandPIDs))
+		if n := counters[lockstatCounterCNT_LOST_TREE_FULL]; n > 0 {
+			m.Warnings = append(m.Warnings, treeFull(in.cfg.Scope, n, snap.mapSizes["command_tree"]))
+		}
+	}
 	m.Events = capture.Events{
 		Begin: counters[lockstatCounterCNT_BEGIN],
 		End:   counters[lockstatCounterCNT_END],
@@ -208,6 +215,16 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 		m.Warnings = append(m.Warnings, "kernel symbols are hidden (kernel.kptr_restrict, or not root): stacks and lock names are raw addresses")
 	}
 	return m
+}
+
+// treeFull is the warning of a workload that forked more processes than its tree's map holds:
+// the processes not added, and their descendants, are not the command's.
+func treeFull(scope string, missed uint64, entries uint32) string {
+	lost := "their waits were not captured"
+	if scope == capture.ScopeSystem {
+		lost = "their waits count as other processes'"
+	}
+	return fmt.Sprintf("%d processes the workload forked, and what they forked, are missing from its process tree (%d entries, full): %s", missed, entries, lost)
 }
 
 // nameLocks names the records' locks that the programs left unnamed, and

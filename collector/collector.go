@@ -45,6 +45,12 @@ const (
 	histBuckets = capture.NumBuckets
 )
 
+// commandTreeEntries bounds a workload's process tree (command_tree in tree.bpf.h): the
+// processes it forks during one capture, those that exited included. 32768, Linux's default
+// pid_max on machines of up to 32 CPUs, is about 2.6 MiB of kernel memory; a build that forks
+// more counts the rest in a warning.
+const commandTreeEntries = 32768
+
 // ErrPermission means the kernel refused to load BPF programs for lack of
 // privileges: errors.Is matches the *LimitError of a missing capability.
 var ErrPermission = errors.New("loading BPF programs needs root (CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN): run klockstat as root")
@@ -65,6 +71,11 @@ type Config struct {
 	// OwnerSampleHz is the rate, per CPU, at which owners are sampled on their CPU while others
 	// wait for a lock they hold (DefaultOwnerSampleHz); 0 samples none. Only with Owners.
 	OwnerSampleHz int
+	// Scope is set when a workload runs (klockstat -- COMMAND): capture.ScopeCommand captures
+	// only the waits of the workload's process tree, capture.ScopeSystem every process's; both
+	// follow the tree (the processes klockstat itself forks, and theirs) into Meta.CommandPIDs.
+	// Empty: no workload, no tree.
+	Scope string
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -89,6 +100,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--owner-sample-hz %d out of range (want 0 to %d)", c.OwnerSampleHz, MaxOwnerSampleHz)
 	case len(c.Cgroups) > MaxCgroups:
 		return fmt.Errorf("%d --cgroup values, at most %d can filter one capture", len(c.Cgroups), MaxCgroups)
+	case c.Scope != "" && c.Scope != capture.ScopeCommand && c.Scope != capture.ScopeSystem:
+		return fmt.Errorf("--scope %q: want %s or %s", c.Scope, capture.ScopeCommand, capture.ScopeSystem)
 	}
 	if c.Probe != "auto" {
 		if _, err := backendByName(c.Probe); err != nil {
@@ -314,6 +327,8 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		{s.TimelineTypes, uint32(len(cfg.Spec.Types))},
 		{s.TimelineControl, uint64(timelineFirstShift)},
 		{s.OwnersOn, cfg.Owners},
+		{s.TreeOn, cfg.Scope != ""},
+		{s.FilterCommand, cfg.Scope == capture.ScopeCommand},
 	})
 	if err != nil {
 		return err
@@ -332,6 +347,9 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	s.Timeline.MaxEntries = uint32(2 * len(cfg.Spec.Types) * timelineBuckets)
 	s.PidFilter.MaxEntries = uint32(max(len(cfg.PIDs), 1))
+	if cfg.Scope != "" {
+		s.CommandTree.MaxEntries = commandTreeEntries
+	}
 	s.CgroupFilter.MaxEntries = uint32(max(len(cfg.Cgroups), 1))
 	for _, pid := range cfg.PIDs {
 		s.PidFilter.Contents = append(s.PidFilter.Contents, ebpf.MapKV{Key: pid, Value: uint8(1)})
@@ -364,6 +382,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	}
 	progs := &s.lockstatProgramSpecs
 	exit := b.schedHook("sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
+	fork := b.schedHook("sched_process_fork", progs.RawTreeFork, progs.TpTreeFork)
 	switcher := b.schedHook("sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
 	layout := b.StackLayout()
 	vars := []variable{
@@ -392,6 +411,9 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		}
 	}
 	loaded := append(b.Programs(progs), exit.spec)
+	if c.cfg.Scope != "" {
+		loaded = append(loaded, fork.spec)
+	}
 	sampleHz := 0
 	if c.cfg.Owners {
 		loaded = append(loaded, switcher.spec)
@@ -423,8 +445,15 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	// First among the links, so detached last.
 	att.links = append([]link.Link{l}, att.links...)
 	att.probes = append(att.probes, p)
+	var hooks []schedHook
+	if c.cfg.Scope != "" {
+		hooks = append(hooks, fork)
+	}
 	if c.cfg.Owners {
-		l, p, err := switcher.attach(obj)
+		hooks = append(hooks, switcher)
+	}
+	for _, h := range hooks {
+		l, p, err := h.attach(obj)
 		if err != nil {
 			att.close()
 			obj.close()
@@ -438,11 +467,12 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	return nil
 }
 
-// schedHook is a bookkeeping program on a sched tracepoint. Two exist: the
-// program that frees a thread's wait slot at sched_process_free, and the one
+// schedHook is a bookkeeping program on a sched tracepoint. Three exist: the
+// program that frees a thread's wait slot at sched_process_free, the one
 // that takes lock owners' stacks as they leave a CPU at sched_switch, and
 // re-reads the owner of the lock a waiter goes back to sleep on
-// (owner.bpf.h).
+// (owner.bpf.h), and the one that follows a workload's process tree at
+// sched_process_fork (tree.bpf.h).
 type schedHook struct {
 	spec  *ebpf.ProgramSpec
 	event string

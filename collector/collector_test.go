@@ -507,6 +507,7 @@ func TestConfigValidate(t *testing.T) {
 		{"small map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: 8}, "--map-nr-entries 8 too small"},
 		{"long comm", Config{Spec: spec, Probe: "auto", MapSize: 1024, Comm: strings.Repeat("x", 16)}, "15-byte"},
 		{"bad probe", Config{Spec: spec, Probe: "kprobes", MapSize: 1024}, `unknown probe backend "kprobes"`},
+		{"bad scope", Config{Spec: spec, Probe: "auto", MapSize: 1024, Scope: "tree"}, `--scope "tree": want command or system`},
 		// Every map of 4 G entries is terabytes: no machine has a quarter of that available.
 		{"huge map", Config{Spec: spec, Probe: "auto", StackDepth: 16, MapSize: math.MaxUint32}, "--map-nr-entries 4294967295: the BPF maps would take up to "},
 	} {

@@ -23,9 +23,11 @@
  *  lockstat.h         every map key and value shared with Go (bpf2go -type)
  *  vmlinux.h          the kernel types the programs read, for CO-RE
  *  counters.bpf.h     counters, count()
- *  filter.bpf.h       --pid, --comm, --cgroup: self_tgid, filter_pids,
- *                     filter_comm, comm_filter, cgroup_filters, pid_filter,
- *                     cgroup_filter, wanted()
+ *  filter.bpf.h       --pid, --comm, --cgroup, --scope command: self_tgid,
+ *                     filter_pids, filter_comm, comm_filter, filter_command,
+ *                     cgroup_filters, pid_filter, cgroup_filter, wanted()
+ *  tree.bpf.h         the workload's process tree: tree_on, command_tree,
+ *                     in_tree(), tree_fork(), tree_free(), child_tgid()
  *  threads.bpf.h      thread_buckets, thread_waits, thread_slot()
  *  nesting.bpf.h      nested runs and rescue copies: busy, claim(), enter()
  *  stackpath.bpf.h    taking stacks, recognising known paths: stacks, paths,
@@ -61,6 +63,7 @@
 #include "spin.bpf.h"
 #include "stackpath.bpf.h"
 #include "threads.bpf.h"
+#include "tree.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -353,6 +356,7 @@ static __always_inline int free_thread(__u32 tid)
 	/* Adding -1: an atomic subtraction needs BPF_FETCH (Linux 5.12). */
 	if (slotted && !bpf_map_delete_elem(&thread_waits, &tid))
 		__sync_fetch_and_add(&bucket->slots, -1);
+	tree_free(tid);
 	return 0;
 }
 
@@ -370,6 +374,29 @@ SEC("tracepoint/sched/sched_process_free")
 int tp_thread_free(struct trace_event_raw_sched_process_template *ctx)
 {
 	return free_thread(ctx->pid);
+}
+
+/*
+ * The workload's process tree (tree.bpf.h) grows at every fork of one of
+ * its processes; attached only when a workload runs. The fork tracepoint
+ * runs in the parent.
+ */
+SEC("raw_tp/sched_process_fork")
+int raw_tree_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (void *)ctx->args[0];
+	struct task_struct *child = (void *)ctx->args[1];
+
+	tree_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid), self_tgid);
+	return 0;
+}
+
+/* For the perf-event tracepoint backend. */
+SEC("tracepoint/sched/sched_process_fork")
+int tp_tree_fork(struct trace_event_raw_sched_process_fork *ctx)
+{
+	tree_fork(bpf_get_current_pid_tgid() >> 32, child_tgid(ctx->child_pid), self_tgid);
+	return 0;
 }
 
 /*

@@ -59,7 +59,8 @@ const (
 	lockstatCounterCNT_OWNER_SAMPLE       lockstatCounter = 22
 	lockstatCounterCNT_LOST_OWNER_SAMPLE  lockstatCounter = 23
 	lockstatCounterCNT_LOST_CHAIN_FULL    lockstatCounter = 24
-	lockstatCounterCNT_MAX                lockstatCounter = 25
+	lockstatCounterCNT_LOST_TREE_FULL     lockstatCounter = 25
+	lockstatCounterCNT_MAX                lockstatCounter = 26
 )
 
 type lockstatCpuBusy struct {
@@ -290,6 +291,7 @@ const (
 	lockstatMapBusy                      = "busy"
 	lockstatMapCalibSamples              = "calib_samples"
 	lockstatMapCgroupFilter              = "cgroup_filter"
+	lockstatMapCommandTree               = "command_tree"
 	lockstatMapControl                   = "control"
 	lockstatMapCounters                  = "counters"
 	lockstatMapFirstFrame                = "first_frame"
@@ -331,14 +333,17 @@ const (
 	lockstatProgRawContentionEndRescue   = "raw_contention_end_rescue"
 	lockstatProgRawOwnerSwitch           = "raw_owner_switch"
 	lockstatProgRawThreadFree            = "raw_thread_free"
+	lockstatProgRawTreeFork              = "raw_tree_fork"
 	lockstatProgTpContentionBegin        = "tp_contention_begin"
 	lockstatProgTpContentionEnd          = "tp_contention_end"
 	lockstatProgTpOwnerSwitch            = "tp_owner_switch"
 	lockstatProgTpThreadFree             = "tp_thread_free"
+	lockstatProgTpTreeFork               = "tp_tree_fork"
 	lockstatVarCgroupFilters             = "cgroup_filters"
 	lockstatVarCommFilter                = "comm_filter"
 	lockstatVarCtxOnStack                = "ctx_on_stack"
 	lockstatVarFilterComm                = "filter_comm"
+	lockstatVarFilterCommand             = "filter_command"
 	lockstatVarFilterPids                = "filter_pids"
 	lockstatVarFlagShared                = "flag_shared"
 	lockstatVarFlagType                  = "flag_type"
@@ -362,6 +367,7 @@ const (
 	lockstatVarTimelineControl           = "timeline_control"
 	lockstatVarTimelineStart             = "timeline_start"
 	lockstatVarTimelineTypes             = "timeline_types"
+	lockstatVarTreeOn                    = "tree_on"
 	lockstatVarTypeOwnerFlags            = "type_owner_flags"
 	lockstatVarUnusedCounter             = "unused_counter"
 	lockstatVarUnusedFnInfo              = "unused_fn_info"
@@ -432,10 +438,12 @@ type lockstatProgramSpecs struct {
 	RawContentionEndRescue   *ebpf.ProgramSpec `ebpf:"raw_contention_end_rescue"`
 	RawOwnerSwitch           *ebpf.ProgramSpec `ebpf:"raw_owner_switch"`
 	RawThreadFree            *ebpf.ProgramSpec `ebpf:"raw_thread_free"`
+	RawTreeFork              *ebpf.ProgramSpec `ebpf:"raw_tree_fork"`
 	TpContentionBegin        *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
 	TpOwnerSwitch            *ebpf.ProgramSpec `ebpf:"tp_owner_switch"`
 	TpThreadFree             *ebpf.ProgramSpec `ebpf:"tp_thread_free"`
+	TpTreeFork               *ebpf.ProgramSpec `ebpf:"tp_tree_fork"`
 }
 
 // lockstatMapSpecs contains maps before they are loaded into the kernel.
@@ -446,6 +454,7 @@ type lockstatMapSpecs struct {
 	Busy          *ebpf.MapSpec `ebpf:"busy"`
 	CalibSamples  *ebpf.MapSpec `ebpf:"calib_samples"`
 	CgroupFilter  *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	CommandTree   *ebpf.MapSpec `ebpf:"command_tree"`
 	Control       *ebpf.MapSpec `ebpf:"control"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	FirstFrame    *ebpf.MapSpec `ebpf:"first_frame"`
@@ -478,6 +487,7 @@ type lockstatVariableSpecs struct {
 	CommFilter             *ebpf.VariableSpec `ebpf:"comm_filter"`
 	CtxOnStack             *ebpf.VariableSpec `ebpf:"ctx_on_stack"`
 	FilterComm             *ebpf.VariableSpec `ebpf:"filter_comm"`
+	FilterCommand          *ebpf.VariableSpec `ebpf:"filter_command"`
 	FilterPids             *ebpf.VariableSpec `ebpf:"filter_pids"`
 	FlagShared             *ebpf.VariableSpec `ebpf:"flag_shared"`
 	FlagType               *ebpf.VariableSpec `ebpf:"flag_type"`
@@ -501,6 +511,7 @@ type lockstatVariableSpecs struct {
 	TimelineControl        *ebpf.VariableSpec `ebpf:"timeline_control"`
 	TimelineStart          *ebpf.VariableSpec `ebpf:"timeline_start"`
 	TimelineTypes          *ebpf.VariableSpec `ebpf:"timeline_types"`
+	TreeOn                 *ebpf.VariableSpec `ebpf:"tree_on"`
 	TypeOwnerFlags         *ebpf.VariableSpec `ebpf:"type_owner_flags"`
 	UnusedCounter          *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedFnInfo           *ebpf.VariableSpec `ebpf:"unused_fn_info"`
@@ -534,6 +545,7 @@ type lockstatMaps struct {
 	Busy          *ebpf.Map `ebpf:"busy"`
 	CalibSamples  *ebpf.Map `ebpf:"calib_samples"`
 	CgroupFilter  *ebpf.Map `ebpf:"cgroup_filter"`
+	CommandTree   *ebpf.Map `ebpf:"command_tree"`
 	Control       *ebpf.Map `ebpf:"control"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	FirstFrame    *ebpf.Map `ebpf:"first_frame"`
@@ -564,6 +576,7 @@ func (m *lockstatMaps) Close() error {
 		m.Busy,
 		m.CalibSamples,
 		m.CgroupFilter,
+		m.CommandTree,
 		m.Control,
 		m.Counters,
 		m.FirstFrame,
@@ -597,6 +610,7 @@ type lockstatVariables struct {
 	CommFilter             *ebpf.Variable `ebpf:"comm_filter"`
 	CtxOnStack             *ebpf.Variable `ebpf:"ctx_on_stack"`
 	FilterComm             *ebpf.Variable `ebpf:"filter_comm"`
+	FilterCommand          *ebpf.Variable `ebpf:"filter_command"`
 	FilterPids             *ebpf.Variable `ebpf:"filter_pids"`
 	FlagShared             *ebpf.Variable `ebpf:"flag_shared"`
 	FlagType               *ebpf.Variable `ebpf:"flag_type"`
@@ -620,6 +634,7 @@ type lockstatVariables struct {
 	TimelineControl        *ebpf.Variable `ebpf:"timeline_control"`
 	TimelineStart          *ebpf.Variable `ebpf:"timeline_start"`
 	TimelineTypes          *ebpf.Variable `ebpf:"timeline_types"`
+	TreeOn                 *ebpf.Variable `ebpf:"tree_on"`
 	TypeOwnerFlags         *ebpf.Variable `ebpf:"type_owner_flags"`
 	UnusedCounter          *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedFnInfo           *ebpf.Variable `ebpf:"unused_fn_info"`
@@ -652,10 +667,12 @@ type lockstatPrograms struct {
 	RawContentionEndRescue   *ebpf.Program `ebpf:"raw_contention_end_rescue"`
 	RawOwnerSwitch           *ebpf.Program `ebpf:"raw_owner_switch"`
 	RawThreadFree            *ebpf.Program `ebpf:"raw_thread_free"`
+	RawTreeFork              *ebpf.Program `ebpf:"raw_tree_fork"`
 	TpContentionBegin        *ebpf.Program `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.Program `ebpf:"tp_contention_end"`
 	TpOwnerSwitch            *ebpf.Program `ebpf:"tp_owner_switch"`
 	TpThreadFree             *ebpf.Program `ebpf:"tp_thread_free"`
+	TpTreeFork               *ebpf.Program `ebpf:"tp_tree_fork"`
 }
 
 func (p *lockstatPrograms) Close() error {
@@ -679,10 +696,12 @@ func (p *lockstatPrograms) Close() error {
 		p.RawContentionEndRescue,
 		p.RawOwnerSwitch,
 		p.RawThreadFree,
+		p.RawTreeFork,
 		p.TpContentionBegin,
 		p.TpContentionEnd,
 		p.TpOwnerSwitch,
 		p.TpThreadFree,
+		p.TpTreeFork,
 	)
 }
 

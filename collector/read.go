@@ -123,6 +123,11 @@ func (c *Collector) read(snap *snapshot, base *cumulative) error {
 	if snap.stacks, err = readStacks(maps.Stacks, snap, open); err != nil {
 		return err
 	}
+	if c.cfg.Scope != "" {
+		if snap.commandPIDs, err = readCommandTree(maps.CommandTree); err != nil {
+			return err
+		}
+	}
 	snap.mapSizes = c.mapSizes()
 	snap.cgroups = c.cgroups.atEnd()
 	return nil
@@ -251,6 +256,19 @@ func readEntries[K, V any](m *ebpf.Map) ([]entry[K, V], error) {
 		return nil, fmt.Errorf("reading the map %s: %w", m, err)
 	}
 	return entries, nil
+}
+
+// readCommandTree reads the tgids of the workload's process tree, exited processes included.
+func readCommandTree(m *ebpf.Map) ([]uint32, error) {
+	entries, err := readEntries[uint32, uint8](m)
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]uint32, len(entries))
+	for i, e := range entries {
+		pids[i] = e.key
+	}
+	return pids, nil
 }
 
 // readHistogram reads a per-type histogram map: dense bucket counts per

@@ -175,10 +175,14 @@ func subtractPrograms(now, base []capture.ProgramStats) []capture.ProgramStats {
 // lists them by.
 func (c *Collector) mapSizes() map[string]uint32 {
 	maps := &c.obj.maps
-	return map[string]uint32{
+	sizes := map[string]uint32{
 		"aggregate":    maps.Aggregate.MaxEntries(),
 		"stacks":       maps.Stacks.MaxEntries(),
 		"thread_waits": maps.ThreadWaits.MaxEntries(),
 		"owners":       maps.Owners.MaxEntries(),
 	}
+	if c.cfg.Scope != "" {
+		sizes["command_tree"] = maps.CommandTree.MaxEntries()
+	}
+	return sizes
 }

@@ -35,7 +35,10 @@ type snapshot struct {
 	// refers to, by stack id: zero-padded to the stack map's value size.
 	stacks   map[uint64][]uint64
 	programs []capture.ProgramStats // one per attached program, in attach order
-	timeline *capture.Timeline
+	// commandPIDs are the tgids of the workload's process tree, in the map's order; none
+	// without a workload.
+	commandPIDs []uint32
+	timeline    *capture.Timeline
 	// mapSizes are the entries of the maps the capture lists, owners
 	// included, under the names the capture lists them by.
 	mapSizes map[string]uint32

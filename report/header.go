@@ -89,6 +89,9 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 	if m.DurationNS > 0 {
 		hs[0].Detail += fmt.Sprintf(", %.2f threads waiting on average", float64(total)/float64(m.DurationNS))
 	}
+	if h, ok := commandHighlight(c, ms); ok {
+		hs = append(hs, h)
+	}
 	if len(types) > 0 {
 		t := types[0]
 		hs = append(hs, highlight{

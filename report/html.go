@@ -102,8 +102,13 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	}
 	p.Highlights = highlights(c, types, contended)
 	p.Captured, p.Settings, p.Health = headerFields(m)
-
 	ms := measureOf(m)
+	if f, ok := scopeField(c, ms); ok {
+		// After the workload's line, which it is about; the report's alone: a diff pairs the
+		// lines of headerFields.
+		i := slices.IndexFunc(p.Captured, func(f field) bool { return f.Label == "Workload" })
+		p.Captured = slices.Insert(p.Captured, i+1, f)
+	}
 	if !p.Empty {
 		charts, err := reportCharts(types, c.HoldHistograms, c.Timeline, contended, o.Top, ms)
 		if err != nil {
@@ -123,6 +128,9 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 			groupView("cgroups", "By cgroup", "all locks, threads and callers merged per cgroup of the waiting threads", capture.FieldCgroup, byCgroup, c.Records, tab, ms, holds),
 		},
 	}
+	views := p.Tables.Views
+	addWhoseColumns(c, tab, &views[0], order, []groupedView{
+		{&views[1], byCaller, capture.ByCaller}, {&views[2], byLock, capture.ByLock}, {&views[3], byCgroup, capture.ByCgroup}})
 	if len(c.Owners) > 0 {
 		links := newOwnerLinks(c.Owners, c.Records, tab)
 		threads, locks := &p.Tables.Views[0], &p.Tables.Views[2]

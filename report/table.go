@@ -19,7 +19,7 @@ func textColumn(key, label, class string, values []int32) column {
 var columnTerms = map[string]string{
 	"lock": "lock-name", "caller": "caller", "records": "record", "spin": "spinning", "status": "status",
 	"blocked_by": "owner", "owner": "owner", "waiters": "owner", "stack_reason": "owner-stack", "p99": "p99",
-	"hold_count": "hold", "hold_total": "hold", "hold_avg": "hold", "hold_max": "hold",
+	"hold_count": "hold", "hold_total": "hold", "hold_avg": "hold", "hold_max": "hold", "whose": "scope",
 }
 
 // stackColumn is a column of kernel stacks: term is its glossary entry.

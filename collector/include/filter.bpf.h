@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The filters of --pid, --comm and --cgroup, and the capture's own process,
- * which is never captured. Filters apply to the process: its tgid, and its
+ * The filters of --pid, --comm, --cgroup and --scope command, and the
+ * capture's own process, which is never captured. Filters apply to the process: its tgid, and its
  * main thread's name; and to the thread's cgroup. Set by the loader before
  * load: a filter not asked for costs nothing once the verifier has seen its
  * flag.
@@ -10,6 +10,7 @@
 #define __KLOCKSTAT_FILTER_BPF_H__
 
 #include "common.bpf.h"
+#include "tree.bpf.h"
 
 /* The capture's own process. */
 const volatile __u32 self_tgid = 0;
@@ -18,6 +19,8 @@ const volatile bool filter_pids = false;
 /* --comm: the process's main thread is named comm_filter. */
 const volatile bool filter_comm = false;
 const volatile char comm_filter[16] = {};
+/* --scope command: the process is in the workload's tree (tree.bpf.h). */
+const volatile bool filter_command = false;
 /* Entries of cgroup_filter in use: 0, no filter. */
 const volatile __u32 cgroup_filters = 0;
 
@@ -65,6 +68,8 @@ static __always_inline bool wanted(__u32 pid)
 	if (pid == self_tgid)
 		return false;
 	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid))
+		return false;
+	if (filter_command && !in_tree(pid))
 		return false;
 	if (filter_comm) {
 		struct task_struct *task = (void *)bpf_get_current_task();

@@ -348,6 +348,7 @@ enum counter {
 	CNT_OWNER_SAMPLE,       /* samples of marked owners on their CPU holding the lock */
 	CNT_LOST_OWNER_SAMPLE,  /* owner samples not stored: owner sample map full */
 	CNT_LOST_CHAIN_FULL,    /* wait not charged to its chain: chain map full */
+	CNT_LOST_TREE_FULL,     /* process not added to the workload's tree: tree map full */
 	CNT_MAX,
 };
 
