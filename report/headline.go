@@ -83,24 +83,6 @@ func (t waitTotals) threadShare(durationNS int64) float64 {
 	return float64(t.totalNS) / (float64(durationNS) * float64(t.threads))
 }
 
-// commandSplit parts the records of a capture of every process while a workload ran
-// (capture.ScopeSystem) into the workload's process tree's and the others'; ok is false for any
-// other capture, which holds the workload's waits only or cannot tell them apart.
-func commandSplit(c *capture.Capture) (command, others []capture.Record, ok bool) {
-	m := c.Meta
-	if m.Scope != capture.ScopeSystem {
-		return nil, nil, false
-	}
-	for _, r := range c.Records {
-		if m.InCommand(r.PID) {
-			command = append(command, r)
-		} else {
-			others = append(others, r)
-		}
-	}
-	return command, others, true
-}
-
 // headlineLines are the lines a summary opens with, of c's records as the summary shows them
 // (filtered, addresses as ids): total wait over the capture's duration, the threads waiting on
 // average (the total wait over the duration), and the top lock and caller. With a workload, the

@@ -10,6 +10,24 @@ import (
 // tree and the others': under --scope system the page says the command's share in its header, and
 // each table row whose waits they are.
 
+// commandSplit parts the records of a capture of every process while a workload ran
+// (capture.ScopeSystem) into the workload's process tree's and the others'; ok is false for any
+// other capture, which holds the workload's waits only or cannot tell them apart.
+func commandSplit(c *capture.Capture) (command, others []capture.Record, ok bool) {
+	m := c.Meta
+	if m.Scope != capture.ScopeSystem {
+		return nil, nil, false
+	}
+	for _, r := range c.Records {
+		if m.InCommand(r.PID) {
+			command = append(command, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return command, others, true
+}
+
 // splitCommand is the wait time of a capture of a workload under --scope system, split between the
 // processes of the command's tree and the others; ok is false for any other capture.
 func splitCommand(c *capture.Capture) (split whose, ok bool) {
