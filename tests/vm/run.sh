@@ -25,8 +25,9 @@
 # cache), checked by llvm-symbolizer. A failure there fails the guest.
 #
 # Needs root: installs its own apt dependencies (qemu-system-x86,
-# busybox-static, cpio), adds bookworm-backports to the apt sources if a
-# series is found nowhere else, and creates /dev/console in the initramfs.
+# busybox-static, cpio, and llvm for the source-line check), adds
+# bookworm-backports to the apt sources if a series is found nowhere else, and
+# creates /dev/console in the initramfs.
 #
 # Environment:
 #   KLOCKSTAT_VM_TIMEOUT  wall-clock limit per kernel in seconds (default 900;
@@ -189,7 +190,8 @@ fetch_debug_image() {
 		rm -rf "$tmp"
 		die "cannot download the debug image $pkg=$version (${why:-apt-get download failed}); KLOCKSTAT_VM_SRCLINE=0 runs without the source-line check"
 	fi
-	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp" --wildcards './usr/lib/debug/boot/vmlinux-*'
+	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp" --wildcards './usr/lib/debug/boot/vmlinux-*' ||
+		die "cannot extract the vmlinux of $pkg=$version (kept in $tmp); KLOCKSTAT_VM_SRCLINE=0 runs without the source-line check"
 	mkdir -p "$dir"
 	mv "$tmp"/usr/lib/debug/boot/vmlinux-* "$dir/vmlinux"
 	rm -rf "$tmp"
@@ -373,13 +375,10 @@ main() {
 			start=$SECONDS
 			result=FAIL
 			rm -f "$cache/${names[i]}.capture.json" "$cache/${names[i]}.srcline.log"
-			if [[ -n ${debug_images[i]} ]]; then
-				if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio" \
-					KLOCKSTAT_TEST_CAPTURE_OUT=/tmp/capture.json &&
-					check_source_lines "${names[i]}" "${debug_images[i]}"; then
-					result=PASS
-				fi
-			elif run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio"; then
+			params=()
+			[[ -z ${debug_images[i]} ]] || params=(KLOCKSTAT_TEST_CAPTURE_OUT=/tmp/capture.json)
+			if run_kernel "${names[i]}" "$cache/kernels/${pkgs[i]}_${versions[i]}/vmlinuz" "$cache/initramfs.cpio" "${params[@]}" &&
+				{ [[ -z ${debug_images[i]} ]] || check_source_lines "${names[i]}" "${debug_images[i]}"; }; then
 				result=PASS
 			fi
 			echo "$result $((SECONDS - start))s" >"$cache/${names[i]}.result"
