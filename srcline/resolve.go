@@ -102,11 +102,12 @@ var errAmbiguous = errors.New("several functions of that name")
 
 // symbolAddress is the address of the function named name that holds offset off. Of several
 // functions of one name, those too short to hold off are left out; if more than one is left,
-// the frame cannot be told.
+// the frame cannot be told. A frame is a return address, so off may equal the size: a function
+// ending in a call that never returns (__x64_sys_exit calling do_exit).
 func (im *Image) symbolAddress(name string, off uint64) (uint64, error) {
 	var found []uint64
 	for _, s := range im.symbols[name] {
-		if s.size == 0 || off < s.size {
+		if s.size == 0 || off < s.size || off > 0 && off == s.size {
 			if !slices.Contains(found, s.addr) {
 				found = append(found, s.addr)
 			}
