@@ -197,9 +197,13 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	__u64 word;
 	int err;
 
+	/* Without --owners a wait writes no owner field: owner_reason stays
+	 * OWNER_UNTRACKED as the slot was made (zeroed, by thread_slot or in
+	 * spin_waits), and the rest is read only when it is not. */
+	if (!owners_on)
+		return;
 	s->owner_reason = OWNER_UNTRACKED;
-	s->chain_depth = 0;
-	if (!owners_on || spinning || s->skip)
+	if (spinning || s->skip)
 		return;
 	key.reason = OWNER_KNOWN;
 	word = owner_word(lock, flags, &key.reason);
@@ -275,7 +279,9 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
 	__u32 st = w->owner_state & 7;
 	int err;
 
-	if (w->owner_reason == OWNER_UNTRACKED)
+	/* owners_on first: the verifier drops the rest from the programs
+	 * of a capture without --owners, whose waits are all untracked. */
+	if (!owners_on || w->owner_reason == OWNER_UNTRACKED)
 		return;
 	if (w->owner_reason == OWNER_KNOWN) {
 		owner_stack(&key, w->owner_lock);
