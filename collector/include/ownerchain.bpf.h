@@ -13,9 +13,11 @@
  * (owner_word), not the one the owner's wait noted when it began, which the
  * lock may have passed on since: a chain of stale owners could close a
  * cycle that never was. A lock found without an owner ends the chain
- * before it. Only the chain as the wait's owner was read counts: an owner
- * that begins to wait after its waiters did is not seen waiting, until
- * they read the owner again (owner_again).
+ * before it. The chain is followed again whenever the wait's owner is read
+ * again (owner_again), the same owner or another: an owner that begins to
+ * wait after its waiters did is seen waiting then, and one whose wait ended
+ * is no longer, each chain charged for the part of the wait it was seen
+ * for (chain_again).
  */
 #ifndef __KLOCKSTAT_OWNERCHAIN_BPF_H__
 #define __KLOCKSTAT_OWNERCHAIN_BPF_H__
@@ -103,23 +105,32 @@ static __always_inline void chain_find(struct chain_end *e, __u32 waiter, __u32 
 	}
 }
 
+/* chain_note notes chain end e in slot s, charged from chain_from (0: from
+ * the slot's owner_from). */
+static __always_inline void chain_note(struct wait_slot *s, const struct chain_end *e, __u64 chain_from)
+{
+	s->chain_lock = e->lock;
+	s->chain_tid = e->tid;
+	s->chain_type = e->type;
+	s->chain_depth = e->depth;
+	s->chain_cycle = e->cycle;
+	s->chain_from = chain_from;
+}
+
 /* chain_follow notes in slot s, a wait of thread waiter whose lock is owned
- * by thread owner, the end of the chain of owners that wait in turn. */
+ * by thread owner, read now, the end of the chain of owners that wait in
+ * turn. */
 static __always_inline void chain_follow(struct wait_slot *s, __u32 waiter, __u32 owner)
 {
 	struct chain_end e;
 
 	chain_find(&e, waiter, owner);
-	s->chain_lock = e.lock;
-	s->chain_tid = e.tid;
-	s->chain_type = e.type;
-	s->chain_depth = e.depth;
-	s->chain_cycle = e.cycle;
+	chain_note(s, &e, 0);
 }
 
-/* chain_charge charges delta ns of wait w, charged to its owner, to the end
- * of its chain, if the owner was waiting. */
-static __always_inline void chain_charge(const struct wait_slot *w, __u64 delta)
+/* chain_charge charges wait w, charged to its owner, to the end of its
+ * chain up to now, if the owner was waiting. */
+static __always_inline void chain_charge(const struct wait_slot *w, __u64 now)
 {
 	struct chain_key key = {
 		.lock = w->lock,
@@ -132,6 +143,7 @@ static __always_inline void chain_charge(const struct wait_slot *w, __u64 delta)
 		.cycle = w->chain_cycle,
 	};
 	struct chain_stats *v, init = {};
+	__u64 from = w->chain_from ? w->chain_from : w->owner_from;
 	int err;
 
 	if (!w->chain_depth)
@@ -148,7 +160,25 @@ static __always_inline void chain_charge(const struct wait_slot *w, __u64 delta)
 			return;
 	}
 	__sync_fetch_and_add(&v->count, 1);
-	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->total_ns, now - from);
+}
+
+/* chain_again follows the chain of slot s's wait again, its owner read
+ * again and unchanged: when the owner began or ended a wait of its own
+ * since, or the chain now ends elsewhere, the wait so far is charged to the
+ * chain it had and the rest goes to the chain now. */
+static __always_inline void chain_again(struct wait_slot *s)
+{
+	struct chain_end e;
+	__u64 now;
+
+	chain_find(&e, s->tid, s->owner_tid);
+	if (e.depth == s->chain_depth && (!e.depth || (e.lock == s->chain_lock && e.tid == s->chain_tid &&
+						       e.type == s->chain_type && e.cycle == s->chain_cycle)))
+		return;
+	now = bpf_ktime_get_ns();
+	chain_charge(s, now);
+	chain_note(s, &e, now);
 }
 
 #endif /* __KLOCKSTAT_OWNERCHAIN_BPF_H__ */
