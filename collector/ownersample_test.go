@@ -71,19 +71,33 @@ func TestAssembleOwnerSamples(t *testing.T) {
 	}
 }
 
+// chainFixture is an assembly with owners of thread 77, a known owner of lockHeap charged n waits
+// of total ns, and of thread 88, named end.
+func chainFixture(t *testing.T, n, total uint64, end string) *assembleFixture {
+	f := newAssembleFixture(t, assembleKallsyms)
+	f.in.cfg.Owners = true
+	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, n, total)
+	f.snap.threadNames[88] = end
+	return f
+}
+
+// ownedWait is a wait of key k begun at ts, still open at the stop, charged to thread owner since
+// from.
+func ownedWait(k lockstatWaitKey, ts, from uint64, owner uint32) lockstatWaitSlot {
+	s := openWait(k, ts)
+	s.OwnerReason, s.OwnerTid, s.OwnerFrom = uint8(lockstatOwnerReasonOWNER_KNOWN), owner, from
+	return s
+}
+
 // TestAssembleOwnerChains builds the chains of ended waits and of a wait still open at the stop, a
 // cycle, naming the owners after their owner entries and the chain's end after its open wait.
 func TestAssembleOwnerChains(t *testing.T) {
-	f := newAssembleFixture(t, assembleKallsyms)
-	f.in.cfg.Owners = true
-	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, 2, 5000)
-	f.snap.threadNames[88] = "<b>end</b>"
+	f := chainFixture(t, 2, 5000, "<b>end</b>")
 	mutex := f.types["mutex"]
 	ended := lockstatChainKey{Lock: lockHeap, EndLock: lockHeapOther, Tid: 77, EndTid: 88, Type: mutex, EndType: uint16(mutex), Depth: 1}
 	f.snap.ownerChains = []chainEntry{{key: ended, value: lockstatChainStats{Count: 2, TotalNs: 5000}}}
 	k := f.wait("mutex", lockHeap, stackPipe, 55, 1, 100, 100, 100)
-	open := openWait(k, stopNS-4000)
-	open.OwnerReason, open.OwnerTid, open.OwnerFrom = uint8(lockstatOwnerReasonOWNER_KNOWN), 77, stopNS-3000
+	open := ownedWait(k, stopNS-4000, stopNS-3000, 77)
 	open.ChainLock, open.ChainTid, open.ChainType, open.ChainDepth, open.ChainCycle = lockHeap, 55, uint8(mutex), 2, 1
 	f.snap.threadWaits = []lockstatWaitSlot{open}
 	f.namer.names = map[uint64]string{lockHeap: "pipe", lockHeapOther: "i_rwsem"}
@@ -107,15 +121,11 @@ func TestAssembleOwnerChains(t *testing.T) {
 // was found waiting in when the owner, unchanged, was read again: from then on, not from when the
 // wait began to be charged to the owner, which was not waiting yet.
 func TestAssembleOwnerChainFollowedAgain(t *testing.T) {
-	f := newAssembleFixture(t, assembleKallsyms)
-	f.in.cfg.Owners = true
-	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, 1, 1000)
-	f.snap.threadNames[88] = "end"
+	f := chainFixture(t, 1, 1000, "end")
 	mutex := f.types["mutex"]
 	k := f.wait("mutex", lockHeap, stackPipe, 55, 1, 100, 100, 100)
 	ownerFrom, chainFrom := uint64(stopNS-5000), uint64(stopNS-1000)
-	open := openWait(k, ownerFrom)
-	open.OwnerReason, open.OwnerTid, open.OwnerFrom = uint8(lockstatOwnerReasonOWNER_KNOWN), 77, ownerFrom
+	open := ownedWait(k, ownerFrom, ownerFrom, 77)
 	open.ChainLock, open.ChainTid, open.ChainType, open.ChainDepth, open.ChainFrom = lockHeapOther, 88, uint8(mutex), 1, chainFrom
 	f.snap.threadWaits = []lockstatWaitSlot{open}
 	cp := f.assemble(t)
