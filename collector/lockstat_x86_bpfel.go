@@ -252,23 +252,24 @@ type lockstatWaitSlot struct {
 	SpinNs      uint64
 	SpinFrom    uint64
 	Cgroup      uint64
-	OwnerFrom   uint64
-	OwnerLock   uint64
-	OwnerTid    uint32
-	OwnerReason uint16
-	OwnerState  uint16
 	Tid         uint32
 	Pid         uint32
 	Type        uint16
 	Skip        uint16
 	Repeat      uint32
-	OwnerFlags  uint32
-	ChainTid    uint32
+	OwnerFrom   uint64
+	OwnerLock   uint64
+	OwnerTid    uint32
+	OwnerReason uint8
+	OwnerState  uint8
+	OwnerFlags  uint8
+	ChainType   uint8
+	ChainFrom   uint64
 	ChainLock   uint64
-	ChainType   uint16
+	ChainTid    uint32
 	ChainDepth  uint8
 	ChainCycle  uint8
-	Pad         uint32
+	Pad         uint16
 }
 
 type lockstatWaitStats struct {

@@ -168,12 +168,17 @@ func (b *builder) ownerChains(entries []chainEntry, open []lockstatWaitSlot, sto
 		}
 	}
 	for _, s := range open {
-		if lockstatOwnerReason(s.OwnerReason) != lockstatOwnerReasonOWNER_KNOWN || s.ChainDepth == 0 || s.OwnerFrom > stopNS {
+		// A chain followed again while the owner stayed (chain_again) is charged since then.
+		from := s.OwnerFrom
+		if s.ChainFrom != 0 {
+			from = s.ChainFrom
+		}
+		if lockstatOwnerReason(s.OwnerReason) != lockstatOwnerReasonOWNER_KNOWN || s.ChainDepth == 0 || from > stopNS {
 			continue
 		}
 		k := lockstatChainKey{Lock: s.Lock, EndLock: s.ChainLock, Tid: s.OwnerTid, EndTid: s.ChainTid,
-			Type: uint32(s.Type), EndType: s.ChainType, Depth: s.ChainDepth, Cycle: s.ChainCycle}
-		if err := add(k, 1, 1, stopNS-s.OwnerFrom); err != nil {
+			Type: uint32(s.Type), EndType: uint16(s.ChainType), Depth: s.ChainDepth, Cycle: s.ChainCycle}
+		if err := add(k, 1, 1, stopNS-from); err != nil {
 			return nil, err
 		}
 	}

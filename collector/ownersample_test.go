@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/klockstat/klockstat/capture"
@@ -69,20 +71,34 @@ func TestAssembleOwnerSamples(t *testing.T) {
 	}
 }
 
+// chainFixture is an assembly with owners of thread 77, a known owner of lockHeap charged n waits
+// of total ns, and of thread 88, named end.
+func chainFixture(t *testing.T, n, total uint64, end string) *assembleFixture {
+	f := newAssembleFixture(t, assembleKallsyms)
+	f.in.cfg.Owners = true
+	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, n, total)
+	f.snap.threadNames[88] = end
+	return f
+}
+
+// ownedWait is a wait of key k begun at ts, still open at the stop, charged to thread owner since
+// from.
+func ownedWait(k lockstatWaitKey, ts, from uint64, owner uint32) lockstatWaitSlot {
+	s := openWait(k, ts)
+	s.OwnerReason, s.OwnerTid, s.OwnerFrom = uint8(lockstatOwnerReasonOWNER_KNOWN), owner, from
+	return s
+}
+
 // TestAssembleOwnerChains builds the chains of ended waits and of a wait still open at the stop, a
 // cycle, naming the owners after their owner entries and the chain's end after its open wait.
 func TestAssembleOwnerChains(t *testing.T) {
-	f := newAssembleFixture(t, assembleKallsyms)
-	f.in.cfg.Owners = true
-	f.knownOwner(lockHeap, 0, 77, lockstatOwnerStackReasonOWNER_STACK_RAN, 2, 5000)
-	f.snap.threadNames[88] = "<b>end</b>"
+	f := chainFixture(t, 2, 5000, "<b>end</b>")
 	mutex := f.types["mutex"]
 	ended := lockstatChainKey{Lock: lockHeap, EndLock: lockHeapOther, Tid: 77, EndTid: 88, Type: mutex, EndType: uint16(mutex), Depth: 1}
 	f.snap.ownerChains = []chainEntry{{key: ended, value: lockstatChainStats{Count: 2, TotalNs: 5000}}}
 	k := f.wait("mutex", lockHeap, stackPipe, 55, 1, 100, 100, 100)
-	open := openWait(k, stopNS-4000)
-	open.OwnerReason, open.OwnerTid, open.OwnerFrom = uint16(lockstatOwnerReasonOWNER_KNOWN), 77, stopNS-3000
-	open.ChainLock, open.ChainTid, open.ChainType, open.ChainDepth, open.ChainCycle = lockHeap, 55, uint16(mutex), 2, 1
+	open := ownedWait(k, stopNS-4000, stopNS-3000, 77)
+	open.ChainLock, open.ChainTid, open.ChainType, open.ChainDepth, open.ChainCycle = lockHeap, 55, uint8(mutex), 2, 1
 	f.snap.threadWaits = []lockstatWaitSlot{open}
 	f.namer.names = map[uint64]string{lockHeap: "pipe", lockHeapOther: "i_rwsem"}
 	f.wait("mutex", lockHeapOther, stackXfs, 77, 1, 100, 100, 100)
@@ -98,5 +114,53 @@ func TestAssembleOwnerChains(t *testing.T) {
 	}
 	if !cycle.Cycle || cycle.InProgress != 1 || cycle.TotalNS != 3000 || cycle.Depth != 2 || cycle.EndTID != 55 {
 		t.Errorf("open chain %+v, want a cycle of depth 2 back to thread 55, in progress, 3000 ns since the owner was read", cycle)
+	}
+}
+
+// TestAssembleOwnerChainFollowedAgain charges a wait still open at the stop to the chain its owner
+// was found waiting in when the owner, unchanged, was read again: from then on, not from when the
+// wait began to be charged to the owner, which was not waiting yet.
+func TestAssembleOwnerChainFollowedAgain(t *testing.T) {
+	f := chainFixture(t, 1, 1000, "end")
+	mutex := f.types["mutex"]
+	k := f.wait("mutex", lockHeap, stackPipe, 55, 1, 100, 100, 100)
+	ownerFrom, chainFrom := uint64(stopNS-5000), uint64(stopNS-1000)
+	open := ownedWait(k, ownerFrom, ownerFrom, 77)
+	open.ChainLock, open.ChainTid, open.ChainType, open.ChainDepth, open.ChainFrom = lockHeapOther, 88, uint8(mutex), 1, chainFrom
+	f.snap.threadWaits = []lockstatWaitSlot{open}
+	cp := f.assemble(t)
+
+	if len(cp.OwnerChains) != 1 {
+		t.Fatalf("%d chains, want 1: %+v", len(cp.OwnerChains), cp.OwnerChains)
+	}
+	if c := cp.OwnerChains[0]; c.TotalNS != stopNS-chainFrom || c.InProgress != 1 || c.TID != 77 || c.EndTID != 88 || c.EndComm != "end" {
+		t.Errorf("chain %+v, want the open wait through 77 to 88 for the %d ns since the chain was seen", c, stopNS-chainFrom)
+	}
+}
+
+// TestWaitSlotOwnerFieldsLast keeps the owner fields of a wait slot behind the fields every wait
+// uses, and those within one 64-byte cache line: a wait of a capture without --owners touches none
+// of the owner fields.
+func TestWaitSlotOwnerFieldsLast(t *testing.T) {
+	const cacheLine = 64
+	slot := reflect.TypeFor[lockstatWaitSlot]()
+	var common, owner []reflect.StructField
+	for f := range slot.Fields() {
+		switch {
+		case f.Name == "Pad":
+		case strings.HasPrefix(f.Name, "Owner") || strings.HasPrefix(f.Name, "Chain"):
+			owner = append(owner, f)
+		default:
+			common = append(common, f)
+		}
+	}
+	if len(owner) == 0 || len(common) == 0 {
+		t.Fatalf("wait slot fields %v: no owner fields, or nothing else", slot)
+	}
+	for _, c := range common {
+		if end := c.Offset + c.Type.Size(); end > cacheLine || end > owner[0].Offset {
+			t.Errorf("%s ends at byte %d of the wait slot, past its first %d bytes or its first owner field %s at %d",
+				c.Name, end, cacheLine, owner[0].Name, owner[0].Offset)
+		}
 	}
 }

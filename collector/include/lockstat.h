@@ -96,26 +96,31 @@ struct wait_slot {
 	__u64 spin_ns;   /* spin phases already closed */
 	__u64 spin_from; /* start of the spin phase in progress, 0: not spinning */
 	__u64 cgroup;    /* the waiter's cgroup v2 id, 0 for a wait not captured */
-	__u64 owner_from;   /* when the wait began to be charged to owner_tid */
-	__u64 owner_lock;   /* the lock whose owner word names owner_tid: this one, or on PREEMPT_RT an rwsem's inner rtmutex */
-	__u32 owner_tid;    /* the lock's owner at begin, or a later one (owner_again); its owner_marks key */
-	__u16 owner_reason; /* enum owner_reason */
-	__u16 owner_state;  /* enum owner_state */
 	__u32 tid;
 	__u32 pid;
 	__u16 type;
 	__u16 skip;  /* begin was filtered out: pair it, record nothing */
 	__u32 repeat; /* function probes: entries of listed functions calling one another for this lock */
-	__u32 owner_flags; /* the contention flags owner_lock's owner word is read by */
-	/* The wait chain when the owner was read: the owner itself waited
+	/* The owner (--owners, owner.bpf.h), behind the 64 bytes every wait
+	 * uses: without --owners a wait touches none of what follows. Valid
+	 * only while owner_reason is not OWNER_UNTRACKED. */
+	__u64 owner_from;   /* when the wait began to be charged to owner_tid */
+	__u64 owner_lock;   /* the lock whose owner word names owner_tid: this one, or on PREEMPT_RT an rwsem's inner rtmutex */
+	__u32 owner_tid;    /* the lock's owner at begin, or a later one (owner_again); its owner_marks key */
+	__u8 owner_reason;  /* enum owner_reason */
+	__u8 owner_state;   /* enum owner_state */
+	__u8 owner_flags;   /* the contention flags (below MAX_FLAGS) owner_lock's owner word is read by */
+	/* The wait chain as the owner was last read: the owner itself waited
 	 * for chain_lock, held by chain_tid, through chain_depth owners
-	 * (0: the owner was not waiting); see ownerchain.bpf.h. */
-	__u32 chain_tid;
+	 * (0: the owner was not waiting), since chain_from; see
+	 * ownerchain.bpf.h. */
+	__u8 chain_type;
+	__u64 chain_from; /* when the chain began to be charged, 0: since owner_from */
 	__u64 chain_lock;
-	__u16 chain_type;
+	__u32 chain_tid;
 	__u8 chain_depth;
 	__u8 chain_cycle; /* the chain came back to a thread already in it */
-	__u32 _pad;
+	__u16 _pad;
 };
 
 /* Whether a wait's owner is known, and why not. */

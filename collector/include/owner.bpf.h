@@ -197,9 +197,13 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	__u64 word;
 	int err;
 
+	/* Without --owners a wait writes no owner field: owner_reason stays
+	 * OWNER_UNTRACKED as the slot was made (zeroed, by thread_slot or in
+	 * spin_waits), and the rest is read only when it is not. */
+	if (!owners_on)
+		return;
 	s->owner_reason = OWNER_UNTRACKED;
-	s->chain_depth = 0;
-	if (!owners_on || spinning || s->skip)
+	if (spinning || s->skip)
 		return;
 	key.reason = OWNER_KNOWN;
 	word = owner_word(lock, flags, &key.reason);
@@ -259,10 +263,10 @@ static __always_inline void owner_stack(struct owner_key *key, __u64 owner_lock)
 		m->ended = 1;
 }
 
-/* owner_charge charges delta ns of a wait to the owner its slot notes, and
- * to the owner's stack. Waiters on other CPUs charge the same owner at
- * once. */
-static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
+/* owner_charge charges a wait up to now to the owner its slot notes, since
+ * owner_from, to the owner's stack, and to its chain. Waiters on other CPUs
+ * charge the same owner at once. */
+static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 {
 	struct owner_key key = {
 		.lock = w->lock,
@@ -273,13 +277,16 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
 	struct owner_stats *v;
 	/* Masked so that Linux 5.10's verifier knows its bounds below. */
 	__u32 st = w->owner_state & 7;
+	__u64 delta = now - w->owner_from;
 	int err;
 
-	if (w->owner_reason == OWNER_UNTRACKED)
+	/* owners_on first: the verifier drops the rest from the programs
+	 * of a capture without --owners, whose waits are all untracked. */
+	if (!owners_on || w->owner_reason == OWNER_UNTRACKED)
 		return;
 	if (w->owner_reason == OWNER_KNOWN) {
 		owner_stack(&key, w->owner_lock);
-		chain_charge(w, delta);
+		chain_charge(w, now);
 	}
 	v = bpf_map_lookup_elem(&owners, &key);
 	if (!v) {
@@ -318,7 +325,7 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 delta)
 /* owner_end charges a wait ending at now to its owner, since owner_from. */
 static __always_inline void owner_end(const struct wait_slot *w, __u64 now)
 {
-	owner_charge(w, now - w->owner_from);
+	owner_charge(w, now);
 }
 
 /*
@@ -327,8 +334,10 @@ static __always_inline void owner_end(const struct wait_slot *w, __u64 now)
  * a waiter goes back to sleep on (on_switch: an rwsem writer or an rtmutex
  * waiter woken without the lock): when another thread owns it now, the
  * convoy moved on, so the wait so far is charged to the owner it had and the
- * rest to the new one. An owner word found empty, or naming the waiter
- * itself (the lock being handed over to it), changes nothing.
+ * rest to the new one. The same owner keeps the charge, its chain followed
+ * again (chain_again): it may have begun or ended a wait of its own since.
+ * An owner word found empty, or naming the waiter itself (the lock being
+ * handed over to it), changes nothing.
  */
 static __always_inline void owner_again(struct wait_slot *s, __u64 lock, __u32 flags)
 {
@@ -340,11 +349,14 @@ static __always_inline void owner_again(struct wait_slot *s, __u64 lock, __u32 f
 	if (!owners_on || s->owner_reason == OWNER_UNTRACKED)
 		return;
 	word = owner_word(lock, flags, &reason);
-	if (!word || reason != OWNER_KNOWN || word == bpf_get_current_task() ||
-	    (s->owner_reason == OWNER_KNOWN && BPF_CORE_READ((struct task_struct *)word, pid) == s->owner_tid))
+	if (!word || reason != OWNER_KNOWN || word == bpf_get_current_task())
 		return;
+	if (s->owner_reason == OWNER_KNOWN && BPF_CORE_READ((struct task_struct *)word, pid) == s->owner_tid) {
+		chain_again(s);
+		return;
+	}
 	now = bpf_ktime_get_ns();
-	owner_charge(s, now - s->owner_from);
+	owner_charge(s, now);
 	owner_begin(s, lock, flags, false);
 	s->owner_from = now;
 }

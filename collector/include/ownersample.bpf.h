@@ -53,8 +53,10 @@ int owner_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	/* Its waiters may all have gone: the mark ends at the owner's next
 	 * switch, or here, once the lock is no longer its own. */
-	if (owner_word(m->lock, m->flags, &reason) != bpf_get_current_task())
+	if (owner_word(m->lock, m->flags, &reason) != bpf_get_current_task()) {
+		m->ended = 1;
 		return 0;
+	}
 	key.lock = m->charged;
 	key.type = m->type;
 	b = cpu_busy();
