@@ -265,6 +265,35 @@ static __always_inline bool learn_key(struct path_key *pk, const struct path *p,
 	return changed;
 }
 
+/* The search of a key's ways for the current path: a bpf_loop callback,
+ * checked once by the verifier however many ways there are. */
+struct way_search {
+	struct path_key pk;
+	const struct stack_scratch *sc;
+	__u32 nwords, top;
+	int free_way; /* the first empty way, -1 for none */
+	__u64 stack;  /* the known path's stack, 0 for none */
+};
+
+static long search_way(__u64 way, struct way_search *w)
+{
+	struct path *known;
+
+	w->pk.way = way;
+	known = bpf_map_lookup_elem(&paths, &w->pk);
+	if (!known) {
+		/* Ways fill in order and are never emptied: the first empty
+		 * one ends the search. */
+		w->free_way = way;
+		return 1;
+	}
+	if (path_matches(known, w->sc, w->nwords, w->top)) {
+		w->stack = known->stack;
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline int first_free_way(struct path_key *pk)
 {
 	for (int way = 0; way < PATH_WAYS; way++) {
@@ -342,12 +371,12 @@ static __always_inline __u64 walked_stack(void *ctx, __u32 level)
  */
 static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 {
-	struct path_key pk = { .flags = flags };
-	struct path *known, *fresh;
+	struct way_search ws = { .pk = { .flags = flags }, .free_way = -1 };
+	struct path_key *pk = &ws.pk;
+	struct path *fresh;
 	__u32 nwords = 0, top = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
 	struct stack_scratch *sc;
 	__u64 base = 0, h = 0;
-	int free_way = -1;
 	bool searched = false, first_sight = false;
 	long n;
 
@@ -371,21 +400,15 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 			nwords = avail / sizeof(__u64);
 	}
 	hint = bpf_map_lookup_elem(&first_frame, &fkey);
-	if (hint && *hint && read_key(&pk, sc, *hint - 1, nwords)) {
+	if (hint && *hint && read_key(pk, sc, *hint - 1, nwords)) {
 		searched = true;
-		/* Ways fill in order and are never emptied: the first empty one
-		 * ends the search. */
-		for (int way = 0; way < PATH_WAYS; way++) {
-			pk.way = way;
-			known = bpf_map_lookup_elem(&paths, &pk);
-			if (!known) {
-				free_way = way;
-				break;
-			}
-			if (path_matches(known, sc, nwords, top)) {
-				count(CNT_STACK_KNOWN, 1);
-				return known->stack;
-			}
+		ws.sc = sc;
+		ws.nwords = nwords;
+		ws.top = top;
+		bpf_loop(PATH_WAYS, search_way, &ws, 0);
+		if (ws.stack) {
+			count(CNT_STACK_KNOWN, 1);
+			return ws.stack;
 		}
 	}
 
@@ -411,13 +434,13 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 		first = key_start(fresh);
 		if (*hint != fresh->pos[first & (VERIFY_FRAMES - 1)] + 1)
 			*hint = fresh->pos[first & (VERIFY_FRAMES - 1)] + 1;
-		if (learn_key(&pk, fresh, first) || !searched)
+		if (learn_key(pk, fresh, first) || !searched)
 			/* Not under the key searched: file it where read_key
 			 * will look next time. */
-			free_way = first_free_way(&pk);
+			ws.free_way = first_free_way(pk);
 		/* Evict only when every way is taken, and then not always the same. */
-		pk.way = free_way >= 0 ? free_way : bpf_get_prandom_u32() % PATH_WAYS;
-		bpf_map_update_elem(&paths, &pk, fresh, BPF_ANY);
+		pk->way = ws.free_way >= 0 ? ws.free_way : bpf_get_prandom_u32() % PATH_WAYS;
+		bpf_map_update_elem(&paths, pk, fresh, BPF_ANY);
 	}
 	return h;
 }
