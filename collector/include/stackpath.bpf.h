@@ -67,7 +67,8 @@ struct {
  * flags value, 1 + the word of the last learnt path's first frame (the same
  * tracepoint machinery lies between every context and its first frame).
  * frame_step: per return address, the words from its slot to the next
- * frame's, that is the size of the caller's frame at that call.
+ * frame's, that is the size of the caller's frame at that call (struct
+ * frame_steps).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -76,10 +77,20 @@ struct {
 	__uint(max_entries, MAX_FLAGS);
 } first_frame SEC(".maps");
 
+/* A frame's size at one call: one, or two where the function aligns its
+ * stack to 16 bytes (rwsem_down_write_slowpath does, 21 or 22 words on
+ * 6.18) and its frame is a word larger or smaller as its caller's ended,
+ * which differs from one path to another. With one size kept, the paths of
+ * either alignment replaced it in turn and hid the others' from read_key:
+ * the exit_mmap path of stress-ng --fork was walked at every event. */
+struct frame_steps {
+	__u32 step[2]; /* step[1]: the other size, 0 for none */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u64);
-	__type(value, __u32);
+	__type(value, struct frame_steps);
 	__uint(max_entries, 8192);
 } frame_step SEC(".maps");
 
@@ -206,17 +217,24 @@ static __always_inline bool read_key(struct path_key *pk, const struct stack_scr
 	__u32 pos = first;
 
 	for (int k = 0; k < KEY_FRAMES; k++) {
-		__u32 *step;
+		struct frame_steps *steps;
+		__u32 step;
 
 		if (pos >= nwords)
 			return false;
 		pk->ip[k] = sc->window[pos & (STACK_WINDOW_WORDS - 1)];
 		if (k + 1 == KEY_FRAMES)
 			break;
-		step = bpf_map_lookup_elem(&frame_step, &pk->ip[k]);
-		if (!step)
+		steps = bpf_map_lookup_elem(&frame_step, &pk->ip[k]);
+		if (!steps)
 			return false;
-		pos += *step;
+		step = steps->step[0];
+		/* Of two sizes, the one that leads to a frame learnt before
+		 * (learn_key learns every key frame's step). */
+		if (steps->step[1] && pos + step < nwords &&
+		    !bpf_map_lookup_elem(&frame_step, &sc->window[(pos + step) & (STACK_WINDOW_WORDS - 1)]))
+			step = steps->step[1];
+		pos += step;
 	}
 	return true;
 }
@@ -252,12 +270,19 @@ static __always_inline bool learn_key(struct path_key *pk, const struct path *p,
 
 		if (f + 1 < p->nframes) {
 			__u32 step = p->pos[(f + 1) & (VERIFY_FRAMES - 1)] - p->pos[f & (VERIFY_FRAMES - 1)];
-			__u32 *known = bpf_map_lookup_elem(&frame_step, &ip);
+			struct frame_steps *known = bpf_map_lookup_elem(&frame_step, &ip);
 
 			/* A frame's size rarely changes: an update costs an
-			 * element swap under the bucket lock, a lookup none. */
-			if (!known || *known != step)
-				bpf_map_update_elem(&frame_step, &ip, &step, BPF_ANY);
+			 * element swap under the bucket lock, a lookup none.
+			 * A third size replaces the older of two. */
+			if (!known) {
+				struct frame_steps fresh = { .step = { step, 0 } };
+
+				bpf_map_update_elem(&frame_step, &ip, &fresh, BPF_ANY);
+			} else if (known->step[0] != step && known->step[1] != step) {
+				known->step[1] = known->step[0];
+				known->step[0] = step;
+			}
 		}
 		changed |= pk->ip[k] != ip;
 		pk->ip[k] = ip;
