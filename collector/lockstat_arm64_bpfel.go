@@ -100,6 +100,11 @@ const (
 	lockstatFnInfoFN_MARK      lockstatFnInfo = 1802269547
 )
 
+type lockstatFrameSteps struct {
+	_    structs.HostLayout
+	Step [2]uint32
+}
+
 type lockstatHoldKey struct {
 	_    structs.HostLayout
 	Lock uint64

@@ -127,6 +127,22 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	want[lockstatCounterCNT_END]++
 	check("end taken by the main copy")
 
+	// An interrupt contends between the two copies of an event: its notes
+	// are written and cleared in between, and the rescue copy of the outer
+	// event still finds that event's note under them.
+	run(p.RawContentionBegin, outer, spin)
+	run(p.RawContentionBegin, inner, spin)
+	run(p.RawContentionBeginRescue, inner, spin)
+	run(p.RawContentionEnd, inner)
+	run(p.RawContentionEndRescue, inner)
+	run(p.RawContentionBeginRescue, outer, spin)
+	run(p.RawContentionEnd, outer)
+	run(p.RawContentionEndRescue, outer)
+	want[lockstatCounterCNT_BEGIN] += 2
+	want[lockstatCounterCNT_NESTED]++
+	want[lockstatCounterCNT_END] += 2
+	check("event nested between the copies")
+
 	// A note of the main copy names its lock and level: an event on the
 	// same lock nested above it is still the rescue copy's, and the note
 	// still there for the event it belongs to.
@@ -166,7 +182,7 @@ func TestRescueTakesWhatTheKernelSkipped(t *testing.T) {
 	if err := it.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if waits[outer] != 1 || waits[inner] != 1 || len(waits) != 2 {
-		t.Errorf("recorded waits by lock: %#x, want one of %#x and one of %#x", waits, uint64(outer), uint64(inner))
+	if waits[outer] != 2 || waits[inner] != 2 || len(waits) != 2 {
+		t.Errorf("recorded waits by lock: %#x, want two of %#x and two of %#x", waits, uint64(outer), uint64(inner))
 	}
 }

@@ -59,6 +59,16 @@ static __always_inline struct cpu_busy *claim(enum role role, __u64 lock, bool r
 		t->level = b->depth;
 		return b;
 	}
+	/* The main copy's note is the last one written, unless an event
+	 * nested between the two copies (its own note, cleared since) or a
+	 * skip happened: only then are the other notes searched. Notes of one
+	 * lock and level are interchangeable, so which is cleared is the
+	 * same. */
+	t = &b->taken[role & 1][(b->next[role & 1] - 1) & (TAKEN_SLOTS - 1)];
+	if (t->lock == lock && t->level == b->depth) {
+		t->lock = 0;
+		return NULL;
+	}
 	for (int i = 0; i < TAKEN_SLOTS; i++) {
 		t = &b->taken[role & 1][i];
 		if (t->lock == lock && t->level == b->depth) {

@@ -67,7 +67,8 @@ struct {
  * flags value, 1 + the word of the last learnt path's first frame (the same
  * tracepoint machinery lies between every context and its first frame).
  * frame_step: per return address, the words from its slot to the next
- * frame's, that is the size of the caller's frame at that call.
+ * frame's, that is the size of the caller's frame at that call (struct
+ * frame_steps).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -76,10 +77,20 @@ struct {
 	__uint(max_entries, MAX_FLAGS);
 } first_frame SEC(".maps");
 
+/* A frame's size at one call: one, or two where the function aligns its
+ * stack to 16 bytes (rwsem_down_write_slowpath does, 21 or 22 words on
+ * 6.18) and its frame is a word larger or smaller as its caller's ended,
+ * which differs from one path to another. With one size kept, the paths of
+ * either alignment replaced it in turn and hid the others' from read_key:
+ * the exit_mmap path of stress-ng --fork was walked at every event. */
+struct frame_steps {
+	__u32 step[2]; /* step[1]: the other size, 0 for none */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u64);
-	__type(value, __u32);
+	__type(value, struct frame_steps);
 	__uint(max_entries, 8192);
 } frame_step SEC(".maps");
 
@@ -206,17 +217,24 @@ static __always_inline bool read_key(struct path_key *pk, const struct stack_scr
 	__u32 pos = first;
 
 	for (int k = 0; k < KEY_FRAMES; k++) {
-		__u32 *step;
+		struct frame_steps *steps;
+		__u32 step;
 
 		if (pos >= nwords)
 			return false;
 		pk->ip[k] = sc->window[pos & (STACK_WINDOW_WORDS - 1)];
 		if (k + 1 == KEY_FRAMES)
 			break;
-		step = bpf_map_lookup_elem(&frame_step, &pk->ip[k]);
-		if (!step)
+		steps = bpf_map_lookup_elem(&frame_step, &pk->ip[k]);
+		if (!steps)
 			return false;
-		pos += *step;
+		step = steps->step[0];
+		/* Of two sizes, the one that leads to a frame learnt before
+		 * (learn_key learns every key frame's step). */
+		if (steps->step[1] && pos + step < nwords &&
+		    !bpf_map_lookup_elem(&frame_step, &sc->window[(pos + step) & (STACK_WINDOW_WORDS - 1)]))
+			step = steps->step[1];
+		pos += step;
 	}
 	return true;
 }
@@ -252,17 +270,53 @@ static __always_inline bool learn_key(struct path_key *pk, const struct path *p,
 
 		if (f + 1 < p->nframes) {
 			__u32 step = p->pos[(f + 1) & (VERIFY_FRAMES - 1)] - p->pos[f & (VERIFY_FRAMES - 1)];
-			__u32 *known = bpf_map_lookup_elem(&frame_step, &ip);
+			struct frame_steps *known = bpf_map_lookup_elem(&frame_step, &ip);
 
 			/* A frame's size rarely changes: an update costs an
-			 * element swap under the bucket lock, a lookup none. */
-			if (!known || *known != step)
-				bpf_map_update_elem(&frame_step, &ip, &step, BPF_ANY);
+			 * element swap under the bucket lock, a lookup none.
+			 * A third size replaces the older of two. */
+			if (!known) {
+				struct frame_steps fresh = { .step = { step, 0 } };
+
+				bpf_map_update_elem(&frame_step, &ip, &fresh, BPF_ANY);
+			} else if (known->step[0] != step && known->step[1] != step) {
+				known->step[1] = known->step[0];
+				known->step[0] = step;
+			}
 		}
 		changed |= pk->ip[k] != ip;
 		pk->ip[k] = ip;
 	}
 	return changed;
+}
+
+/* The search of a key's ways for the current path: a bpf_loop callback,
+ * checked once by the verifier however many ways there are. */
+struct way_search {
+	struct path_key pk;
+	const struct stack_scratch *sc;
+	__u32 nwords, top;
+	int free_way; /* the first empty way, -1 for none */
+	__u64 stack;  /* the known path's stack, 0 for none */
+};
+
+static long search_way(__u64 way, struct way_search *w)
+{
+	struct path *known;
+
+	w->pk.way = way;
+	known = bpf_map_lookup_elem(&paths, &w->pk);
+	if (!known) {
+		/* Ways fill in order and are never emptied: the first empty
+		 * one ends the search. */
+		w->free_way = way;
+		return 1;
+	}
+	if (path_matches(known, w->sc, w->nwords, w->top)) {
+		w->stack = known->stack;
+		return 1;
+	}
+	return 0;
 }
 
 static __always_inline int first_free_way(struct path_key *pk)
@@ -342,12 +396,12 @@ static __always_inline __u64 walked_stack(void *ctx, __u32 level)
  */
 static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 {
-	struct path_key pk = { .flags = flags };
-	struct path *known, *fresh;
+	struct way_search ws = { .pk = { .flags = flags }, .free_way = -1 };
+	struct path_key *pk = &ws.pk;
+	struct path *fresh;
 	__u32 nwords = 0, top = 0, size, fkey = flags & (MAX_FLAGS - 1), *hint, first;
 	struct stack_scratch *sc;
 	__u64 base = 0, h = 0;
-	int free_way = -1;
 	bool searched = false, first_sight = false;
 	long n;
 
@@ -371,21 +425,15 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 			nwords = avail / sizeof(__u64);
 	}
 	hint = bpf_map_lookup_elem(&first_frame, &fkey);
-	if (hint && *hint && read_key(&pk, sc, *hint - 1, nwords)) {
+	if (hint && *hint && read_key(pk, sc, *hint - 1, nwords)) {
 		searched = true;
-		/* Ways fill in order and are never emptied: the first empty one
-		 * ends the search. */
-		for (int way = 0; way < PATH_WAYS; way++) {
-			pk.way = way;
-			known = bpf_map_lookup_elem(&paths, &pk);
-			if (!known) {
-				free_way = way;
-				break;
-			}
-			if (path_matches(known, sc, nwords, top)) {
-				count(CNT_STACK_KNOWN, 1);
-				return known->stack;
-			}
+		ws.sc = sc;
+		ws.nwords = nwords;
+		ws.top = top;
+		bpf_loop(PATH_WAYS, search_way, &ws, 0);
+		if (ws.stack) {
+			count(CNT_STACK_KNOWN, 1);
+			return ws.stack;
 		}
 	}
 
@@ -411,13 +459,13 @@ static __always_inline __u64 get_stack(void *ctx, __u32 flags, __u32 level)
 		first = key_start(fresh);
 		if (*hint != fresh->pos[first & (VERIFY_FRAMES - 1)] + 1)
 			*hint = fresh->pos[first & (VERIFY_FRAMES - 1)] + 1;
-		if (learn_key(&pk, fresh, first) || !searched)
+		if (learn_key(pk, fresh, first) || !searched)
 			/* Not under the key searched: file it where read_key
 			 * will look next time. */
-			free_way = first_free_way(&pk);
+			ws.free_way = first_free_way(pk);
 		/* Evict only when every way is taken, and then not always the same. */
-		pk.way = free_way >= 0 ? free_way : bpf_get_prandom_u32() % PATH_WAYS;
-		bpf_map_update_elem(&paths, &pk, fresh, BPF_ANY);
+		pk->way = ws.free_way >= 0 ? ws.free_way : bpf_get_prandom_u32() % PATH_WAYS;
+		bpf_map_update_elem(&paths, pk, fresh, BPF_ANY);
 	}
 	return h;
 }
