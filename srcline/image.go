@@ -73,6 +73,10 @@ func (im *Image) open() error {
 		}
 	}
 	im.elf, err = elf.NewFile(im.file)
+	var notELF *elf.FormatError
+	if errors.As(err, &notELF) {
+		return fmt.Errorf("not an ELF file, so not a vmlinux (the kernel's debug image, e.g. /usr/lib/debug/boot/vmlinux-RELEASE): %w", err)
+	}
 	if err != nil {
 		return err
 	}

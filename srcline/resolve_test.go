@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -172,5 +173,16 @@ func TestBuildIDMatchesFile(t *testing.T) {
 	want := fmt.Sprintf("%x", note[len(note)-20:])
 	if im.BuildID() != want {
 		t.Errorf("build id %q, want %q", im.BuildID(), want)
+	}
+}
+
+func TestOpenRefusesNotELF(t *testing.T) {
+	text := filepath.Join(t.TempDir(), "vmlinux")
+	if err := os.WriteFile(text, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(text)
+	if err == nil || !strings.Contains(err.Error(), "not an ELF file, so not a vmlinux") {
+		t.Errorf("Open of a text file: %v, want it named not an ELF file", err)
 	}
 }
