@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,18 +19,9 @@ import (
 // the captured kernel of build id buildID, and returns its frames.
 func sourceCapture(t *testing.T, path, bin, buildID string) []string {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var frames []string
-	for _, s := range syms {
-		if (s.Name == "outer" || s.Name == "take") && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+	for _, s := range srclinetest.Functions(t, bin) {
+		if s.Name == "outer" || s.Name == "take" {
 			frames = append(frames, fmt.Sprintf("%s+0x%x", s.Name, s.Size/2))
 		}
 	}

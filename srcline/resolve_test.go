@@ -55,17 +55,8 @@ func symbolize(t *testing.T, bin string, addrs []uint64) [][]capture.SourceLine 
 
 func functionSymbol(t *testing.T, bin, name string) elf.Symbol {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
-		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+	for _, s := range srclinetest.Functions(t, bin) {
+		if s.Name == name {
 			return s
 		}
 	}

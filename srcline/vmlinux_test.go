@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/srcline/srclinetest"
 )
 
 // TestVmlinux resolves frames of a real kernel's debug image, KLOCKSTAT_VMLINUX (e.g. Debian's
@@ -207,22 +208,10 @@ func compareWithSymbolizer(t *testing.T, path string, frames []string, addrs []u
 // symbol-table order, and the number of functions of each name.
 func uniqueFunctions(t *testing.T, path string) ([]elf.Symbol, map[string]int) {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
 	count := map[string]int{}
-	var funcs []elf.Symbol
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			count[s.Name]++
-			funcs = append(funcs, s)
-		}
+	funcs := slices.DeleteFunc(srclinetest.Functions(t, path), func(s elf.Symbol) bool { return s.Value == 0 })
+	for _, s := range funcs {
+		count[s.Name]++
 	}
 	return slices.DeleteFunc(funcs, func(s elf.Symbol) bool { return count[s.Name] > 1 }), count
 }

@@ -3,6 +3,7 @@
 package srclinetest
 
 import (
+	"debug/elf"
 	_ "embed"
 	"os"
 	"os/exec"
@@ -45,4 +46,25 @@ func Build(tb testing.TB, flags ...string) string {
 		tb.Fatalf("clang %q: %v\n%s", args, err, out)
 	}
 	return bin
+}
+
+// Functions are the function symbols of the ELF file at path, in symbol-table order.
+func Functions(tb testing.TB, path string) []elf.Symbol {
+	tb.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var funcs []elf.Symbol
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			funcs = append(funcs, s)
+		}
+	}
+	return funcs
 }
