@@ -1083,3 +1083,25 @@ func TestOwnersOfHeldInode(t *testing.T) {
 		t.Errorf("spinlock waits recorded: %v, charged to an unknown owner for want of an owner field: %v", spinWaits, spinUnknown)
 	}
 }
+
+func TestFreesThreadsOnlyWhereNeeded(t *testing.T) {
+	const pidMax = 32768
+	cases := []struct {
+		name   string
+		cfg    Config
+		pidMax uint64
+		want   bool
+	}{
+		{"map holds every thread id", Config{MapSize: pidMax}, pidMax, false},
+		{"map larger than pid_max", Config{MapSize: 65536}, pidMax, false},
+		{"map smaller than pid_max", Config{MapSize: pidMax - 1}, pidMax, true},
+		{"pid_max unknown", Config{MapSize: 65536}, 0, true},
+		{"owners keep state at a free", Config{MapSize: 65536, Owners: true}, pidMax, true},
+		{"a workload's tree marks exits", Config{MapSize: 65536, Scope: capture.ScopeSystem}, pidMax, true},
+	}
+	for _, c := range cases {
+		if got := freesThreads(c.cfg, c.pidMax); got != c.want {
+			t.Errorf("%s: freesThreads = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -338,7 +338,8 @@ int btf_contention_end_rescue(__u64 *ctx)
  * (sched_process_exit): it still waits for locks after that, for
  * mmap_lock in exit_mm() among others, and would take its entry again.
  * A task is freed an RCU grace period after it is reaped, long before its
- * id can come round again.
+ * id can come round again. Not attached when the map holds every thread id
+ * and nothing else needs it (collector.freesThreads).
  */
 static __always_inline int free_thread(__u32 tid)
 {

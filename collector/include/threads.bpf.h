@@ -37,7 +37,8 @@ static __always_inline struct thread_bucket *thread_bucket_of(__u32 tid)
 }
 
 /* Sleeping waits, one entry per live thread that waited during the capture;
- * freed with the thread (free_thread in lockstat.bpf.c). */
+ * freed with the thread (free_thread in lockstat.bpf.c), unless the map has
+ * room for every thread id (collector.freesThreads). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
