@@ -67,6 +67,12 @@ type Meta struct {
 	KallsymsRestricted bool              `json:"kallsyms_restricted"` // addresses could not be symbolized
 	AddressesHashed    bool              `json:"addresses_hashed"`    // kernel addresses replaced by ids (HashAddresses)
 	Warnings           []string          `json:"warnings"`
+	// ProgramsMeasuredNS is how long of the capture the kernel counted the Programs' runs and run
+	// time: klockstat turns its statistics on for a window of every period only, as they cost
+	// every BPF program on the machine (docs/cost.md), unless another holder keeps them on
+	// throughout. 0 (absent) in older captures, which kept them on for the whole duration, and
+	// when run time was not measured.
+	ProgramsMeasuredNS int64 `json:"programs_measured_ns,omitempty"`
 	// OwnerSampleHz is the rate lock owners were sampled at on their CPU (--owner-sample-hz),
 	// on each CPU, while others waited for a lock they held; 0 when they were not.
 	OwnerSampleHz int `json:"owner_sample_hz,omitempty"`
@@ -152,8 +158,9 @@ type Lost struct {
 	Count  uint64 `json:"count"`
 }
 
-// ProgramStats are the kernel's run statistics of one of klockstat's BPF programs. Run time is only
-// counted while the sysctl kernel.bpf_stats_enabled is 1.
+// ProgramStats are the kernel's run statistics of one of klockstat's BPF programs. Runs and run time
+// are only counted while the kernel's BPF statistics are on (BPF_ENABLE_STATS, or the sysctl
+// kernel.bpf_stats_enabled): for Meta.ProgramsMeasured of the capture.
 type ProgramStats struct {
 	Name            string `json:"name"`
 	RunCount        uint64 `json:"run_count"`
@@ -188,10 +195,9 @@ func (m Meta) ProbeRunTimeNS() uint64 {
 }
 
 // ProbeNSPerEvent is the run time of the programs that see lock events divided by the number of
-// events they ran for (the runs of the Begins programs; Events.Begin if none is marked), i.e. the
-// cost of one begin+end pair, filtered or lost events included; 0 when there were no events. The
-// bookkeeping programs (Hooks) are left out: on an idle machine a few thread exits would
-// otherwise be charged to a handful of events.
+// events they ran for (ProbeEventsMeasured), i.e. the cost of one begin+end pair, filtered or lost
+// events included; 0 when there were no events. The bookkeeping programs (Hooks) are left out: on
+// an idle machine a few thread exits would otherwise be charged to a handful of events.
 func (m Meta) ProbeNSPerEvent() float64 {
 	return m.perEvent(false)
 }
@@ -204,22 +210,35 @@ func (m Meta) ProbeNSPerEventWithHooks() float64 {
 }
 
 func (m Meta) perEvent(hooks bool) float64 {
-	var runs, ns uint64
+	var ns uint64
 	for _, p := range m.Programs {
-		if p.Begins {
-			runs += p.RunCount
-		}
 		if hooks || p.Hook == "" {
 			ns += p.RunTimeNS
 		}
 	}
-	if runs == 0 {
-		runs = m.Events.Begin
-	}
+	runs := m.ProbeEventsMeasured()
 	if runs == 0 {
 		return 0
 	}
 	return float64(ns) / float64(runs)
+}
+
+// ProbeEventsMeasured is how many events the programs' run time was measured over: the runs of
+// the Begins programs, which the kernel counts with their run time (filtered events included; a
+// sample of the events when ProgramsSampled), or Events.Begin in a capture that marks none.
+func (m Meta) ProbeEventsMeasured() uint64 {
+	var runs uint64
+	marked := false
+	for _, p := range m.Programs {
+		if p.Begins {
+			runs += p.RunCount
+			marked = true
+		}
+	}
+	if !marked {
+		return m.Events.Begin
+	}
+	return runs
 }
 
 // HookCost is the run statistics of the bookkeeping programs at one scheduler event.
@@ -247,13 +266,30 @@ func (m Meta) Hooks() []HookCost {
 	return out
 }
 
-// ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took: total probe run time
-// divided by duration × CPUs; 0 when the duration or the CPU count is unknown.
+// ProgramsMeasured is how long the kernel counted the programs' runs and run time:
+// ProgramsMeasuredNS, or the whole duration in a capture that does not give it.
+func (m Meta) ProgramsMeasured() time.Duration {
+	if m.ProgramsMeasuredNS > 0 {
+		return time.Duration(m.ProgramsMeasuredNS)
+	}
+	return m.Duration()
+}
+
+// ProgramsSampled reports whether the programs' runs and run time were counted for part of the
+// capture only: they are then a sample of its events, not all of them.
+func (m Meta) ProgramsSampled() bool {
+	return m.ProgramsMeasuredNS > 0 && m.ProgramsMeasuredNS < m.DurationNS
+}
+
+// ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took while they were
+// measured: total probe run time divided by ProgramsMeasured × CPUs; 0 when the duration or the
+// CPU count is unknown.
 func (m Meta) ProbeCPUShare() float64 {
-	if m.DurationNS <= 0 || m.CPUs <= 0 {
+	measured := m.ProgramsMeasured()
+	if measured <= 0 || m.CPUs <= 0 {
 		return 0
 	}
-	return float64(m.ProbeRunTimeNS()) / (float64(m.DurationNS) * float64(m.CPUs))
+	return float64(m.ProbeRunTimeNS()) / (float64(measured) * float64(m.CPUs))
 }
 
 // Duration is the length of the capture.

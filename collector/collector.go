@@ -118,7 +118,7 @@ type Collector struct {
 	backend  Backend
 	obj      *object
 	att      *attachment
-	stats    io.Closer // keeps kernel.bpf_stats_enabled on while open
+	stats    *runStats // the BPF run-time statistics' windows; nil when the kernel refused them
 	timeline *timeline
 	cgroups  *cgroupPaths
 	symbols  *kallsyms.Table // the kernel's, for the stacks and the locks' names
@@ -162,12 +162,6 @@ func start(cfg Config) (*Collector, error) {
 
 	// Listed before the capture starts: a cgroup removed during it keeps its path.
 	c := &Collector{cfg: cfg, cgroups: newCgroupPaths()}
-	// Run-time statistics cost a little per program run; the kernel keeps
-	// them on only while this descriptor is open, so a crash cannot leave
-	// the sysctl set behind.
-	var statsErr error
-	c.stats, statsErr = ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-
 	k := &kernel{}
 	candidates := Backends()
 	if cfg.Probe != "auto" {
@@ -196,10 +190,6 @@ func start(cfg Config) (*Collector, error) {
 		}
 		return nil, noBackend(cfg, k, failed)
 	}
-	// Said once a capture will run: a failed capture needs no word about its cost.
-	if statsErr != nil {
-		c.warn("%s", runTimeStatsUnavailable(statsErr, effectiveCaps()))
-	}
 	for _, f := range failed {
 		c.warn("backend %v; using %s", f, c.backend.Name())
 	}
@@ -221,6 +211,12 @@ func start(cfg Config) (*Collector, error) {
 	if err := c.startTimeline(); err != nil {
 		c.Close()
 		return nil, err
+	}
+	// The run-time statistics cost every BPF program run on the machine: they are on in a
+	// window of every period of the capture, from its start (runstats.go). Said once a capture
+	// runs: a failed capture needs no word about its cost.
+	if c.stats, err = startRunStats(c.start, c.programRuns); err != nil {
+		c.warn("%s", runTimeStatsUnavailable(err, effectiveCaps()))
 	}
 	return c, nil
 }
@@ -602,6 +598,9 @@ func (c *Collector) Events() uint64 {
 
 // Close detaches and frees everything. It is safe to call more than once.
 func (c *Collector) Close() error {
+	// First: the statistics' windows read the programs' runs.
+	c.stats.stop()
+	c.stats = nil
 	if c.timeline != nil {
 		c.timeline.stopGrowing()
 	}
@@ -611,10 +610,6 @@ func (c *Collector) Close() error {
 	if c.obj != nil {
 		c.obj.close()
 		c.obj = nil
-	}
-	if c.stats != nil {
-		c.stats.Close()
-		c.stats = nil
 	}
 	return nil
 }

@@ -21,15 +21,17 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.read(&snap, nil); err != nil {
+	stats, err := c.read(&snap, nil)
+	if err != nil {
 		return nil, err
 	}
-	return assemble(snap, c.assembly(c.start))
+	return assemble(snap, c.assembly(c.start, stats.measured(snap.duration)))
 }
 
 // assembly is what assemble needs of the collector besides the snapshot, for a window that began
-// at start: the whole capture's (Stop) or one round's (Rounds.End).
-func (c *Collector) assembly(start time.Time) assembly {
+// at start, the whole capture's (Stop) or one round's (Rounds.End), whose programs' run
+// statistics counted for measured of it.
+func (c *Collector) assembly(start time.Time, measured time.Duration) assembly {
 	return assembly{
 		cfg:      c.cfg,
 		probe:    c.backend.Name(),
@@ -42,7 +44,8 @@ func (c *Collector) assembly(start time.Time) assembly {
 		// The rate the owners were sampled at, if they were.
 		ownerSampleHz: c.att.sampler.rate(),
 		// Turned on by Start, or not at all.
-		runTimeOff: c.stats == nil,
+		runTimeOff:       c.stats == nil,
+		programsMeasured: measured,
 	}
 }
 
@@ -60,6 +63,9 @@ func (c *Collector) detach() (snapshot, error) {
 		stopNS, err = monotonicNow()
 	}
 	duration := time.Since(c.start)
+	// The statistics' last window ends with the capture's: the runs of the end programs until
+	// they are detached are not timed (unless another holder keeps the statistics on).
+	c.stats.stop()
 	// The window has ended: its timeline's buckets stop widening before
 	// the links close, which took long enough on Linux 5.10 under TCG
 	// for a widening past the window (87 buckets of a 1.4 s window); a
@@ -78,12 +84,14 @@ func (c *Collector) detach() (snapshot, error) {
 
 // cumulative is what the sources the probes only ever add to held at one time: the per-CPU
 // counters and histograms, which cannot be cleared without losing concurrent increments, and the
-// programs' run statistics. A round of Rounds is their difference from its start's.
+// programs' run statistics, with how long these counted. A round of Rounds is their difference
+// from its start's.
 type cumulative struct {
 	counters      [lockstatCounterCNT_MAX]uint64 // summed over the CPUs
 	histogram     [][]uint64                     // per lock type
 	holdHistogram [][]uint64                     // nil for tracepoint backends
 	programs      []capture.ProgramStats         // one per attached program, in attach order
+	stats         statsCoverage                  // of the programs' run statistics; zero when Start could not turn them on
 }
 
 // read reads the maps, and what else the capture needs of the system at its end, into the
@@ -92,14 +100,15 @@ type cumulative struct {
 // no open waits (a wait counts in the round it ends in) and no timeline.
 //
 // The aggregation maps are read before the cumulative sources: the order Rounds.Begin explains.
-func (c *Collector) read(snap *snapshot, base *cumulative) error {
+// It returns how long the programs' run statistics counted, from the start or from base.
+func (c *Collector) read(snap *snapshot, base *cumulative) (statsCoverage, error) {
 	round := base != nil
 	if err := c.readAggregates(snap, round); err != nil {
-		return err
+		return statsCoverage{}, err
 	}
 	now, err := c.readCumulative()
 	if err != nil {
-		return err
+		return statsCoverage{}, err
 	}
 	if round {
 		now = now.since(*base)
@@ -109,7 +118,7 @@ func (c *Collector) read(snap *snapshot, base *cumulative) error {
 	var open []lockstatWaitSlot
 	if !round {
 		if snap.threadWaits, snap.spinWaits, err = readWaitSlots(maps.ThreadWaits, maps.SpinWaits); err != nil {
-			return err
+			return statsCoverage{}, err
 		}
 		open = openWaits(snap.threadWaits, snap.spinWaits, snap.stopNS)
 		snap.threadNames = map[uint32]string{}
@@ -117,20 +126,20 @@ func (c *Collector) read(snap *snapshot, base *cumulative) error {
 			snap.threadNames[s.Tid] = threadName(s.Pid, s.Tid)
 		}
 		if snap.timeline, err = c.timeline.capture(c.cfg.Spec.Names(), snap.duration); err != nil {
-			return err
+			return statsCoverage{}, err
 		}
 	}
 	if snap.stacks, err = readStacks(maps.Stacks, snap, open); err != nil {
-		return err
+		return statsCoverage{}, err
 	}
 	if c.cfg.Scope != "" {
 		if snap.commandPIDs, err = readCommandTree(maps.CommandTree); err != nil {
-			return err
+			return statsCoverage{}, err
 		}
 	}
 	snap.mapSizes = c.mapSizes()
 	snap.cgroups = c.cgroups.atEnd()
-	return nil
+	return now.stats, nil
 }
 
 // readAggregates reads the aggregation maps (waits, holds, owners and their facts) into the
@@ -163,6 +172,11 @@ func (c *Collector) readAggregates(snap *snapshot, drained bool) error {
 func (c *Collector) readCumulative() (cumulative, error) {
 	var now cumulative
 	var err error
+	if c.stats != nil {
+		if now.stats, err = c.stats.sofar(); err != nil {
+			return now, err
+		}
+	}
 	if now.programs, err = c.programStats(); err != nil {
 		return now, err
 	}
@@ -228,6 +242,19 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 		})
 	}
 	return out, nil
+}
+
+// programRuns is how many runs of the probes' programs the kernel counted, summed over them.
+func (c *Collector) programRuns() (uint64, error) {
+	programs, err := c.programStats()
+	if err != nil {
+		return 0, err
+	}
+	var runs uint64
+	for _, p := range programs {
+		runs += p.RunCount
+	}
+	return runs, nil
 }
 
 func (c *Collector) readCounters() ([lockstatCounterCNT_MAX]uint64, error) {

@@ -19,9 +19,11 @@ import (
 // or the next, never in both. The per-CPU arrays (counters, histograms)
 // and the programs' run statistics cannot be cleared without losing
 // concurrent increments: a round is their difference from the values at
-// its start. A round has no timeline (the collector's timeline spans the
-// whole sweep and stops growing when Rounds starts), and a wait still open
-// when a round ends is counted in the round where it ends.
+// its start, the programs' statistics counted in the parts of the
+// capture's windows (runStats) that fell in the round. A round has no
+// timeline (the collector's timeline spans the whole sweep and stops
+// growing when Rounds starts), and a wait still open when a round ends is
+// counted in the round where it ends.
 type Rounds struct {
 	c     *Collector
 	start time.Time  // of the current round
@@ -74,10 +76,11 @@ func (r *Rounds) End() (*capture.Capture, error) {
 		return nil, err
 	}
 	snap := snapshot{stopNS: stopNS, duration: time.Since(r.start)}
-	if err := r.c.read(&snap, &r.base); err != nil {
+	stats, err := r.c.read(&snap, &r.base)
+	if err != nil {
 		return nil, err
 	}
-	in := r.c.assembly(r.start)
+	in := r.c.assembly(r.start, stats.measured(snap.duration))
 	in.locks = r.names
 	return assemble(snap, in)
 }
@@ -135,6 +138,7 @@ func (now cumulative) since(base cumulative) cumulative {
 		histogram:     subtractBuckets(now.histogram, base.histogram),
 		holdHistogram: subtractBuckets(now.holdHistogram, base.holdHistogram),
 		programs:      subtractPrograms(now.programs, base.programs),
+		stats:         now.stats.since(base.stats),
 	}
 	for i := range now.counters {
 		out.counters[i] = now.counters[i] - base.counters[i]

@@ -1,0 +1,246 @@
+package collector
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// The kernel's BPF run-time statistics (BPF_ENABLE_STATS, kernel.bpf_stats_enabled) are how a
+// capture measures its own probes, and they cost every BPF program run on the machine, ours and
+// anybody else's: two sched_clock reads and a per-CPU update per run. On a 2-vCPU Firecracker VM
+// (kvm-clock) that was about 2.5% of all CPU under `stress-ng --flock 4`, and a fifth of what
+// klockstat cost that workload (docs/cost.md). So a capture holds them on only for statsWindow of
+// every statsPeriod, from its start: the machine pays a tenth of their cost, and the programs'
+// run counts and run times are both those of the windows, which leaves the cost per run as it
+// is and makes the share of CPU a matter of dividing by the windows' time.
+const (
+	// statsWindow is 500 times the ~0.2 ms the kernel takes to turn the statistics on or off (it
+	// patches the static key's branches on every CPU), so the uncertainty at a window's edges
+	// stays under 0.1% of it, and long enough to take thousands of runs of a busy workload.
+	statsWindow = 100 * time.Millisecond
+	// statsPeriod gives a capture one window per second, the first at its start: a capture of
+	// a fraction of a second is measured too, and one of a few seconds over several windows.
+	// The first window holds the capture's start, where the programs meet cold caches and
+	// walk each stack path for the first time: over a short capture the cost per event reads
+	// somewhat higher than over all of it (docs/cost.md).
+	statsPeriod = time.Second
+	// statsSettle is how long after turning the statistics off the programs' runs are read: a
+	// run already going when they went off still counts as it ends, and must not pass for the
+	// run of another holder's statistics (runStats.turnOff).
+	statsSettle = 5 * time.Millisecond
+)
+
+// runStats holds the kernel's BPF run-time statistics on for statsWindow of every statsPeriod of
+// a capture, and accounts for how long they counted our programs' runs. The statistics are on
+// while a descriptor from BPF_ENABLE_STATS is open, and the kernel counts its holders: closing
+// ours turns them off unless another holder (the bench, `sysctl kernel.bpf_stats_enabled=1`)
+// keeps them on, and a crash closes it.
+type runStats struct {
+	runs func() (uint64, error) // our programs' runs so far, summed over them
+	quit chan struct{}          // closed by stop
+	done chan struct{}          // closed as the toggling goroutine returns
+
+	mu       sync.Mutex
+	held     io.Closer // our descriptor while we hold the statistics on; nil while off
+	coverage statsCoverage
+	stopped  bool
+	err      error // the first failure to read the programs' runs
+}
+
+// startRunStats turns the run-time statistics on for the first window of a capture started at
+// start, and keeps toggling them until stop. runs reads our programs' run counts, summed; it is
+// called from another goroutine. The error is the kernel's refusal to turn them on (an old
+// kernel, no CAP_SYS_ADMIN).
+func startRunStats(start time.Time, runs func() (uint64, error)) (*runStats, error) {
+	held, at, err := enableStats()
+	if err != nil {
+		return nil, err
+	}
+	s := &runStats{
+		runs:     runs,
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		held:     held,
+		coverage: statsCoverage{last: statsReading{at: at, on: true}},
+	}
+	go s.toggle(start)
+	return s, nil
+}
+
+// enableStats turns the statistics on and returns their descriptor and when they went on: the
+// middle of the call, which takes a fraction of a millisecond.
+func enableStats() (io.Closer, time.Time, error) {
+	before := time.Now()
+	held, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	return held, midpoint(before, time.Now()), err
+}
+
+// disableStats closes the statistics' descriptor and returns when they went off.
+func disableStats(held io.Closer) time.Time {
+	before := time.Now()
+	held.Close()
+	return midpoint(before, time.Now())
+}
+
+func midpoint(before, after time.Time) time.Time { return before.Add(after.Sub(before) / 2) }
+
+// toggle turns the statistics off at the end of every window and on at the start of the next,
+// until stop.
+func (s *runStats) toggle(start time.Time) {
+	defer close(s.done)
+	for period := start; ; {
+		if !s.sleepUntil(period.Add(statsWindow)) {
+			return
+		}
+		s.turnOff()
+		period = period.Add(statsPeriod)
+		if !s.sleepUntil(period) {
+			return
+		}
+		s.turnOn()
+	}
+}
+
+// sleepUntil reports whether t came before stop.
+func (s *runStats) sleepUntil(t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+func (s *runStats) turnOff() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.held == nil {
+		return
+	}
+	at := disableStats(s.held)
+	s.held = nil
+	time.Sleep(statsSettle)
+	s.read(at)
+}
+
+// turnOn opens the next window. Should the kernel refuse (out of descriptors), the statistics
+// stay off until the next one: the coverage counts only the windows they were on.
+func (s *runStats) turnOn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.held != nil {
+		return
+	}
+	// Read before they go on: the runs of the period they were off.
+	if !s.read(time.Now()) {
+		return
+	}
+	held, at, err := enableStats()
+	if err != nil {
+		return
+	}
+	s.held = held
+	s.coverage.add(statsReading{at: at, on: true})
+}
+
+// read adds a reading of our programs' runs at at, the statistics off from then; it reports
+// whether the runs could be read.
+func (s *runStats) read(at time.Time) bool {
+	n, err := s.runs()
+	if err != nil {
+		if s.err == nil {
+			s.err = fmt.Errorf("reading the BPF programs' run statistics: %w", err)
+		}
+		return false
+	}
+	s.coverage.add(statsReading{at: at, runs: n})
+	return true
+}
+
+// sofar is the coverage from the first window up to now, or up to stop once stopped.
+func (s *runStats) sofar() (statsCoverage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped:
+	case s.held != nil:
+		s.coverage.add(statsReading{at: time.Now(), on: true})
+	default:
+		s.read(time.Now())
+	}
+	return s.coverage, s.err
+}
+
+// stop ends the last window, with the capture's, and the toggling: the statistics are off (as
+// far as we hold them) once it returns, and the coverage stays as it was then. Safe to call more
+// than once, and on nil.
+func (s *runStats) stop() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.quit)
+		if s.held != nil {
+			s.coverage.add(statsReading{at: disableStats(s.held)})
+			s.held = nil
+		} else {
+			s.read(time.Now())
+		}
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+// statsReading is whether we held the statistics on from one time, and, when off, our programs'
+// runs then, summed.
+type statsReading struct {
+	at   time.Time
+	on   bool
+	runs uint64 // unread while on
+}
+
+// statsCoverage is how long the statistics counted our programs' runs, from the readings taken as
+// they were turned on and off (and between, when a round of Rounds begins or ends).
+type statsCoverage struct {
+	held time.Duration // while we held them on
+	// offRuns are the runs counted while we held them off: another holder had them on.
+	offRuns uint64
+	last    statsReading
+}
+
+// add accounts for the time from the last reading to r. The runs grown while off are those
+// between two readings taken off: the statistics go on only after such a reading (turnOn).
+func (c *statsCoverage) add(r statsReading) {
+	switch {
+	case c.last.on:
+		c.held += r.at.Sub(c.last.at)
+	case !r.on:
+		c.offRuns += r.runs - c.last.runs
+	}
+	c.last = r
+}
+
+// since is the coverage from base, an earlier reading of the same runStats, to c.
+func (c statsCoverage) since(base statsCoverage) statsCoverage {
+	return statsCoverage{held: c.held - base.held, offRuns: c.offRuns - base.offRuns, last: c.last}
+}
+
+// measured is how long of a window (a capture's or a round's) the statistics counted our
+// programs' runs in: the time we held them on, or the whole window if our runs were counted
+// while we held them off. Another holder is then taken to have held them on all along, as the
+// bench does: it cannot be told from one that came late.
+func (c statsCoverage) measured(window time.Duration) time.Duration {
+	if c.offRuns > 0 {
+		return window
+	}
+	return min(c.held, window)
+}
