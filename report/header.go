@@ -203,6 +203,10 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		lost = fmt.Sprintf("%d (%s)", total, strings.Join(reasons, ", "))
 	}
 	var programs []string
+	if m.ProgramsSampled() {
+		programs = append(programs, fmt.Sprintf("run statistics sampled: on for %s of the %s (%s), the runs below are those counted then",
+			FormatDuration(float64(m.ProgramsMeasuredNS)), FormatDuration(float64(m.DurationNS)), measuredShare(m)))
+	}
 	for _, p := range m.Programs {
 		programs = append(programs, fmt.Sprintf("%s: %d runs, %s, %d recursion misses", p.Name, p.RunCount, FormatDuration(float64(p.RunTimeNS)), p.RecursionMisses))
 	}

@@ -25,3 +25,27 @@ func TestHighlightsNamedShare(t *testing.T) {
 	}
 	t.Error("no Contended locks highlight")
 }
+
+// The programs' runs in the probe cost's title are said to be sampled, with the time they cover,
+// when they were; not otherwise.
+func TestHeaderProgramsSampled(t *testing.T) {
+	m := capture.Meta{DurationNS: 3_010_000_000, ProgramsMeasuredNS: 301_000_000, Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 120, RunTimeNS: 60_000}}}
+	title := func(m capture.Meta) string {
+		_, _, health := headerFields(m)
+		for _, f := range health {
+			if f.Label == "Probe cost" {
+				return f.Title
+			}
+		}
+		t.Fatal("no Probe cost field")
+		return ""
+	}
+	want := "run statistics sampled: on for 301.00 ms of the 3.01 s (10%), the runs below are those counted then\ncontention_begin: 120 runs, 60.00 us, 0 recursion misses"
+	if got := title(m); got != want {
+		t.Errorf("sampled: title %q, want %q", got, want)
+	}
+	m.ProgramsMeasuredNS = 0
+	if got := title(m); strings.Contains(got, "sampled") {
+		t.Errorf("measured throughout: title %q says sampled", got)
+	}
+}

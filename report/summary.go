@@ -542,30 +542,37 @@ func healthLine(m capture.Meta) string {
 	return b.String()
 }
 
-// minCostEvents is the fewest contention events over which the summary gives the probes' cost per
-// event. The first runs of the programs find cold caches and walk each kernel stack path they have
-// not met yet (later waits on a known path skip the walk, the probes' largest cost), and the
-// bookkeeping runs at sched_switch and thread exits do not follow contention: over a few events
-// these make the quotient meaningless (an idle machine showed 8 events at 53673 ns each, where a
-// loaded one shows a few hundred). A thousand events outweigh those first runs; the total run time
-// and the share of CPU are given whatever the count.
+// minCostEvents is the fewest contention events measured (capture.Meta.ProbeEventsMeasured: the
+// events of the statistics' windows when they were sampled) over which the summary gives the
+// probes' cost per event. The first runs of the programs find cold caches and walk each kernel
+// stack path they have not met yet (later waits on a known path skip the walk, the probes' largest
+// cost), and the bookkeeping runs at sched_switch and thread exits do not follow contention: over a
+// few events these make the quotient meaningless (an idle machine showed 8 events at 53673 ns
+// each, where a loaded one shows a few hundred). A thousand events outweigh those first runs; the
+// total run time and the share of CPU are given whatever the count.
 const minCostEvents = 1000
 
 // probeCost is what the probes cost per event (in all under minCostEvents) and as a share of all CPU
 // time, then what the bookkeeping programs cost per run, e.g. "152 ns/event, 0.01% CPU; 310 thread
-// exits at 402 ns", or "not measured".
+// exits at 402 ns", or "not measured". When the statistics were sampled (docs/cost.md), the runs
+// counted are those of the samples, and it says so: "152 ns/event, 0.01% CPU, sampled 10% of the
+// time; 31 sampled thread exits at 402 ns".
 func probeCost(m capture.Meta) string {
 	if m.ProbeRunTimeNS() == 0 {
 		// The kernel only counts BPF run time while kernel.bpf_stats_enabled is 1.
 		return "not measured"
 	}
+	total, runs := "in all", ""
+	if m.ProgramsSampled() {
+		total, runs = "in the samples", "sampled "
+	}
 	var b strings.Builder
-	switch n := m.Events.Begin; {
+	switch n := m.ProbeEventsMeasured(); {
 	case n >= minCostEvents:
 		fmt.Fprintf(&b, "%.0f ns/event", m.ProbeNSPerEvent())
 	case n > 0:
-		fmt.Fprintf(&b, "%s in all (%d %s, too few for a cost per event: %d at least)",
-			FormatDuration(float64(m.ProbeRunTimeNS())), n, plural(int(n), "event", "events"), minCostEvents)
+		fmt.Fprintf(&b, "%s %s (%d %s, too few for a cost per event: %d at least)",
+			FormatDuration(float64(m.ProbeRunTimeNS())), total, n, plural(int(n), "event", "events"), minCostEvents)
 	default:
 		b.WriteString(FormatDuration(float64(m.ProbeRunTimeNS())))
 	}
@@ -574,12 +581,24 @@ func probeCost(m capture.Meta) string {
 	} else if share > 0 {
 		b.WriteString(", <0.01% CPU")
 	}
+	if m.ProgramsSampled() {
+		fmt.Fprintf(&b, ", sampled %s of the time", measuredShare(m))
+	}
 	for _, h := range m.Hooks() {
 		if h.Runs > 0 {
-			fmt.Fprintf(&b, "; %d %s at %s", h.Runs, hookRuns(h.Event), FormatDuration(float64(h.RunTimeNS)/float64(h.Runs)))
+			fmt.Fprintf(&b, "; %d %s%s at %s", h.Runs, runs, hookRuns(h.Event), FormatDuration(float64(h.RunTimeNS)/float64(h.Runs)))
 		}
 	}
 	return b.String()
+}
+
+// measuredShare is the part of the capture its programs' statistics counted, e.g. "10%".
+func measuredShare(m capture.Meta) string {
+	share := 100 * float64(m.ProgramsMeasured()) / float64(m.Duration())
+	if share < 1 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", share)
 }
 
 // hookRuns names what a bookkeeping program's runs are, by its scheduler event.

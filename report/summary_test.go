@@ -152,6 +152,25 @@ func TestWriteSummaryHealth(t *testing.T) {
 		}
 	}
 
+	// Sampled statistics: the cost over the runs of the samples, the share over their time, and
+	// the runs counted as samples; the threshold applies to the events measured, not to all.
+	sampled := summaryCapture()
+	sampled.Meta.Events.Begin = 20 * minCostEvents
+	sampled.Meta.ProgramsMeasuredNS = 100_000_000
+	sampled.Meta.Programs = []capture.ProgramStats{
+		{Name: "tp_contention_begin", RunCount: 2 * minCostEvents, RunTimeNS: 1_500_000, Begins: true},
+		{Name: "tp_contention_end", RunCount: 2 * minCostEvents, RunTimeNS: 500_000},
+		{Name: "raw_thread_free", RunCount: 40, RunTimeNS: 16_000, Hook: "sched_process_free"},
+	}
+	if out, want := summary(t, sampled, 0), "; probe cost 1000 ns/event, 2.02% CPU, sampled 10% of the time; 40 sampled thread exits at 400 ns\n"; !strings.Contains(out, want) {
+		t.Errorf("sampled: want %q in:\n%s", want, out)
+	}
+	sampled.Meta.Programs[0].RunCount = minCostEvents - 1
+	out = summary(t, sampled, 0)
+	if want := fmt.Sprintf("; probe cost 2.02 ms in the samples (%d events, too few for a cost per event: %d at least), 2.02%% CPU, sampled 10%% of the time;", minCostEvents-1, minCostEvents); !strings.Contains(out, want) {
+		t.Errorf("sampled, %d events measured of %d: want %q in:\n%s", minCostEvents-1, sampled.Meta.Events.Begin, want, out)
+	}
+
 	c.Meta.Programs = nil
 	if out := summary(t, c, 0); !strings.Contains(out, "probe cost not measured") {
 		t.Errorf("probe cost without run times:\n%s", out)
