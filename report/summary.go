@@ -586,7 +586,7 @@ func probeCost(m capture.Meta) string {
 	}
 	for _, h := range m.Hooks() {
 		if h.Runs > 0 {
-			fmt.Fprintf(&b, "; %d %s%s at %s", h.Runs, runs, hookRuns(h.Event), FormatDuration(float64(h.RunTimeNS)/float64(h.Runs)))
+			fmt.Fprintf(&b, "; %d %s%s at %s", h.Runs, runs, hookRuns(h.Event, h.Runs), FormatDuration(float64(h.RunTimeNS)/float64(h.Runs)))
 		}
 	}
 	return b.String()
@@ -602,16 +602,16 @@ func measuredShare(m capture.Meta) string {
 }
 
 // hookRuns names what a bookkeeping program's runs are, by its scheduler event.
-func hookRuns(event string) string {
+func hookRuns(event string, n uint64) string {
 	switch event {
 	case "sched_process_free":
-		return "thread exits"
+		return plural(int(n), "thread exit", "thread exits")
 	case "sched_switch":
-		return "context switches"
+		return plural(int(n), "context switch", "context switches")
 	case "sched_process_fork":
-		return "forks"
+		return plural(int(n), "fork", "forks")
 	}
-	return sanitize(event) + " runs"
+	return sanitize(event) + plural(int(n), " run", " runs")
 }
 
 // FormatDuration renders ns in human units like perf does: "812 ns", "15.64 us", "1.04 ms", "2.50 s".

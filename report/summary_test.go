@@ -231,3 +231,22 @@ func TestWriteSummarySaturatedSums(t *testing.T) {
 		t.Errorf("saturated count not flagged:\n%s", out)
 	}
 }
+
+func TestHookRunsCountsOneAsOne(t *testing.T) {
+	cases := []struct {
+		event string
+		n     uint64
+		want  string
+	}{
+		{"sched_process_free", 1, "thread exit"},
+		{"sched_process_free", 2, "thread exits"},
+		{"sched_switch", 1, "context switch"},
+		{"sched_process_fork", 5, "forks"},
+		{"sched_wakeup", 1, "sched_wakeup run"},
+	}
+	for _, c := range cases {
+		if got := hookRuns(c.event, c.n); got != c.want {
+			t.Errorf("hookRuns(%q, %d) = %q, want %q", c.event, c.n, got, c.want)
+		}
+	}
+}
