@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -149,7 +150,8 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("enabling BPF run-time statistics: %w", err)
 	}
-	defer stats.Close()
+	statsOff := sync.OnceValue(stats.Close)
+	defer statsOff()
 
 	configs := []config{
 		{name: "empty BPF program (floor)", probe: func() (probe, error) { return startEmpty() }},
@@ -197,6 +199,12 @@ func run() error {
 		fmt.Printf("\nNo perf lock contention -b column: no perf with BPF skeletons at %s (sh bench/perf-skel/build.sh builds one; -perf names another).\n", perfCacheGlob)
 	}
 	if o.throughput {
+		// Each tool as its users run it: held on here, the statistics
+		// would add the kernel's timing of every program run to every
+		// tool's cost (klockstat turns them on 10% of the time itself).
+		if err := statsOff(); err != nil {
+			return fmt.Errorf("turning BPF run-time statistics off: %w", err)
+		}
 		if err := throughputTable(o, spec, o.real); err != nil {
 			return err
 		}
