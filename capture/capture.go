@@ -69,8 +69,8 @@ type Meta struct {
 	Warnings           []string          `json:"warnings"`
 	// ProgramsMeasuredNS is how long of the capture the kernel counted the Programs' runs and run
 	// time: klockstat turns its statistics on for a window of every period only, as they cost
-	// every BPF program on the machine (docs/cost.md), unless another holder keeps them on
-	// throughout. 0 (absent) in older captures, which kept them on for the whole duration, and
+	// every BPF program on the machine (docs/cost.md), and the stretches another holder had
+	// them on (all of it under one that keeps them on throughout). 0 (absent) in older captures, which kept them on for the whole duration, and
 	// when run time was not measured.
 	ProgramsMeasuredNS int64 `json:"programs_measured_ns,omitempty"`
 	// OwnerSampleHz is the rate lock owners were sampled at on their CPU (--owner-sample-hz),

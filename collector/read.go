@@ -244,17 +244,27 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 	return out, nil
 }
 
-// programRuns is how many runs of the probes' programs the kernel counted, summed over them.
-func (c *Collector) programRuns() (uint64, error) {
+// programActivity is how many runs of the probes' programs the kernel counted, summed over them,
+// and how many events the programs counted themselves.
+func (c *Collector) programActivity() (activity, error) {
+	var a activity
 	programs, err := c.programStats()
 	if err != nil {
-		return 0, err
+		return a, err
 	}
-	var runs uint64
 	for _, p := range programs {
-		runs += p.RunCount
+		a.runs += p.RunCount
 	}
-	return runs, nil
+	// The counters most runs of a lock event's program add to (not a mutex's wait announced
+	// again, nor a run nested too deep).
+	for _, i := range []lockstatCounter{lockstatCounterCNT_BEGIN, lockstatCounterCNT_FILTERED, lockstatCounterCNT_END, lockstatCounterCNT_FAST, lockstatCounterCNT_HOLD} {
+		var perCPU []uint64
+		if err := c.obj.maps.Counters.Lookup(uint32(i), &perCPU); err != nil {
+			return a, fmt.Errorf("reading counter %d: %w", i, err)
+		}
+		a.events += sum(perCPU)
+	}
+	return a, nil
 }
 
 func (c *Collector) readCounters() ([lockstatCounterCNT_MAX]uint64, error) {

@@ -33,6 +33,12 @@ const (
 	// run already going when they went off still counts as it ends, and must not pass for the
 	// run of another holder's statistics (runStats.turnOff).
 	statsSettle = 5 * time.Millisecond
+	// statsProbe is how often our programs' runs are read while we hold the statistics off: runs
+	// counted between two readings mean another holder had them on then (the bench, another
+	// capture in its own window), and that stretch counts as measured. Finer readings count
+	// less of a stretch another holder covered only in part, at 50 reads of a few programs'
+	// information a second.
+	statsProbe = 20 * time.Millisecond
 )
 
 // runStats holds the kernel's BPF run-time statistics on for statsWindow of every statsPeriod of
@@ -41,9 +47,9 @@ const (
 // ours turns them off unless another holder (the bench, `sysctl kernel.bpf_stats_enabled=1`)
 // keeps them on, and a crash closes it.
 type runStats struct {
-	runs func() (uint64, error) // our programs' runs so far, summed over them
-	quit chan struct{}          // closed by stop
-	done chan struct{}          // closed as the toggling goroutine returns
+	count func() (activity, error) // our programs' runs and the events they counted, so far
+	quit  chan struct{}            // closed by stop
+	done  chan struct{}            // closed as the toggling goroutine returns
 
 	mu       sync.Mutex
 	held     io.Closer // our descriptor while we hold the statistics on; nil while off
@@ -53,16 +59,16 @@ type runStats struct {
 }
 
 // startRunStats turns the run-time statistics on for the first window of a capture started at
-// start, and keeps toggling them until stop. runs reads our programs' run counts, summed; it is
+// start, and keeps toggling them until stop. count reads our programs' run counts and events; it is
 // called from another goroutine. The error is the kernel's refusal to turn them on (an old
 // kernel, no CAP_SYS_ADMIN).
-func startRunStats(start time.Time, runs func() (uint64, error)) (*runStats, error) {
+func startRunStats(start time.Time, count func() (activity, error)) (*runStats, error) {
 	held, at, err := enableStats()
 	if err != nil {
 		return nil, err
 	}
 	s := &runStats{
-		runs:     runs,
+		count:    count,
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		held:     held,
@@ -99,6 +105,12 @@ func (s *runStats) toggle(start time.Time) {
 		}
 		s.turnOff()
 		period = period.Add(statsPeriod)
+		for next := time.Now().Add(statsProbe); next.Before(period); next = next.Add(statsProbe) {
+			if !s.sleepUntil(next) {
+				return
+			}
+			s.probe()
+		}
 		if !s.sleepUntil(period) {
 			return
 		}
@@ -130,6 +142,15 @@ func (s *runStats) turnOff() {
 	s.read(at)
 }
 
+// probe reads our programs' runs while we hold the statistics off.
+func (s *runStats) probe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped && s.held == nil {
+		s.read(time.Now())
+	}
+}
+
 // turnOn opens the next window. Should the kernel refuse (out of descriptors), the statistics
 // stay off until the next one: the coverage counts only the windows they were on.
 func (s *runStats) turnOn() {
@@ -153,14 +174,14 @@ func (s *runStats) turnOn() {
 // read adds a reading of our programs' runs at at, the statistics off from then; it reports
 // whether the runs could be read.
 func (s *runStats) read(at time.Time) bool {
-	n, err := s.runs()
+	a, err := s.count()
 	if err != nil {
 		if s.err == nil {
 			s.err = fmt.Errorf("reading the BPF programs' run statistics: %w", err)
 		}
 		return false
 	}
-	s.coverage.add(statsReading{at: at, runs: n})
+	s.coverage.add(statsReading{at: at, activity: a})
 	return true
 }
 
@@ -201,20 +222,30 @@ func (s *runStats) stop() {
 }
 
 // statsReading is whether we held the statistics on from one time, and, when off, our programs'
-// runs then, summed.
+// activity then.
 type statsReading struct {
-	at   time.Time
-	on   bool
-	runs uint64 // unread while on
+	at time.Time
+	on bool
+	activity
+}
+
+// activity is what our programs did so far: their runs the statistics counted, summed over them,
+// and the events the programs counted themselves, which they do whether the statistics are on
+// or not (unread while on).
+type activity struct {
+	runs, events uint64
 }
 
 // statsCoverage is how long the statistics counted our programs' runs, from the readings taken as
-// they were turned on and off (and between, when a round of Rounds begins or ends).
+// they were turned on and off, every statsProbe while off, and when a round of Rounds begins or
+// ends.
 type statsCoverage struct {
 	held time.Duration // while we held them on
-	// offRuns are the runs counted while we held them off: another holder had them on.
-	offRuns uint64
-	last    statsReading
+	// others is the time between two readings taken while we held them off in which our runs were
+	// counted all the same: another holder had them on for at least part of it; quiet, that in
+	// which they were not.
+	others, quiet time.Duration
+	last          statsReading
 }
 
 // add accounts for the time from the last reading to r. The runs grown while off are those
@@ -223,24 +254,33 @@ func (c *statsCoverage) add(r statsReading) {
 	switch {
 	case c.last.on:
 		c.held += r.at.Sub(c.last.at)
-	case !r.on:
-		c.offRuns += r.runs - c.last.runs
+	case r.on:
+		// Turned on just after a reading: too short a stretch to tell.
+	case r.runs > c.last.runs:
+		c.others += r.at.Sub(c.last.at)
+	case r.events > c.last.events+1:
+		// Events without a run counted: nobody had the statistics on. A stretch without
+		// events says nothing (a workload at rest, or a slow one between two of its events);
+		// nor does one with a single event, whose run the statistics may count just after
+		// the reading that saw its event.
+		c.quiet += r.at.Sub(c.last.at)
 	}
 	c.last = r
 }
 
 // since is the coverage from base, an earlier reading of the same runStats, to c.
 func (c statsCoverage) since(base statsCoverage) statsCoverage {
-	return statsCoverage{held: c.held - base.held, offRuns: c.offRuns - base.offRuns, last: c.last}
+	return statsCoverage{held: c.held - base.held, others: c.others - base.others, quiet: c.quiet - base.quiet, last: c.last}
 }
 
 // measured is how long of a window (a capture's or a round's) the statistics counted our
-// programs' runs in: the time we held them on, or the whole window if our runs were counted
-// while we held them off. Another holder is then taken to have held them on all along, as the
-// bench does: it cannot be told from one that came late.
+// programs' runs in: the time we held them on, and the stretches between readings in which
+// another holder's counted them (the whole window under the bench, which holds them on
+// throughout, whose runs leave no stretch quiet). A stretch another holder covered in part
+// counts whole: at most statsProbe more per change of its, so a CPU share reads low by as much.
 func (c statsCoverage) measured(window time.Duration) time.Duration {
-	if c.offRuns > 0 {
+	if c.others > 0 && c.quiet == 0 {
 		return window
 	}
-	return min(c.held, window)
+	return min(c.held+c.others, window)
 }

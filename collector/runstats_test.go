@@ -28,12 +28,19 @@ var coverageStart = time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 func on(ms int) statsReading {
 	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), on: true}
 }
+
+// off is a reading taken off, of a workload steady at 10 events a millisecond.
 func off(ms int, runs uint64) statsReading {
-	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), runs: runs}
+	return offWith(ms, runs, 10*uint64(ms))
 }
 
-// The statistics count for the windows we held them on, unless our programs' runs grew while we
-// held them off: another holder then kept them on, and they count for the whole capture.
+func offWith(ms int, runs, events uint64) statsReading {
+	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), activity: activity{runs: runs, events: events}}
+}
+
+// The statistics count for the windows we held them on, and for the stretches between readings
+// taken while we held them off in which our programs' runs grew all the same: another holder had
+// them on then.
 func TestStatsCoverage(t *testing.T) {
 	const capture = 2500 * time.Millisecond
 	tests := []struct {
@@ -58,7 +65,25 @@ func TestStatsCoverage(t *testing.T) {
 		name: "another holder in the last period only",
 		// Turned on after our last window: seen as the capture stops.
 		readings: []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2100, 1300), off(2500, 1700)},
+		want:     700 * time.Millisecond,
+	}, {
+		name: "another capture's window between two of our readings",
+		// Read every 20 ms while off: runs grew between 400 and 420, and 420 and 440 only.
+		readings: []statsReading{on(0), off(100, 500), off(400, 500), off(420, 560), off(440, 600), off(1000, 600), on(1000), off(1100, 900), off(2000, 900)},
+		want:     240 * time.Millisecond,
+	}, {
+		name:     "another holder, and a stretch without events before our window",
+		readings: []statsReading{on(0), off(100, 500), off(995, 4000), offWith(1000, 4000, 9950), on(1000), off(1100, 4600), off(2000, 8000), on(2000), off(2100, 8400), off(2500, 10_000)},
 		want:     capture,
+	}, {
+		name: "another holder, a slow workload",
+		// One event now and then: stretches with one event or none say nothing.
+		readings: []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 6, 6), offWith(160, 6, 7), offWith(1000, 9, 10), on(1000), offWith(1100, 12, 13), offWith(2500, 20, 21)},
+		want:     capture,
+	}, {
+		name:     "nobody else, a slow workload",
+		readings: []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 5, 6), offWith(1000, 5, 9), on(1000), offWith(1100, 8, 12), offWith(2500, 8, 20)},
+		want:     200 * time.Millisecond,
 	}, {
 		name:     "a capture shorter than its window",
 		readings: []statsReading{on(0), off(60, 0)},
@@ -134,26 +159,36 @@ func beginRuns(m capture.Meta) uint64 {
 }
 
 // TestRunStatsSampled captures real contention: the programs' statistics count in windows of the
-// capture only, a sample of its events, over which the cost per event is still given.
+// capture, and the time the capture says they counted is that of the runs they counted, a steady
+// workload's runs being spread evenly over it. Which windows that is depends on who else holds
+// them on (a capture in another test package, with windows of its own): ours alone give the
+// sample TestRunStatsWindows checks, a holder's throughout all of it; either way the share of
+// the time and the share of the events' runs agree, which is what the CPU share rests on.
 func TestRunStatsSampled(t *testing.T) {
 	testenv.RequireRoot(t)
 	cp := captureContention(t)
 	m := cp.Meta
 	m.CPUs = runtime.NumCPU() // the caller's to fill, as the host's
-	runs, share := beginRuns(m), float64(m.ProgramsMeasuredNS)/float64(m.DurationNS)
-	t.Logf("measured %v of %v (%.0f%%); %d begin runs of %d events; %.0f ns/event, %.3f%% CPU",
-		m.ProgramsMeasured(), m.Duration(), 100*share, runs, m.Events.Begin, m.ProbeNSPerEvent(), 100*m.ProbeCPUShare())
-	if m.ProgramsMeasuredNS == m.DurationNS {
-		t.Fatal("the statistics counted for the whole capture: another process held BPF run-time statistics on (a bench, or sysctl kernel.bpf_stats_enabled=1)")
+	runs := beginRuns(m)
+	timeShare := float64(m.ProgramsMeasured()) / float64(m.Duration())
+	runShare := float64(runs) / float64(m.Events.Begin)
+	t.Logf("measured %v of %v (%.0f%%); %d begin runs of %d events (%.0f%%); %.0f ns/event, %.3f%% CPU",
+		m.ProgramsMeasured(), m.Duration(), 100*timeShare, runs, m.Events.Begin, 100*runShare, m.ProbeNSPerEvent(), 100*m.ProbeCPUShare())
+	// A guest without KVM sees a few hundred events in the time.
+	if m.Events.Begin < 200 || runs < 10 {
+		t.Fatalf("%d events, %d of their runs measured: too few to compare", m.Events.Begin, runs)
 	}
-	if share < 0.05 || share > 0.4 {
-		t.Errorf("programs measured for %v of %v, want 5%% to 40%%", m.ProgramsMeasured(), m.Duration())
+	// Our windows, which a slow machine turns on a little late.
+	if timeShare < 0.03 {
+		t.Errorf("programs measured for %v of %v, less than our own windows", m.ProgramsMeasured(), m.Duration())
 	}
-	if !m.ProgramsSampled() {
-		t.Errorf("a capture measured for %v of %v is not sampled", m.ProgramsMeasured(), m.Duration())
+	// A run per event is the tracepoints' (the function probes run at every acquire); readings
+	// every 20 ms while off count a stretch another holder covered in part whole.
+	if tracepoints := m.Probe != "fentry" && m.Probe != "kprobe"; tracepoints && (timeShare < runShare/2 || timeShare > 2*runShare+0.05) {
+		t.Errorf("programs measured for %.0f%% of the capture, but %.0f%% of its events' runs counted", 100*timeShare, 100*runShare)
 	}
-	if runs == 0 || runs > m.Events.Begin/2 {
-		t.Errorf("%d begin runs measured of %d events, want a sample: more than none, under half", runs, m.Events.Begin)
+	if m.ProgramsSampled() != (timeShare < 1) {
+		t.Errorf("sampled: %v, for programs measured over %.0f%% of the capture", m.ProgramsSampled(), 100*timeShare)
 	}
 	if m.ProbeNSPerEvent() <= 0 || m.ProbeCPUShare() <= 0 {
 		t.Errorf("probe cost %v ns/event, %v of the CPU: not measured (%+v)", m.ProbeNSPerEvent(), m.ProbeCPUShare(), m.Programs)
@@ -173,7 +208,8 @@ func TestRunStatsHeldByAnother(t *testing.T) {
 	m := cp.Meta
 	runs := beginRuns(m)
 	t.Logf("measured %v of %v; %d begin runs of %d events; %.0f ns/event", m.ProgramsMeasured(), m.Duration(), runs, m.Events.Begin, m.ProbeNSPerEvent())
-	if m.ProgramsMeasuredNS != m.DurationNS || m.ProgramsSampled() {
+	// A stretch of 20 ms in which the workload ran nothing reads as ours alone.
+	if m.ProgramsMeasuredNS < m.DurationNS*49/50 {
 		t.Errorf("programs measured for %d ns of %d, want all of it", m.ProgramsMeasuredNS, m.DurationNS)
 	}
 	if runs < m.Events.Begin || m.Events.Begin == 0 {
