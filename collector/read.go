@@ -248,21 +248,23 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 // and how many events the programs counted themselves.
 func (c *Collector) programActivity() (activity, error) {
 	var a activity
-	programs, err := c.programStats()
-	if err != nil {
-		return a, err
-	}
-	for _, p := range programs {
-		a.runs += p.RunCount
-	}
 	// The counters most runs of a lock event's program add to (not a mutex's wait announced
-	// again, nor a run nested too deep).
+	// again, nor a run nested too deep). Read first: a run's statistics are counted as it
+	// returns, after its counter, so every event read here has its run counted by the read
+	// of the statistics below, even on a slow machine whose reads take milliseconds.
 	for _, i := range []lockstatCounter{lockstatCounterCNT_BEGIN, lockstatCounterCNT_FILTERED, lockstatCounterCNT_END, lockstatCounterCNT_FAST, lockstatCounterCNT_HOLD} {
 		var perCPU []uint64
 		if err := c.obj.maps.Counters.Lookup(uint32(i), &perCPU); err != nil {
 			return a, fmt.Errorf("reading counter %d: %w", i, err)
 		}
 		a.events += sum(perCPU)
+	}
+	programs, err := c.programStats()
+	if err != nil {
+		return a, err
+	}
+	for _, p := range programs {
+		a.runs += p.RunCount
 	}
 	return a, nil
 }
