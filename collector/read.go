@@ -253,11 +253,11 @@ func (c *Collector) programActivity() (activity, error) {
 	// returns, after its counter, so every event read here has its run counted by the read
 	// of the statistics below, even on a slow machine whose reads take milliseconds.
 	for _, i := range []lockstatCounter{lockstatCounterCNT_BEGIN, lockstatCounterCNT_FILTERED, lockstatCounterCNT_END, lockstatCounterCNT_FAST, lockstatCounterCNT_HOLD} {
-		var perCPU []uint64
-		if err := c.obj.maps.Counters.Lookup(uint32(i), &perCPU); err != nil {
-			return a, fmt.Errorf("reading counter %d: %w", i, err)
+		n, err := c.readCounter(i)
+		if err != nil {
+			return a, err
 		}
-		a.events += sum(perCPU)
+		a.events += n
 	}
 	programs, err := c.programStats()
 	if err != nil {
@@ -272,13 +272,22 @@ func (c *Collector) programActivity() (activity, error) {
 func (c *Collector) readCounters() ([lockstatCounterCNT_MAX]uint64, error) {
 	var out [lockstatCounterCNT_MAX]uint64
 	for i := range lockstatCounterCNT_MAX {
-		var perCPU []uint64
-		if err := c.obj.maps.Counters.Lookup(uint32(i), &perCPU); err != nil {
-			return out, fmt.Errorf("reading counter %d: %w", i, err)
+		n, err := c.readCounter(i)
+		if err != nil {
+			return out, err
 		}
-		out[i] = sum(perCPU)
+		out[i] = n
 	}
 	return out, nil
+}
+
+// readCounter sums one counter over the CPUs.
+func (c *Collector) readCounter(i lockstatCounter) (uint64, error) {
+	var perCPU []uint64
+	if err := c.obj.maps.Counters.Lookup(uint32(i), &perCPU); err != nil {
+		return 0, fmt.Errorf("reading counter %d: %w", i, err)
+	}
+	return sum(perCPU), nil
 }
 
 // readEntries reads every entry of a hash map.
