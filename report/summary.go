@@ -554,11 +554,15 @@ const minCostEvents = 1000
 
 // probeCost is what the probes cost per event (in all under minCostEvents) and as a share of all CPU
 // time, then what the bookkeeping programs cost per run, e.g. "152 ns/event, 0.01% CPU; 310 thread
-// exits at 402 ns", or "not measured". When the statistics were sampled (docs/cost.md), the runs
+// exits at 402 ns", "no run counted in the 10% of the time sampled", or "not measured". When the statistics were sampled (docs/cost.md), the runs
 // counted are those of the samples, and it says so: "152 ns/event, 0.01% CPU, sampled 10% of the
 // time; 31 sampled thread exits at 402 ns".
 func probeCost(m capture.Meta) string {
 	if m.ProbeRunTimeNS() == 0 {
+		if m.ProgramsSampled() {
+			// A quiet machine: its few events all came while the statistics were off.
+			return fmt.Sprintf("no run counted in the %s of the time sampled", measuredShare(m))
+		}
 		// The kernel only counts BPF run time while kernel.bpf_stats_enabled is 1.
 		return "not measured"
 	}

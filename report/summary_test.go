@@ -171,6 +171,14 @@ func TestWriteSummaryHealth(t *testing.T) {
 		t.Errorf("sampled, %d events measured of %d: want %q in:\n%s", minCostEvents-1, sampled.Meta.Events.Begin, want, out)
 	}
 
+	// A quiet machine's few events all outside the windows: measured, and none counted.
+	for i := range sampled.Meta.Programs {
+		sampled.Meta.Programs[i].RunCount, sampled.Meta.Programs[i].RunTimeNS = 0, 0
+	}
+	if out, want := summary(t, sampled, 0), "; probe cost no run counted in the 10% of the time sampled\n"; !strings.Contains(out, want) {
+		t.Errorf("sampled, no run counted: want %q in:\n%s", want, out)
+	}
+
 	c.Meta.Programs = nil
 	if out := summary(t, c, 0); !strings.Contains(out, "probe cost not measured") {
 		t.Errorf("probe cost without run times:\n%s", out)
