@@ -61,6 +61,8 @@ var lostReasons = []struct {
 	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-nr-entries)"},
 	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-nr-entries)"},
 	{lockstatCounterCNT_LOST_OWNER_FULL, "wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)"},
+	{lockstatCounterCNT_LOST_OWNER_SAMPLE, "owner sample not stored: owner sample map full (an entry per lock, owner and stack: raise --map-nr-entries)"},
+	{lockstatCounterCNT_LOST_CHAIN_FULL, "wait not charged to its chain of owners: chain map full (an entry per chain: raise --map-nr-entries)"},
 }
 
 // assemble builds the capture of a snapshot: records with symbolized

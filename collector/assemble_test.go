@@ -235,15 +235,18 @@ func TestAssembleEvents(t *testing.T) {
 		counters: map[lockstatCounter]uint64{
 			lockstatCounterCNT_LOST_WAIT_FULL: 1, lockstatCounterCNT_LOST_NEST_DEPTH: 2, lockstatCounterCNT_LOST_LEVELS: 3,
 			lockstatCounterCNT_LOST_HOLD_FULL: 4, lockstatCounterCNT_LOST_HOLD_AGG_FULL: 5, lockstatCounterCNT_LOST_OWNER_FULL: 6,
+			lockstatCounterCNT_LOST_OWNER_SAMPLE: 7, lockstatCounterCNT_LOST_CHAIN_FULL: 8,
 		},
 		want: capture.Events{},
 		wantLost: map[string]uint64{
-			"per-thread wait map full (more live threads waited than --map-nr-entries: raise it)":                 1,
-			"more than 4 nested waits on one CPU":                                                                 2,
-			"probes nested more than 4 deep on one CPU":                                                           3,
-			"hold not timed: per-lock hold map full (raise --map-nr-entries)":                                     4,
-			"hold not stored: hold aggregation map full (raise --map-nr-entries)":                                 5,
-			"wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)": 6,
+			"per-thread wait map full (more live threads waited than --map-nr-entries: raise it)":                         1,
+			"more than 4 nested waits on one CPU":                                                                         2,
+			"probes nested more than 4 deep on one CPU":                                                                   3,
+			"hold not timed: per-lock hold map full (raise --map-nr-entries)":                                             4,
+			"hold not stored: hold aggregation map full (raise --map-nr-entries)":                                         5,
+			"wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)":         6,
+			"owner sample not stored: owner sample map full (an entry per lock, owner and stack: raise --map-nr-entries)": 7,
+			"wait not charged to its chain of owners: chain map full (an entry per chain: raise --map-nr-entries)":        8,
 		},
 	}}
 	for _, tt := range tests {

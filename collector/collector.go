@@ -331,7 +331,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		return err
 	}
 
-	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate, s.Owners, s.OwnerMarks} {
+	for _, m := range []*ebpf.MapSpec{s.Aggregate, s.ThreadWaits, s.Stacks, s.Holds, s.HoldAggregate, s.Owners, s.OwnerMarks, s.OwnerSamples, s.OwnerChains} {
 		m.MaxEntries = cfg.MapSize
 	}
 	if !cfg.Owners {

@@ -68,13 +68,19 @@ func waitContend(t *testing.T, cmd *exec.Cmd) {
 
 func capture1(t *testing.T, cfg Config, during func()) *capture.Capture {
 	t.Helper()
+	return captureWith(t, cfg, func(*Collector) { during() })
+}
+
+// captureWith is capture1 with the running collector given to during, to read its maps.
+func captureWith(t *testing.T, cfg Config, during func(c *Collector)) *capture.Capture {
+	t.Helper()
 	testenv.RequireRoot(t)
 	c, err := Start(cfg)
 	if err != nil {
 		t.Fatalf("starting the collector: %v", err)
 	}
 	defer c.Close()
-	during()
+	during(c)
 	cp, err := c.Stop()
 	if err != nil {
 		t.Fatalf("stopping the collector: %v", err)
