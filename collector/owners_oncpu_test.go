@@ -34,7 +34,9 @@ func TestOwnersSampledOnCPU(t *testing.T) {
 		pid = uint32(cmd.Process.Pid)
 		waitContend(t, cmd)
 		// Read before Stop: the capture keeps only the samples of waits whose owner was never seen
-		// leaving its CPU, spread over them, and the raw map says whether the sampler found the hog.
+		// leaving its CPU in its tenure, spread over them (TestAssembleOwnerSamples), and the hog
+		// may leave it in every tenure: preempted on a loaded guest, or blocked on a spinlock_t
+		// of PREEMPT_RT. The raw map says whether the sampler found it.
 		var err error
 		if raw, err = readEntries[lockstatOwnerSampleKey, uint64](c.obj.maps.OwnerSamples); err != nil {
 			t.Fatal(err)
@@ -76,11 +78,6 @@ func TestOwnersSampledOnCPU(t *testing.T) {
 	}
 	if samples == 0 {
 		t.Error("the hog, copying with the lock held, was never sampled on its CPU")
-	}
-	// On PREEMPT_RT the write path's spinlock_t locks sleep: the hog may leave its CPU in every
-	// tenure, and then every wait has the stack it left at and no sample is spread.
-	if spread == 0 && !preemptRT(t) {
-		t.Error("no wait charged to the hog was spread over its samples on its CPU")
 	}
 	if !slices.ContainsFunc(cp.Meta.Programs, func(p capture.ProgramStats) bool { return p.Hook == "cpu-clock" && p.RunCount > 0 }) {
 		t.Errorf("no run of the owner sampler among the programs: %+v", cp.Meta.Programs)
