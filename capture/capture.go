@@ -70,9 +70,17 @@ type Meta struct {
 	// ProgramsMeasuredNS is how long of the capture the kernel counted the Programs' runs and run
 	// time: klockstat turns its statistics on for a window of every period only, as they cost
 	// every BPF program on the machine (docs/cost.md), and the stretches another holder had
-	// them on (all of it under one that keeps them on throughout). 0 (absent) in older captures, which kept them on for the whole duration, and
-	// when run time was not measured.
+	// them on (all of it under one that keeps them on throughout). 0 (absent) in older
+	// captures, which kept them on for the whole duration, and when run time was not measured.
 	ProgramsMeasuredNS int64 `json:"programs_measured_ns,omitempty"`
+	// ProgramsEvents is how many lock events the programs counted themselves over the capture
+	// (begins, filtered ones included, ends, and with function probes uncontended acquires and
+	// holds), and ProgramsMeasuredEvents how many of them while their runs were counted: a
+	// workload whose lock paths the statistics lengthen contends more while they are on, so
+	// the lock events' programs' run time is scaled to the capture by events, not by time
+	// (ProbeCPUShare). Both 0 (absent) in older captures and when run time was not measured.
+	ProgramsEvents         uint64 `json:"programs_events,omitempty"`
+	ProgramsMeasuredEvents uint64 `json:"programs_measured_events,omitempty"`
 	// OwnerSampleHz is the rate lock owners were sampled at on their CPU (--owner-sample-hz),
 	// on each CPU, while others waited for a lock they held; 0 when they were not.
 	OwnerSampleHz int `json:"owner_sample_hz,omitempty"`
@@ -281,15 +289,29 @@ func (m Meta) ProgramsSampled() bool {
 	return m.ProgramsMeasuredNS > 0 && m.ProgramsMeasuredNS < m.DurationNS
 }
 
-// ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took while they were
-// measured: total probe run time divided by ProgramsMeasured × CPUs; 0 when the duration or the
-// CPU count is unknown.
+// ProbeCPUShare is the fraction (0.01 = 1 %) of all CPU time the probes took over the capture:
+// their run time divided by ProgramsMeasured × CPUs, the lock events' programs' run time of a
+// sampled capture scaled by ProgramsEvents / ProgramsMeasuredEvents over its whole duration
+// instead; 0 when the duration or the CPU count is unknown.
 func (m Meta) ProbeCPUShare() float64 {
 	measured := m.ProgramsMeasured()
 	if measured <= 0 || m.CPUs <= 0 {
 		return 0
 	}
-	return float64(m.ProbeRunTimeNS()) / (float64(measured) * float64(m.CPUs))
+	if !m.ProgramsSampled() || m.ProgramsMeasuredEvents == 0 {
+		return float64(m.ProbeRunTimeNS()) / (float64(measured) * float64(m.CPUs))
+	}
+	var events, hooks float64
+	for _, p := range m.Programs {
+		if p.Hook == "" {
+			events += float64(p.RunTimeNS)
+		} else {
+			hooks += float64(p.RunTimeNS)
+		}
+	}
+	// The bookkeeping programs run at scheduler events, not lock events: scaled by time.
+	perNS := events*float64(m.ProgramsEvents)/float64(m.ProgramsMeasuredEvents)/float64(m.DurationNS) + hooks/float64(measured)
+	return perNS / float64(m.CPUs)
 }
 
 // Duration is the length of the capture.

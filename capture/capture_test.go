@@ -3,6 +3,8 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -20,8 +22,9 @@ func TestMetaInCommand(t *testing.T) {
 }
 
 // A capture whose programs were measured in windows divides their run time by the windows' time,
-// and one that does not say (older captures) by its duration; the cost per event is the run time
-// per measured run either way.
+// or scales it by the events counted in them where it gives those, and one that does not say
+// (older captures) by its duration; the cost per event is the run time per measured run either
+// way.
 func TestProbeCPUShareOverTheMeasuredTime(t *testing.T) {
 	whole := Meta{
 		CPUs: 2, DurationNS: 4_000_000_000,
@@ -55,6 +58,14 @@ func TestProbeCPUShareOverTheMeasuredTime(t *testing.T) {
 		if got := c.m.ProbeNSPerEvent(); got != 800 {
 			t.Errorf("%s: ProbeNSPerEvent() = %v, want 4 ms over the 5000 measured runs", c.name, got)
 		}
+	}
+	// The windows held 20% of the events in 10% of the time: the lock events' programs' run time
+	// is scaled to the capture by events, the bookkeeping programs' by time.
+	byEvents := sampled
+	byEvents.ProgramsEvents, byEvents.ProgramsMeasuredEvents = 100_000, 20_000
+	byEvents.Programs = append(slices.Clone(sampled.Programs), ProgramStats{Name: "switch", Hook: "sched_switch", RunCount: 900, RunTimeNS: 400_000})
+	if got, want := byEvents.ProbeCPUShare(), (4e6*5/4e9+4e5/4e8)/2; math.Abs(got-want) > want*1e-12 {
+		t.Errorf("sampled, scaled by events: ProbeCPUShare() = %v, want %v", got, want)
 	}
 	// Another holder kept the statistics on throughout: measured for the whole duration.
 	held := whole

@@ -255,6 +255,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "in progress above count", change: func(c *Capture) { c.Records[2].InProgress = 2 }, want: "record 2: in_progress 2 > count 1"},
 		{name: "scope unknown", change: func(c *Capture) { c.Meta.Scope = "tree" }, want: `meta: scope "tree": want "command", "system" or none`},
 		{name: "command pids unsorted", change: func(c *Capture) { c.Meta.CommandPIDs = []uint32{7, 7} }, want: "meta: command_pids: 7 after 7, not sorted and unique"},
+		{name: "more events measured than counted", change: func(c *Capture) { c.Meta.ProgramsEvents, c.Meta.ProgramsMeasuredEvents = 10, 11 }, want: "meta: programs_measured_events 11, more than the 10 programs_events"},
 		{name: "type without histogram", change: func(c *Capture) { c.Records[1].Type = "rwsem" }, want: `record 1: lock type "rwsem" has no histogram`},
 		{name: "type with space", change: func(c *Capture) { c.Records[1].Type = "spin lock" }, want: "record 1: bad lock type name \"spin lock\""},
 		{name: "timeline without width", change: func(c *Capture) { c.Timeline.BucketNS = 0 }, want: "timeline: bucket_ns is 0"},

@@ -114,6 +114,9 @@ func (m Meta) validate() error {
 	if m.StackDepth > MaxStackDepth {
 		return fmt.Errorf("stack_depth %d, more than the %d klockstat takes", m.StackDepth, MaxStackDepth)
 	}
+	if m.ProgramsMeasuredEvents > m.ProgramsEvents {
+		return fmt.Errorf("programs_measured_events %d, more than the %d programs_events", m.ProgramsMeasuredEvents, m.ProgramsEvents)
+	}
 	switch m.Scope {
 	case "", ScopeCommand, ScopeSystem:
 	default:

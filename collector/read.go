@@ -25,13 +25,13 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return assemble(snap, c.assembly(c.start, stats.measured(snap.duration)))
+	return assemble(snap, c.assembly(c.start, stats))
 }
 
 // assembly is what assemble needs of the collector besides the snapshot, for a window that began
 // at start, the whole capture's (Stop) or one round's (Rounds.End), whose programs' run
-// statistics counted for measured of it.
-func (c *Collector) assembly(start time.Time, measured time.Duration) assembly {
+// statistics counted as measured says.
+func (c *Collector) assembly(start time.Time, measured statsCoverage) assembly {
 	return assembly{
 		cfg:      c.cfg,
 		probe:    c.backend.Name(),
@@ -248,11 +248,10 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 // and how many events the programs counted themselves.
 func (c *Collector) programActivity() (activity, error) {
 	var a activity
-	// The counters most runs of a lock event's program add to (not a mutex's wait announced
-	// again, nor a run nested too deep). Read first: a run's statistics are counted as it
-	// returns, after its counter, so every event read here has its run counted by the read
-	// of the statistics below, even on a slow machine whose reads take milliseconds.
-	for _, i := range []lockstatCounter{lockstatCounterCNT_BEGIN, lockstatCounterCNT_FILTERED, lockstatCounterCNT_END, lockstatCounterCNT_FAST, lockstatCounterCNT_HOLD} {
+	// Read first: a run's statistics are counted as it returns, after its counter, so every
+	// event read here has its run counted by the read of the statistics below, even on a slow
+	// machine whose reads take milliseconds.
+	for _, i := range eventCounters {
 		n, err := c.readCounter(i)
 		if err != nil {
 			return a, err
@@ -267,6 +266,19 @@ func (c *Collector) programActivity() (activity, error) {
 		a.runs += p.RunCount
 	}
 	return a, nil
+}
+
+// eventCounters are the counters most runs of a lock event's program add to one of: not a
+// mutex's wait announced again, nor a run nested too deep.
+var eventCounters = []lockstatCounter{lockstatCounterCNT_BEGIN, lockstatCounterCNT_FILTERED, lockstatCounterCNT_END, lockstatCounterCNT_FAST, lockstatCounterCNT_HOLD}
+
+// countedEvents is how many events the programs counted themselves, by eventCounters.
+func countedEvents(counters [lockstatCounterCNT_MAX]uint64) uint64 {
+	var n uint64
+	for _, i := range eventCounters {
+		n += counters[i]
+	}
+	return n
 }
 
 func (c *Collector) readCounters() ([lockstatCounterCNT_MAX]uint64, error) {

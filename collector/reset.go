@@ -80,7 +80,7 @@ func (r *Rounds) End() (*capture.Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := r.c.assembly(r.start, stats.measured(snap.duration))
+	in := r.c.assembly(r.start, stats)
 	in.locks = r.names
 	return assemble(snap, in)
 }

@@ -17,7 +17,9 @@ import (
 // klockstat cost that workload (docs/cost.md). So a capture holds them on only for statsWindow of
 // every statsPeriod, from its start: the machine pays a tenth of their cost, and the programs'
 // run counts and run times are both those of the windows, which leaves the cost per run as it
-// is and makes the share of CPU a matter of dividing by the windows' time.
+// is. The share of CPU scales the lock events' programs' run time by the events the programs
+// counted themselves, in the windows and in all, rather than by the windows' time: a workload
+// whose lock paths the statistics lengthen contends more in the windows (docs/cost.md).
 const (
 	// statsWindow is 500 times the ~0.2 ms the kernel takes to turn the statistics on or off (it
 	// patches the static key's branches on every CPU), so the uncertainty at a window's edges
@@ -63,6 +65,9 @@ type runStats struct {
 // called from another goroutine. The error is the kernel's refusal to turn them on (an old
 // kernel, no CAP_SYS_ADMIN).
 func startRunStats(start time.Time, count func() (activity, error)) (*runStats, error) {
+	// The events so far, which the first window's are counted from. A read that fails here
+	// fails again at the capture's end, which says so (sofar).
+	a, _ := count()
 	held, at, err := enableStats()
 	if err != nil {
 		return nil, err
@@ -72,7 +77,7 @@ func startRunStats(start time.Time, count func() (activity, error)) (*runStats, 
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		held:     held,
-		coverage: statsCoverage{last: statsReading{at: at, on: true}},
+		coverage: statsCoverage{last: statsReading{at: at, on: true, activity: a}},
 	}
 	go s.toggle(start)
 	return s, nil
@@ -136,10 +141,16 @@ func (s *runStats) turnOff() {
 	if s.stopped || s.held == nil {
 		return
 	}
+	// The window's events are those counted up to here, not those of the settling. A failed
+	// read fails the capture (sofar).
+	before, _ := s.read()
 	at := disableStats(s.held)
 	s.held = nil
 	time.Sleep(statsSettle)
-	s.read(at)
+	if a, ok := s.read(); ok {
+		a.events = before.events
+		s.coverage.add(statsReading{at: at, activity: a})
+	}
 }
 
 // probe reads our programs' runs while we hold the statistics off.
@@ -147,7 +158,7 @@ func (s *runStats) probe() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.stopped && s.held == nil {
-		s.read(time.Now())
+		s.readOff(time.Now())
 	}
 }
 
@@ -159,8 +170,10 @@ func (s *runStats) turnOn() {
 	if s.stopped || s.held != nil {
 		return
 	}
-	// Read before they go on: the runs of the period they were off.
-	if !s.read(time.Now()) {
+	// Read before they go on: the runs of the period they were off, and the events the
+	// window's are counted from.
+	a, ok := s.readOff(time.Now())
+	if !ok {
 		return
 	}
 	held, at, err := enableStats()
@@ -168,21 +181,29 @@ func (s *runStats) turnOn() {
 		return
 	}
 	s.held = held
-	s.coverage.add(statsReading{at: at, on: true})
+	s.coverage.add(statsReading{at: at, on: true, activity: a})
 }
 
-// read adds a reading of our programs' runs at at, the statistics off from then; it reports
-// whether the runs could be read.
-func (s *runStats) read(at time.Time) bool {
+// read reads our programs' activity; it reports whether it could.
+func (s *runStats) read() (activity, bool) {
 	a, err := s.count()
 	if err != nil {
 		if s.err == nil {
 			s.err = fmt.Errorf("reading the BPF programs' run statistics: %w", err)
 		}
-		return false
+		return a, false
 	}
-	s.coverage.add(statsReading{at: at, activity: a})
-	return true
+	return a, true
+}
+
+// readOff adds a reading of our programs' activity at at, the statistics off from then, and
+// returns it; it reports whether it could be read.
+func (s *runStats) readOff(at time.Time) (activity, bool) {
+	a, ok := s.read()
+	if ok {
+		s.coverage.add(statsReading{at: at, activity: a})
+	}
+	return a, ok
 }
 
 // sofar is the coverage from the first window up to now, or up to stop once stopped.
@@ -192,9 +213,11 @@ func (s *runStats) sofar() (statsCoverage, error) {
 	switch {
 	case s.stopped:
 	case s.held != nil:
-		s.coverage.add(statsReading{at: time.Now(), on: true})
+		if a, ok := s.read(); ok {
+			s.coverage.add(statsReading{at: time.Now(), on: true, activity: a})
+		}
 	default:
-		s.read(time.Now())
+		s.readOff(time.Now())
 	}
 	return s.coverage, s.err
 }
@@ -211,18 +234,22 @@ func (s *runStats) stop() {
 		s.stopped = true
 		close(s.quit)
 		if s.held != nil {
-			s.coverage.add(statsReading{at: disableStats(s.held)})
+			a, ok := s.read()
+			at := disableStats(s.held)
 			s.held = nil
+			if ok {
+				s.coverage.add(statsReading{at: at, activity: a})
+			}
 		} else {
-			s.read(time.Now())
+			s.readOff(time.Now())
 		}
 	}
 	s.mu.Unlock()
 	<-s.done
 }
 
-// statsReading is whether we held the statistics on from one time, and, when off, our programs'
-// activity then.
+// statsReading is whether we held the statistics on from one time, and our programs' activity
+// then: their runs only when off (unread while on), and the events they counted.
 type statsReading struct {
 	at time.Time
 	on bool
@@ -231,7 +258,7 @@ type statsReading struct {
 
 // activity is what our programs did so far: their runs the statistics counted, summed over them,
 // and the events the programs counted themselves, which they do whether the statistics are on
-// or not (unread while on).
+// or not.
 type activity struct {
 	runs, events uint64
 }
@@ -245,7 +272,10 @@ type statsCoverage struct {
 	// counted all the same: another holder had them on for at least part of it; quiet, that in
 	// which they were not.
 	others, quiet time.Duration
-	last          statsReading
+	// events is how many events our programs counted while we held the statistics on and in the
+	// stretches of others.
+	events uint64
+	last   statsReading
 }
 
 // add accounts for the time from the last reading to r. The runs grown while off are those
@@ -254,10 +284,12 @@ func (c *statsCoverage) add(r statsReading) {
 	switch {
 	case c.last.on:
 		c.held += r.at.Sub(c.last.at)
+		c.events += r.events - c.last.events
 	case r.on:
 		// Turned on just after a reading: too short a stretch to tell.
 	case r.runs > c.last.runs:
 		c.others += r.at.Sub(c.last.at)
+		c.events += r.events - c.last.events
 	case r.events > c.last.events+1:
 		// Events without a run counted: nobody had the statistics on. A stretch without
 		// events says nothing (a workload at rest, or a slow one between two of its events);
@@ -270,7 +302,8 @@ func (c *statsCoverage) add(r statsReading) {
 
 // since is the coverage from base, an earlier reading of the same runStats, to c.
 func (c statsCoverage) since(base statsCoverage) statsCoverage {
-	return statsCoverage{held: c.held - base.held, others: c.others - base.others, quiet: c.quiet - base.quiet, last: c.last}
+	return statsCoverage{held: c.held - base.held, others: c.others - base.others, quiet: c.quiet - base.quiet,
+		events: c.events - base.events, last: c.last}
 }
 
 // measured is how long of a window (a capture's or a round's) the statistics counted our
@@ -279,8 +312,21 @@ func (c statsCoverage) since(base statsCoverage) statsCoverage {
 // throughout, whose runs leave no stretch quiet). A stretch another holder covered in part
 // counts whole: at most statsProbe more per change of its, so a CPU share reads low by as much.
 func (c statsCoverage) measured(window time.Duration) time.Duration {
-	if c.others > 0 && c.quiet == 0 {
+	if c.heldByOthers() {
 		return window
 	}
 	return min(c.held+c.others, window)
 }
+
+// measuredEvents is how many of a window's events, total of them, our programs counted while
+// the statistics counted their runs: all of them where measured gives the whole window.
+func (c statsCoverage) measuredEvents(total uint64) uint64 {
+	if c.heldByOthers() {
+		return total
+	}
+	return min(c.events, total)
+}
+
+// heldByOthers reports whether another holder kept the statistics on throughout: our runs were
+// counted in every stretch we read while off.
+func (c statsCoverage) heldByOthers() bool { return c.others > 0 && c.quiet == 0 }

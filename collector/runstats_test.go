@@ -25,8 +25,13 @@ func coverageOf(readings ...statsReading) statsCoverage {
 
 var coverageStart = time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 
+// on is a reading taken as the statistics go on, of a workload steady at 10 events a millisecond.
 func on(ms int) statsReading {
-	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), on: true}
+	return onWith(ms, 10*uint64(ms))
+}
+
+func onWith(ms int, events uint64) statsReading {
+	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), on: true, activity: activity{events: events}}
 }
 
 // off is a reading taken off, of a workload steady at 10 events a millisecond.
@@ -40,58 +45,73 @@ func offWith(ms int, runs, events uint64) statsReading {
 
 // The statistics count for the windows we held them on, and for the stretches between readings
 // taken while we held them off in which our programs' runs grew all the same: another holder had
-// them on then.
+// them on then; and so do the events counted meanwhile.
 func TestStatsCoverage(t *testing.T) {
 	const capture = 2500 * time.Millisecond
+	const events = 25_000 // in the capture, at 10 a millisecond
 	tests := []struct {
-		name     string
-		readings []statsReading
-		want     time.Duration
+		name       string
+		readings   []statsReading
+		want       time.Duration
+		wantEvents uint64
 	}{{
 		name: "our windows only",
 		// On at 0, off at 100 (the runs read after it), read again as it goes on at 1000, ...
-		readings: []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2100, 1300), off(2500, 1300)},
-		want:     300 * time.Millisecond,
+		readings:   []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2100, 1300), off(2500, 1300)},
+		want:       300 * time.Millisecond,
+		wantEvents: 3000,
 	}, {
 		name: "stopped inside a window",
 		// Stop turns them off at 2050 and reads no more.
-		readings: []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2050, 0)},
-		want:     250 * time.Millisecond,
+		readings:   []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2050, 0)},
+		want:       250 * time.Millisecond,
+		wantEvents: 2500,
 	}, {
-		name:     "another holder",
-		readings: []statsReading{on(0), off(100, 500), off(1000, 4200), on(1000), off(1100, 4600), off(2000, 8000), on(2000), off(2100, 8400), off(2500, 10_000)},
-		want:     capture,
+		name:       "another holder",
+		readings:   []statsReading{on(0), off(100, 500), off(1000, 4200), on(1000), off(1100, 4600), off(2000, 8000), on(2000), off(2100, 8400), off(2500, 10_000)},
+		want:       capture,
+		wantEvents: events,
 	}, {
 		name: "another holder in the last period only",
 		// Turned on after our last window: seen as the capture stops.
-		readings: []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2100, 1300), off(2500, 1700)},
-		want:     700 * time.Millisecond,
+		readings:   []statsReading{on(0), off(100, 500), off(1000, 500), on(1000), off(1100, 900), off(2000, 900), on(2000), off(2100, 1300), off(2500, 1700)},
+		want:       700 * time.Millisecond,
+		wantEvents: 7000,
 	}, {
 		name: "another capture's window between two of our readings",
 		// Read every 20 ms while off: runs grew between 400 and 420, and 420 and 440 only.
-		readings: []statsReading{on(0), off(100, 500), off(400, 500), off(420, 560), off(440, 600), off(1000, 600), on(1000), off(1100, 900), off(2000, 900)},
-		want:     240 * time.Millisecond,
+		readings:   []statsReading{on(0), off(100, 500), off(400, 500), off(420, 560), off(440, 600), off(1000, 600), on(1000), off(1100, 900), off(2000, 900)},
+		want:       240 * time.Millisecond,
+		wantEvents: 2400,
 	}, {
-		name:     "another holder, and a stretch without events before our window",
-		readings: []statsReading{on(0), off(100, 500), off(995, 4000), offWith(1000, 4000, 9950), on(1000), off(1100, 4600), off(2000, 8000), on(2000), off(2100, 8400), off(2500, 10_000)},
-		want:     capture,
+		name:       "another holder, and a stretch without events before our window",
+		readings:   []statsReading{on(0), off(100, 500), off(995, 4000), offWith(1000, 4000, 9950), on(1000), off(1100, 4600), off(2000, 8000), on(2000), off(2100, 8400), off(2500, 10_000)},
+		want:       capture,
+		wantEvents: events,
 	}, {
 		name: "another holder, a slow workload",
 		// One event now and then: stretches with one event or none say nothing.
-		readings: []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 6, 6), offWith(160, 6, 7), offWith(1000, 9, 10), on(1000), offWith(1100, 12, 13), offWith(2500, 20, 21)},
-		want:     capture,
+		readings:   []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 6, 6), offWith(160, 6, 7), offWith(1000, 9, 10), onWith(1000, 10), offWith(1100, 12, 13), offWith(2500, 20, 21)},
+		want:       capture,
+		wantEvents: events,
 	}, {
-		name:     "nobody else, a slow workload",
-		readings: []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 5, 6), offWith(1000, 5, 9), on(1000), offWith(1100, 8, 12), offWith(2500, 8, 20)},
-		want:     200 * time.Millisecond,
+		name:       "nobody else, a slow workload",
+		readings:   []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 5, 6), offWith(1000, 5, 9), onWith(1000, 9), offWith(1100, 8, 12), offWith(2500, 8, 20)},
+		want:       200 * time.Millisecond,
+		wantEvents: 8,
 	}, {
-		name:     "a capture shorter than its window",
-		readings: []statsReading{on(0), off(60, 0)},
-		want:     60 * time.Millisecond,
+		name:       "a capture shorter than its window",
+		readings:   []statsReading{on(0), off(60, 0)},
+		want:       60 * time.Millisecond,
+		wantEvents: 600,
 	}}
 	for _, tt := range tests {
-		if got := coverageOf(tt.readings...).measured(capture); got != tt.want {
+		c := coverageOf(tt.readings...)
+		if got := c.measured(capture); got != tt.want {
 			t.Errorf("%s: measured %v of %v, want %v", tt.name, got, capture, tt.want)
+		}
+		if got := c.measuredEvents(events); got != tt.wantEvents {
+			t.Errorf("%s: %d events measured of %d, want %d", tt.name, got, events, tt.wantEvents)
 		}
 	}
 }
@@ -104,6 +124,9 @@ func TestStatsCoverageOfRounds(t *testing.T) {
 	base, now := coverageOf(ours[:5]...), coverageOf(ours...)
 	if got := now.since(base).measured(time.Second); got != 100*time.Millisecond {
 		t.Errorf("a round from 1050 to 2050: measured %v, want the 50 ms left of one window and the 50 ms of the next", got)
+	}
+	if got := now.since(base).measuredEvents(10_000); got != 1000 {
+		t.Errorf("a round from 1050 to 2050: %d events measured, want the 1000 of its 100 ms in windows", got)
 	}
 	// Another holder before the round, none during it.
 	before := []statsReading{on(0), off(100, 500), off(1000, 3000), on(1000), on(1050), off(1100, 3400), off(2000, 3400), on(2000), on(2050)}
@@ -129,11 +152,17 @@ func TestAssembleProgramsMeasured(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		f := newAssembleFixture(t, assembleKallsyms)
 		f.in.runTimeOff = off
-		f.in.programsMeasured = 200 * time.Millisecond
+		f.in.programsMeasured = statsCoverage{held: 200 * time.Millisecond, events: 61}
 		f.snap.programs = []capture.ProgramStats{{Name: "btf_contention_begin", Begins: true, RunCount: 30, RunTimeNS: 9000}}
+		f.snap.counters[lockstatCounterCNT_BEGIN], f.snap.counters[lockstatCounterCNT_FILTERED] = 100, 50
+		f.snap.counters[lockstatCounterCNT_END], f.snap.counters[lockstatCounterCNT_NESTED] = 100, 7
 		m := f.assemble(t).Meta
 		if want := map[bool]int64{false: 2e8, true: 0}[off]; m.ProgramsMeasuredNS != want {
 			t.Errorf("run time off %v: programs measured for %d ns, want %d", off, m.ProgramsMeasuredNS, want)
+		}
+		// Begins, filtered ones included, and ends; not the nested, counted among the begins.
+		if want := map[bool][2]uint64{false: {250, 61}, true: {}}[off]; m.ProgramsEvents != want[0] || m.ProgramsMeasuredEvents != want[1] {
+			t.Errorf("run time off %v: %d of %d events measured, want %d of %d", off, m.ProgramsMeasuredEvents, m.ProgramsEvents, want[1], want[0])
 		}
 	}
 }
@@ -163,7 +192,8 @@ func beginRuns(m capture.Meta) uint64 {
 // workload's runs being spread evenly over it. Which windows that is depends on who else holds
 // them on (a capture in another test package, with windows of its own): ours alone give the
 // sample TestRunStatsWindows checks, a holder's throughout all of it; either way the share of
-// the time and the share of the events' runs agree, which is what the CPU share rests on.
+// the time, the share of the events' runs and the share of the events the programs counted in
+// it agree, which is what the CPU share rests on.
 func TestRunStatsSampled(t *testing.T) {
 	testenv.RequireRoot(t)
 	cp := captureContention(t)
@@ -172,8 +202,10 @@ func TestRunStatsSampled(t *testing.T) {
 	runs := beginRuns(m)
 	timeShare := float64(m.ProgramsMeasured()) / float64(m.Duration())
 	runShare := float64(runs) / float64(m.Events.Begin)
-	t.Logf("measured %v of %v (%.0f%%); %d begin runs of %d events (%.0f%%); %.0f ns/event, %.3f%% CPU",
-		m.ProgramsMeasured(), m.Duration(), 100*timeShare, runs, m.Events.Begin, 100*runShare, m.ProbeNSPerEvent(), 100*m.ProbeCPUShare())
+	eventShare := float64(m.ProgramsMeasuredEvents) / float64(m.ProgramsEvents)
+	t.Logf("measured %v of %v (%.0f%%); %d begin runs of %d events (%.0f%%); %d of %d events counted (%.0f%%); %.0f ns/event, %.3f%% CPU",
+		m.ProgramsMeasured(), m.Duration(), 100*timeShare, runs, m.Events.Begin, 100*runShare,
+		m.ProgramsMeasuredEvents, m.ProgramsEvents, 100*eventShare, m.ProbeNSPerEvent(), 100*m.ProbeCPUShare())
 	// A guest without KVM sees a few hundred events in the time.
 	if m.Events.Begin < 200 || runs < 10 {
 		t.Fatalf("%d events, %d of their runs measured: too few to compare", m.Events.Begin, runs)
@@ -186,6 +218,13 @@ func TestRunStatsSampled(t *testing.T) {
 	// every 20 ms while off count a stretch another holder covered in part whole.
 	if tracepoints := m.Probe != "fentry" && m.Probe != "kprobe"; tracepoints && (timeShare < runShare/2 || timeShare > 2*runShare+0.05) {
 		t.Errorf("programs measured for %.0f%% of the capture, but %.0f%% of its events' runs counted", 100*timeShare, 100*runShare)
+	}
+	// Both counted in the same stretches; a run ends after its counter.
+	if tracepoints := m.Probe != "fentry" && m.Probe != "kprobe"; tracepoints && (eventShare < runShare/2 || eventShare > 2*runShare+0.05) {
+		t.Errorf("%.0f%% of the events the programs counted measured, but %.0f%% of their begin runs", 100*eventShare, 100*runShare)
+	}
+	if m.ProgramsEvents < m.Events.Begin+m.Events.End {
+		t.Errorf("the programs counted %d events, fewer than %d begins and %d ends", m.ProgramsEvents, m.Events.Begin, m.Events.End)
 	}
 	if m.ProgramsSampled() != (timeShare < 1) {
 		t.Errorf("sampled: %v, for programs measured over %.0f%% of the capture", m.ProgramsSampled(), 100*timeShare)
@@ -216,6 +255,9 @@ func TestRunStatsHeldByAnother(t *testing.T) {
 	}
 	if runs < m.Events.Begin || m.Events.Begin == 0 {
 		t.Errorf("%d begin runs measured of %d events, want every event's", runs, m.Events.Begin)
+	}
+	if m.ProgramsMeasuredEvents < m.ProgramsEvents*3/4 {
+		t.Errorf("%d of the %d events the programs counted measured, want all of them", m.ProgramsMeasuredEvents, m.ProgramsEvents)
 	}
 	if m.ProbeNSPerEvent() <= 0 {
 		t.Errorf("probe cost not measured: %+v", m.Programs)

@@ -204,8 +204,12 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 	}
 	var programs []string
 	if m.ProgramsSampled() {
-		programs = append(programs, fmt.Sprintf("run statistics sampled: on for %s of the %s (%s), the runs below are those counted then",
-			FormatDuration(float64(m.ProgramsMeasuredNS)), FormatDuration(float64(m.DurationNS)), measuredShare(m)))
+		events := ""
+		if m.ProgramsEvents > 0 {
+			events = fmt.Sprintf(" and %d of the %d lock events (%.0f%%)", m.ProgramsMeasuredEvents, m.ProgramsEvents, 100*float64(m.ProgramsMeasuredEvents)/float64(m.ProgramsEvents))
+		}
+		programs = append(programs, fmt.Sprintf("run statistics sampled: on for %s of the %s (%s)%s, the runs below are those counted then",
+			FormatDuration(float64(m.ProgramsMeasuredNS)), FormatDuration(float64(m.DurationNS)), measuredShare(m), events))
 	}
 	for _, p := range m.Programs {
 		programs = append(programs, fmt.Sprintf("%s: %d runs, %s, %d recursion misses", p.Name, p.RunCount, FormatDuration(float64(p.RunTimeNS)), p.RecursionMisses))

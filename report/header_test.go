@@ -26,8 +26,8 @@ func TestHighlightsNamedShare(t *testing.T) {
 	t.Error("no Contended locks highlight")
 }
 
-// The programs' runs in the probe cost's title are said to be sampled, with the time they cover,
-// when they were; not otherwise.
+// The programs' runs in the probe cost's title are said to be sampled, with the time and the
+// events they cover, when they were; not otherwise.
 func TestHeaderProgramsSampled(t *testing.T) {
 	m := capture.Meta{DurationNS: 3_010_000_000, ProgramsMeasuredNS: 301_000_000, Programs: []capture.ProgramStats{{Name: "contention_begin", RunCount: 120, RunTimeNS: 60_000}}}
 	title := func(m capture.Meta) string {
@@ -43,6 +43,11 @@ func TestHeaderProgramsSampled(t *testing.T) {
 	want := "run statistics sampled: on for 301.00 ms of the 3.01 s (10%), the runs below are those counted then\ncontention_begin: 120 runs, 60.00 us, 0 recursion misses"
 	if got := title(m); got != want {
 		t.Errorf("sampled: title %q, want %q", got, want)
+	}
+	m.ProgramsEvents, m.ProgramsMeasuredEvents = 2000, 300
+	want = "run statistics sampled: on for 301.00 ms of the 3.01 s (10%) and 300 of the 2000 lock events (15%), the runs below are those counted then\ncontention_begin: 120 runs, 60.00 us, 0 recursion misses"
+	if got := title(m); got != want {
+		t.Errorf("sampled, events counted: title %q, want %q", got, want)
 	}
 	m.ProgramsMeasuredNS = 0
 	if got := title(m); strings.Contains(got, "sampled") {
