@@ -245,12 +245,15 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 }
 
 // programActivity is how many runs of the probes' programs the kernel counted, summed over them,
-// and how many events the programs counted themselves.
+// before and after it read how many events the programs counted themselves. A run's statistics
+// are counted as it returns, after its counter: on a slow machine whose reads take milliseconds,
+// events counted between two reads of the runs may have had their runs counted by either.
 func (c *Collector) programActivity() (activity, error) {
 	var a activity
-	// Read first: a run's statistics are counted as it returns, after its counter, so every
-	// event read here has its run counted by the read of the statistics below, even on a slow
-	// machine whose reads take milliseconds.
+	var err error
+	if a.runsBefore, err = c.programRuns(); err != nil {
+		return a, err
+	}
 	for _, i := range eventCounters {
 		n, err := c.readCounter(i)
 		if err != nil {
@@ -258,14 +261,21 @@ func (c *Collector) programActivity() (activity, error) {
 		}
 		a.events += n
 	}
+	a.runs, err = c.programRuns()
+	return a, err
+}
+
+// programRuns is how many runs of the probes' programs the kernel counted, summed over them.
+func (c *Collector) programRuns() (uint64, error) {
 	programs, err := c.programStats()
 	if err != nil {
-		return a, err
+		return 0, err
 	}
+	var runs uint64
 	for _, p := range programs {
-		a.runs += p.RunCount
+		runs += p.RunCount
 	}
-	return a, nil
+	return runs, nil
 }
 
 // eventCounters are the counters most runs of a lock event's program add to one of: not a

@@ -249,7 +249,7 @@ func (s *runStats) stop() {
 }
 
 // statsReading is whether we held the statistics on from one time, and our programs' activity
-// then: their runs only when off (unread while on), and the events they counted.
+// then: their runs, used only when off, and the events they counted.
 type statsReading struct {
 	at time.Time
 	on bool
@@ -257,10 +257,10 @@ type statsReading struct {
 }
 
 // activity is what our programs did so far: their runs the statistics counted, summed over them,
-// and the events the programs counted themselves, which they do whether the statistics are on
-// or not.
+// read before and after the events the programs counted themselves, which they do whether the
+// statistics are on or not.
 type activity struct {
-	runs, events uint64
+	runsBefore, events, runs uint64
 }
 
 // statsCoverage is how long the statistics counted our programs' runs, from the readings taken as
@@ -279,7 +279,10 @@ type statsCoverage struct {
 }
 
 // add accounts for the time from the last reading to r. The runs grown while off are those
-// between two readings taken off: the statistics go on only after such a reading (turnOn).
+// between two readings taken off: the statistics go on only after such a reading (turnOn). Runs
+// counted between the two reads of a reading may be of events read before or after: a stretch
+// is another holder's when runs grew between its readings' nearest reads, and quiet when its
+// events grew and its runs did not between their farthest.
 func (c *statsCoverage) add(r statsReading) {
 	switch {
 	case c.last.on:
@@ -287,10 +290,10 @@ func (c *statsCoverage) add(r statsReading) {
 		c.events += r.events - c.last.events
 	case r.on:
 		// Turned on just after a reading: too short a stretch to tell.
-	case r.runs > c.last.runs:
+	case r.runsBefore > c.last.runs:
 		c.others += r.at.Sub(c.last.at)
 		c.events += r.events - c.last.events
-	case r.events > c.last.events+1:
+	case r.events > c.last.events+1 && r.runs == c.last.runsBefore:
 		// Events without a run counted: nobody had the statistics on. A stretch without
 		// events says nothing (a workload at rest, or a slow one between two of its events);
 		// nor does one with a single event, whose run the statistics may count just after

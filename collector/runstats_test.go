@@ -40,7 +40,12 @@ func off(ms int, runs uint64) statsReading {
 }
 
 func offWith(ms int, runs, events uint64) statsReading {
-	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), activity: activity{runs: runs, events: events}}
+	return offRead(ms, runs, events, runs)
+}
+
+// offRead is a reading taken off whose runs grew between its two reads of them, around its events.
+func offRead(ms int, runsBefore, events, runs uint64) statsReading {
+	return statsReading{at: coverageStart.Add(time.Duration(ms) * time.Millisecond), activity: activity{runsBefore: runsBefore, events: events, runs: runs}}
 }
 
 // The statistics count for the windows we held them on, and for the stretches between readings
@@ -92,6 +97,14 @@ func TestStatsCoverage(t *testing.T) {
 		name: "another holder, a slow workload",
 		// One event now and then: stretches with one event or none say nothing.
 		readings:   []statsReading{on(0), offWith(100, 5, 5), offWith(120, 5, 5), offWith(140, 6, 6), offWith(160, 6, 7), offWith(1000, 9, 10), onWith(1000, 10), offWith(1100, 12, 13), offWith(2500, 20, 21)},
+		want:       capture,
+		wantEvents: events,
+	}, {
+		name: "another holder, a slow workload's events between a reading's reads",
+		// Two events counted just after the events were read at 120, their runs before the
+		// runs were: the stretch to 140 has their events and none of their runs, and says
+		// nothing; the next, whose runs grew, is another holder's.
+		readings:   []statsReading{on(0), offWith(100, 5, 5), offRead(120, 5, 5, 7), offRead(140, 7, 7, 7), offRead(160, 8, 8, 8), offWith(1000, 8, 8), onWith(1000, 8), offWith(1100, 12, 13), offWith(2500, 20, 21)},
 		want:       capture,
 		wantEvents: events,
 	}, {
@@ -247,9 +260,10 @@ func TestRunStatsHeldByAnother(t *testing.T) {
 	m := cp.Meta
 	runs := beginRuns(m)
 	t.Logf("measured %v of %v; %d begin runs of %d events; %.0f ns/event", m.ProgramsMeasured(), m.Duration(), runs, m.Events.Begin, m.ProbeNSPerEvent())
-	// Every stretch with runs counts; in a guest without KVM, whose workload makes a few hundred
-	// events in the time, some stretches read quiet all the same (a cause not found), and the
-	// empty ones then count for nothing: 85-87% of the capture there.
+	// Every stretch with runs counts. In a guest without KVM, whose workload makes a few hundred
+	// events in the time, events between a reading's reads no longer make a stretch read quiet
+	// (TestStatsCoverage), but under a loaded host some still do, cause not found: 6.1 measured
+	// 84% of a capture in the CI matrix (two guests at a time), all of it in 4 of 4 alone.
 	if m.ProgramsMeasuredNS < m.DurationNS*3/4 {
 		t.Errorf("programs measured for %d ns of %d, want all of it", m.ProgramsMeasuredNS, m.DurationNS)
 	}
