@@ -301,15 +301,12 @@ func (m Meta) ProbeCPUShare() float64 {
 	if !m.ProgramsSampled() || m.ProgramsMeasuredEvents == 0 {
 		return float64(m.ProbeRunTimeNS()) / (float64(measured) * float64(m.CPUs))
 	}
-	var events, hooks float64
-	for _, p := range m.Programs {
-		if p.Hook == "" {
-			events += float64(p.RunTimeNS)
-		} else {
-			hooks += float64(p.RunTimeNS)
-		}
-	}
 	// The bookkeeping programs run at scheduler events, not lock events: scaled by time.
+	var hooks float64
+	for _, h := range m.Hooks() {
+		hooks += float64(h.RunTimeNS)
+	}
+	events := float64(m.ProbeRunTimeNS()) - hooks
 	perNS := events*float64(m.ProgramsEvents)/float64(m.ProgramsMeasuredEvents)/float64(m.DurationNS) + hooks/float64(measured)
 	return perNS / float64(m.CPUs)
 }

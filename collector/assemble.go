@@ -27,10 +27,10 @@ type assembly struct {
 	// statistics on: the programs' run times then count only while
 	// another process had them on, and are left out.
 	runTimeOff bool
-	// programsMeasured is when in the window the statistics counted the
+	// coverage is when in the window the statistics counted the
 	// programs' runs (runStats): a window of every period, or all of it
 	// when another holder kept them on.
-	programsMeasured statsCoverage
+	coverage statsCoverage
 	// ownerSampleHz is the rate owners were sampled at on their CPU,
 	// 0 when they were not.
 	ownerSampleHz int
@@ -157,9 +157,9 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 			m.Programs[i].RunTimeNS = 0
 		}
 	} else {
-		m.ProgramsMeasuredNS = in.programsMeasured.measured(snap.duration).Nanoseconds()
+		m.ProgramsMeasuredNS = in.coverage.measured(snap.duration).Nanoseconds()
 		m.ProgramsEvents = countedEvents(snap.counters)
-		m.ProgramsMeasuredEvents = in.programsMeasured.measuredEvents(m.ProgramsEvents)
+		m.ProgramsMeasuredEvents = in.coverage.measuredEvents(m.ProgramsEvents)
 	}
 	for _, dir := range in.cfg.Cgroups {
 		m.Cgroups = append(m.Cgroups, in.cgroups.hierarchy.PathOf(dir))

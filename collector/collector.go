@@ -215,7 +215,7 @@ func start(cfg Config) (*Collector, error) {
 	// The run-time statistics cost every BPF program run on the machine: they are on in a
 	// window of every period of the capture, from its start (runstats.go). Said once a capture
 	// runs: a failed capture needs no word about its cost.
-	if c.stats, err = startRunStats(c.start, c.programActivity); err != nil {
+	if c.stats, err = startRunStats(c.start, c.programRuns, c.programEvents); err != nil {
 		c.warn("%s", runTimeStatsUnavailable(err, effectiveCaps()))
 	}
 	return c, nil

@@ -30,8 +30,8 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 
 // assembly is what assemble needs of the collector besides the snapshot, for a window that began
 // at start, the whole capture's (Stop) or one round's (Rounds.End), whose programs' run
-// statistics counted as measured says.
-func (c *Collector) assembly(start time.Time, measured statsCoverage) assembly {
+// statistics counted as coverage says.
+func (c *Collector) assembly(start time.Time, coverage statsCoverage) assembly {
 	return assembly{
 		cfg:      c.cfg,
 		probe:    c.backend.Name(),
@@ -44,8 +44,8 @@ func (c *Collector) assembly(start time.Time, measured statsCoverage) assembly {
 		// The rate the owners were sampled at, if they were.
 		ownerSampleHz: c.att.sampler.rate(),
 		// Turned on by Start, or not at all.
-		runTimeOff:       c.stats == nil,
-		programsMeasured: measured,
+		runTimeOff: c.stats == nil,
+		coverage:   coverage,
 	}
 }
 
@@ -244,27 +244,6 @@ func (c *Collector) programStats() ([]capture.ProgramStats, error) {
 	return out, nil
 }
 
-// programActivity is how many runs of the probes' programs the kernel counted, summed over them,
-// before and after it read how many events the programs counted themselves. A run's statistics
-// are counted as it returns, after its counter: on a slow machine whose reads take milliseconds,
-// events counted between two reads of the runs may have had their runs counted by either.
-func (c *Collector) programActivity() (activity, error) {
-	var a activity
-	var err error
-	if a.runsBefore, err = c.programRuns(); err != nil {
-		return a, err
-	}
-	for _, i := range eventCounters {
-		n, err := c.readCounter(i)
-		if err != nil {
-			return a, err
-		}
-		a.events += n
-	}
-	a.runs, err = c.programRuns()
-	return a, err
-}
-
 // programRuns is how many runs of the probes' programs the kernel counted, summed over them.
 func (c *Collector) programRuns() (uint64, error) {
 	programs, err := c.programStats()
@@ -281,6 +260,19 @@ func (c *Collector) programRuns() (uint64, error) {
 // eventCounters are the counters most runs of a lock event's program add to one of: not a
 // mutex's wait announced again, nor a run nested too deep.
 var eventCounters = []lockstatCounter{lockstatCounterCNT_BEGIN, lockstatCounterCNT_FILTERED, lockstatCounterCNT_END, lockstatCounterCNT_FAST, lockstatCounterCNT_HOLD}
+
+// programEvents is how many events the programs counted so far, by eventCounters.
+func (c *Collector) programEvents() (uint64, error) {
+	var n uint64
+	for _, i := range eventCounters {
+		v, err := c.readCounter(i)
+		if err != nil {
+			return 0, err
+		}
+		n += v
+	}
+	return n, nil
+}
 
 // countedEvents is how many events the programs counted themselves, by eventCounters.
 func countedEvents(counters [lockstatCounterCNT_MAX]uint64) uint64 {

@@ -49,9 +49,10 @@ const (
 // ours turns them off unless another holder (the bench, `sysctl kernel.bpf_stats_enabled=1`)
 // keeps them on, and a crash closes it.
 type runStats struct {
-	count func() (activity, error) // our programs' runs and the events they counted, so far
-	quit  chan struct{}            // closed by stop
-	done  chan struct{}            // closed as the toggling goroutine returns
+	runs   func() (uint64, error) // our programs' runs so far, summed over them
+	events func() (uint64, error) // the events our programs counted so far
+	quit   chan struct{}          // closed by stop
+	done   chan struct{}          // closed as the toggling goroutine returns
 
 	mu       sync.Mutex
 	held     io.Closer // our descriptor while we hold the statistics on; nil while off
@@ -61,23 +62,24 @@ type runStats struct {
 }
 
 // startRunStats turns the run-time statistics on for the first window of a capture started at
-// start, and keeps toggling them until stop. count reads our programs' run counts and events; it is
-// called from another goroutine. The error is the kernel's refusal to turn them on (an old
-// kernel, no CAP_SYS_ADMIN).
-func startRunStats(start time.Time, count func() (activity, error)) (*runStats, error) {
+// start, and keeps toggling them until stop. runs and events read our programs' runs and the
+// events they counted; they are called from another goroutine. The error is the kernel's refusal
+// to turn them on (an old kernel, no CAP_SYS_ADMIN).
+func startRunStats(start time.Time, runs, events func() (uint64, error)) (*runStats, error) {
 	// The events so far, which the first window's are counted from. A read that fails here
 	// fails again at the capture's end, which says so (sofar).
-	a, _ := count()
+	n, _ := events()
 	held, at, err := enableStats()
 	if err != nil {
 		return nil, err
 	}
 	s := &runStats{
-		count:    count,
+		runs:     runs,
+		events:   events,
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		held:     held,
-		coverage: statsCoverage{last: statsReading{at: at, on: true, activity: a}},
+		coverage: statsCoverage{last: statsReading{at: at, on: true, activity: activity{events: n}}},
 	}
 	go s.toggle(start)
 	return s, nil
@@ -141,14 +143,13 @@ func (s *runStats) turnOff() {
 	if s.stopped || s.held == nil {
 		return
 	}
-	// The window's events are those counted up to here, not those of the settling. A failed
-	// read fails the capture (sofar).
-	before, _ := s.read()
+	// The window's events are those counted up to here, not those of the settling.
+	events, ok := s.readEvents()
 	at := disableStats(s.held)
 	s.held = nil
 	time.Sleep(statsSettle)
-	if a, ok := s.read(); ok {
-		a.events = before.events
+	if a, read := s.read(); ok && read {
+		a.events = events
 		s.coverage.add(statsReading{at: at, activity: a})
 	}
 }
@@ -184,16 +185,33 @@ func (s *runStats) turnOn() {
 	s.coverage.add(statsReading{at: at, on: true, activity: a})
 }
 
-// read reads our programs' activity; it reports whether it could.
+// read reads our programs' activity: their runs before and after their events. A run's
+// statistics are counted as it returns, after its event: on a slow machine whose reads take
+// milliseconds, events counted between two reads of the runs may have had their runs counted by
+// either. It reports whether it could; a failure fails the capture (sofar).
 func (s *runStats) read() (activity, bool) {
-	a, err := s.count()
-	if err != nil {
-		if s.err == nil {
-			s.err = fmt.Errorf("reading the BPF programs' run statistics: %w", err)
+	var a activity
+	var err error
+	if a.runsBefore, err = s.runs(); err == nil {
+		if a.events, err = s.events(); err == nil {
+			a.runs, err = s.runs()
 		}
-		return a, false
 	}
-	return a, true
+	return a, s.failed(err)
+}
+
+// readEvents reads the events our programs counted; it reports whether it could.
+func (s *runStats) readEvents() (uint64, bool) {
+	n, err := s.events()
+	return n, s.failed(err)
+}
+
+// failed keeps the first failure to read our programs, and reports whether err is none.
+func (s *runStats) failed(err error) bool {
+	if err != nil && s.err == nil {
+		s.err = fmt.Errorf("reading the BPF programs' run statistics: %w", err)
+	}
+	return err == nil
 }
 
 // readOff adds a reading of our programs' activity at at, the statistics off from then, and
@@ -213,8 +231,8 @@ func (s *runStats) sofar() (statsCoverage, error) {
 	switch {
 	case s.stopped:
 	case s.held != nil:
-		if a, ok := s.read(); ok {
-			s.coverage.add(statsReading{at: time.Now(), on: true, activity: a})
+		if n, ok := s.readEvents(); ok {
+			s.coverage.add(statsReading{at: time.Now(), on: true, activity: activity{events: n}})
 		}
 	default:
 		s.readOff(time.Now())
@@ -234,11 +252,11 @@ func (s *runStats) stop() {
 		s.stopped = true
 		close(s.quit)
 		if s.held != nil {
-			a, ok := s.read()
+			n, ok := s.readEvents()
 			at := disableStats(s.held)
 			s.held = nil
 			if ok {
-				s.coverage.add(statsReading{at: at, activity: a})
+				s.coverage.add(statsReading{at: at, activity: activity{events: n}})
 			}
 		} else {
 			s.readOff(time.Now())
@@ -249,7 +267,7 @@ func (s *runStats) stop() {
 }
 
 // statsReading is whether we held the statistics on from one time, and our programs' activity
-// then: their runs, used only when off, and the events they counted.
+// then: the events they counted, and their runs when off (unread while on, and as they stop).
 type statsReading struct {
 	at time.Time
 	on bool

@@ -165,7 +165,7 @@ func TestAssembleProgramsMeasured(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		f := newAssembleFixture(t, assembleKallsyms)
 		f.in.runTimeOff = off
-		f.in.programsMeasured = statsCoverage{held: 200 * time.Millisecond, events: 61}
+		f.in.coverage = statsCoverage{held: 200 * time.Millisecond, events: 61}
 		f.snap.programs = []capture.ProgramStats{{Name: "btf_contention_begin", Begins: true, RunCount: 30, RunTimeNS: 9000}}
 		f.snap.counters[lockstatCounterCNT_BEGIN], f.snap.counters[lockstatCounterCNT_FILTERED] = 100, 50
 		f.snap.counters[lockstatCounterCNT_END], f.snap.counters[lockstatCounterCNT_NESTED] = 100, 7

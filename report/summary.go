@@ -554,9 +554,9 @@ const minCostEvents = 1000
 
 // probeCost is what the probes cost per event (in all under minCostEvents) and as a share of all CPU
 // time, then what the bookkeeping programs cost per run, e.g. "152 ns/event, 0.01% CPU; 310 thread
-// exits at 402 ns", "no run counted in the 10% of the time sampled", or "not measured". When the statistics were sampled (docs/cost.md), the runs
-// counted are those of the samples, and it says so: "152 ns/event, 0.01% CPU, sampled 10% of the
-// time; 31 sampled thread exits at 402 ns".
+// exits at 402 ns", "no run counted in the 10% of the time sampled", or "not measured". When the
+// statistics were sampled (docs/cost.md), the runs counted are those of the samples, and it says
+// so: "152 ns/event, 0.01% CPU, sampled 10% of the time; 31 sampled thread exits at 402 ns".
 func probeCost(m capture.Meta) string {
 	if m.ProbeRunTimeNS() == 0 {
 		if m.ProgramsSampled() {
