@@ -116,11 +116,16 @@ func assemble(snap snapshot, in assembly) (*capture.Capture, error) {
 	}
 	cp.Meta = meta(snap, in, inProgress)
 	m := &cp.Meta
-	// Off the hot path, once: names the programs could not give.
+	// Off the hot path, once: names the programs could not give. The processes' own locks first:
+	// a process's mmap_lock is named after it, not after the slab cache holding its mm.
 	if warnings, err := nameLocks(cp.Records, in.locks); err != nil {
-		m.Warnings = append(m.Warnings, fmt.Sprintf("locks of other processes, runqueues and slab objects are not named: %v", err))
+		m.Warnings = append(m.Warnings, fmt.Sprintf("locks of other processes, runqueues and memory zones are not named: %v", err))
 	} else {
 		m.Warnings = append(m.Warnings, warnings...)
+	}
+	nameSlabLocks(cp.Records, snap.slabNames)
+	if n := snap.counters[lockstatCounterCNT_LOST_SLAB_NAME]; n > 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d locks inside slab objects are not named by their cache: the slab name map (%d entries) was full (raise --map-nr-entries)", n, snap.mapSizes["slab_names"]))
 	}
 	if f, ok := in.locks.(slabFieldNamer); ok {
 		m.Warnings = append(m.Warnings, f.slabFields(cp.Records)...)
@@ -261,6 +266,19 @@ func nameLocks(records []capture.Record, namer lockNamer) ([]string, error) {
 		}
 	}
 	return warnings, nil
+}
+
+// nameSlabLocks names the records' locks still unnamed that the programs found inside slab
+// objects, after their caches with perf's "&": "&kmalloc-512", "&ext4_inode_cache".
+func nameSlabLocks(records []capture.Record, slabNames map[uint64]string) {
+	for i := range records {
+		if records[i].Name != "" {
+			continue
+		}
+		if cache, ok := slabNames[uint64(records[i].Lock)]; ok && cache != "" {
+			records[i].Name = "&" + cache
+		}
+	}
 }
 
 // nameOwners names the owners' locks as the records name them, once nameLocks has named what the

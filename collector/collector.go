@@ -338,6 +338,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1
 		s.OwnerSamples.MaxEntries, s.OwnerChains.MaxEntries = 1, 1
 	}
+	s.SlabNames.MaxEntries = slabNameEntries(cfg.MapSize)
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
 	for _, m := range []*ebpf.MapSpec{s.Histogram, s.HoldHistogram} {
 		m.MaxEntries = uint32(len(cfg.Spec.Types) * histBuckets)
@@ -353,6 +354,10 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	return nil
 }
+
+// slabNameEntries sizes the slab name map: an entry per slab lock, and a capture's records are
+// mostly of fewer locks than stacks and threads, so a quarter of the records' entries.
+func slabNameEntries(mapSize uint32) uint32 { return max(mapSize/4, 1024) }
 
 // variable is a value for one of the BPF object's const volatile globals.
 type variable struct {

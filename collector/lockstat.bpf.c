@@ -46,6 +46,8 @@
  *  timeline.bpf.h     timeline, timeline_types, timeline_start,
  *                     timeline_control
  *  record.bpf.h       recording an ended wait: aggregate, histogram, record()
+ *  slabname.bpf.h     a slab lock's cache, named at its first record:
+ *                     slab_names, name_slab()
  *  funcprobe.bpf.h    the function probes and their programs: control,
  *                     calib_samples, holds, hold_aggregate, hold_histogram,
  *                     fn_cookie, fn_stack_at_entry, type_owner_flags

@@ -60,7 +60,8 @@ const (
 	lockstatCounterCNT_LOST_OWNER_SAMPLE  lockstatCounter = 23
 	lockstatCounterCNT_LOST_CHAIN_FULL    lockstatCounter = 24
 	lockstatCounterCNT_LOST_TREE_FULL     lockstatCounter = 25
-	lockstatCounterCNT_MAX                lockstatCounter = 26
+	lockstatCounterCNT_LOST_SLAB_NAME     lockstatCounter = 26
+	lockstatCounterCNT_MAX                lockstatCounter = 27
 )
 
 type lockstatCpuBusy struct {
@@ -218,6 +219,11 @@ type lockstatPathKey struct {
 	Pad   uint32
 }
 
+type lockstatSlabName struct {
+	_     structs.HostLayout
+	Cache [32]int8
+}
+
 type lockstatStackScratch struct {
 	_      structs.HostLayout
 	Window [512]uint64
@@ -314,6 +320,7 @@ const (
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
 	lockstatMapScratch                   = "scratch"
+	lockstatMapSlabNames                 = "slab_names"
 	lockstatMapSpinWaits                 = "spin_waits"
 	lockstatMapStacks                    = "stacks"
 	lockstatMapThreadBuckets             = "thread_buckets"
@@ -477,6 +484,7 @@ type lockstatMapSpecs struct {
 	Paths         *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	SlabNames     *ebpf.MapSpec `ebpf:"slab_names"`
 	SpinWaits     *ebpf.MapSpec `ebpf:"spin_waits"`
 	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
 	ThreadBuckets *ebpf.MapSpec `ebpf:"thread_buckets"`
@@ -568,6 +576,7 @@ type lockstatMaps struct {
 	Paths         *ebpf.Map `ebpf:"paths"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
+	SlabNames     *ebpf.Map `ebpf:"slab_names"`
 	SpinWaits     *ebpf.Map `ebpf:"spin_waits"`
 	Stacks        *ebpf.Map `ebpf:"stacks"`
 	ThreadBuckets *ebpf.Map `ebpf:"thread_buckets"`
@@ -599,6 +608,7 @@ func (m *lockstatMaps) Close() error {
 		m.Paths,
 		m.PidFilter,
 		m.Scratch,
+		m.SlabNames,
 		m.SpinWaits,
 		m.Stacks,
 		m.ThreadBuckets,

@@ -2,27 +2,29 @@
 
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Names for the locks a capture saw, found once, at its end, off the hot
- * path: user space fills `labels` with the lock addresses left unnamed and
- * runs two iterators over the kernel's own objects.
+ * Names for the locks a capture saw that only the kernel's objects at the
+ * end of the capture can give, found once, off the hot path: user space
+ * fills `labels` with the lock addresses left unnamed and runs
+ * name_task_locks over every task.
  *
- *  - name_task_locks walks every task: a lock that is some process's
- *    mmap_lock or siglock is named after that process, and one that is the
- *    lock of the runqueue a task's scheduling entity is queued on
- *    (se.cfs_rq->rq, CONFIG_FAIR_GROUP_SCHED) is rq_lock. Every CPU has
- *    tasks of its own (its kernel threads), so every runqueue is seen. The
- *    per-CPU `runqueues` itself cannot be reached: a __ksym needs the
- *    kernel's kallsyms to list it, which they do only with
- *    CONFIG_KALLSYMS_ALL. For the same reason the memory nodes
- *    (node_data, contig_page_data) are reached from the tasks' memory
- *    cgroups instead: a task's memcg has an LRU vector per node, whose
- *    lru_lock is a lock of its own and which points to its node, whose
- *    zones' locks are zone_lock.
- *  - name_other_locks walks `labels`: a lock inside a slab object is named
- *    after its cache (bpf_get_kmem_cache, Linux 6.13+).
+ *  - A lock that is some process's mmap_lock or siglock is named after that
+ *    process, and one that is the lock of the runqueue a task's scheduling
+ *    entity is queued on (se.cfs_rq->rq, CONFIG_FAIR_GROUP_SCHED) is
+ *    rq_lock. Every CPU has tasks of its own (its kernel threads), so every
+ *    runqueue is seen. The per-CPU `runqueues` itself cannot be reached: a
+ *    __ksym needs the kernel's kallsyms to list it, which they do only with
+ *    CONFIG_KALLSYMS_ALL. For the same reason the memory nodes (node_data,
+ *    contig_page_data) are reached from the tasks' memory cgroups instead: a
+ *    task's memcg has an LRU vector per node, whose lru_lock is a lock of its
+ *    own and which points to its node, whose zones' locks are zone_lock.
  *
- * The objects are looked up when the capture ends: a lock freed before
- * then is not found, or its memory may by then hold another object.
+ * Locks inside slab objects are named by the tracing programs as their first
+ * record is made (slabname.bpf.h), while the object is alive. Iterating the
+ * labels map to name them here would also need an iterator over a map's
+ * elements, which hardened kernels refuse.
+ *
+ * The objects are looked up when the capture ends: a process or memory
+ * cgroup gone by then is not found.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -46,12 +48,6 @@ struct bpf_iter_meta {
 struct bpf_iter__task {
 	struct bpf_iter_meta *meta;
 	struct task_struct *task;
-} __attribute__((preserve_access_index));
-
-struct bpf_iter__bpf_map_elem {
-	struct bpf_iter_meta *meta;
-	void *key;
-	void *value;
 } __attribute__((preserve_access_index));
 
 struct cfs_rq;
@@ -82,12 +78,6 @@ struct cfs_rq {
 struct rq___pre514 {
 	struct raw_spinlock lock;
 } __attribute__((preserve_access_index));
-
-struct kmem_cache {
-	const char *name;
-} __attribute__((preserve_access_index));
-
-extern struct kmem_cache *bpf_get_kmem_cache(__u64 addr) __ksym __weak;
 
 /* The memory nodes, as the memory cgroups reach them (CONFIG_MEMCG). */
 struct cgroup_subsys_state;
@@ -280,24 +270,5 @@ int name_task_locks(struct bpf_iter__task *ctx)
 		label_owner(address(sighand) + bpf_core_field_offset(struct sighand_struct, siglock), LABEL_SIGHAND, task);
 	label_runqueue(task);
 	label_memory_nodes(task);
-	return 0;
-}
-
-SEC("iter/bpf_map_elem")
-int name_other_locks(struct bpf_iter__bpf_map_elem *ctx)
-{
-	__u64 *key = ctx->key;
-	struct lock_label *l = ctx->value;
-	struct kmem_cache *cache;
-
-	if (!key || !l || l->kind != LABEL_NONE)
-		return 0;
-	if (!bpf_get_kmem_cache)
-		return 0;
-	cache = bpf_get_kmem_cache(*key);
-	if (cache) {
-		l->kind = LABEL_SLAB;
-		bpf_probe_read_kernel_str(l->text, sizeof(l->text), BPF_CORE_READ(cache, name));
-	}
 	return 0;
 }

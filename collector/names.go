@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
-// lockNames names locks the programs left unnamed, from the kernel's
-// objects as they are at the end of the capture (names.bpf.c): another
-// process's mmap_lock or siglock, a CPU's runqueue lock, a memory zone's
-// lock, a node's LRU lock, a lock inside a slab object. It returns the names
-// it found by address, and warnings for what this kernel cannot name; an
-// error means the names could not be looked up at all.
+// lockNames names locks the programs left unnamed, from the kernel's objects as they are at the
+// end of the capture (names.bpf.c): another process's mmap_lock or siglock, a CPU's runqueue
+// lock, a memory zone's lock, a node's LRU lock. It returns the names it found by address, and
+// warnings for what this kernel cannot name, the kernel's refusal of the naming program among
+// them; an error means the names could not be looked up at all.
 func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) {
 	p, err := k.loadNamer(len(addrs))
 	if err != nil {
@@ -25,49 +27,82 @@ func (k *kernel) lockNames(addrs []uint64) (map[uint64]string, []string, error) 
 	return p.lockNames(addrs)
 }
 
-// namerProgs is the lock-naming programs loaded, for up to capacity locks a capture.
+// namerProgs is the lock-naming program loaded, for up to capacity locks a capture; or, where
+// the kernel refused it, the refusal, which names nothing and says why once a capture.
 type namerProgs struct {
 	objs     namesObjects
 	capacity int
+	refused  error
 	warnings []string // what this kernel cannot name
 }
 
-// loadNamer loads the lock-naming programs for captures of up to capacity locks to name.
+// loadNamer loads the lock-naming program for captures of up to capacity locks to name. A
+// kernel that refuses it is not an error: the capture goes on without those names and says so.
 func (k *kernel) loadNamer(capacity int) (*namerProgs, error) {
 	spec, err := loadNames()
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
 	}
+	return k.loadNamerSpec(spec, capacity)
+}
+
+// loadNamerSpec is loadNamer of an object read already: a test gives one the kernel refuses.
+func (k *kernel) loadNamerSpec(spec *ebpf.CollectionSpec, capacity int) (*namerProgs, error) {
 	types, err := k.types()
 	if err != nil {
 		return nil, err
 	}
-	p := &namerProgs{capacity: capacity}
-	if ok, err := hasBTF[*btf.Struct](k, "cfs_rq"); err == nil && ok {
-		var rq *btf.Struct
-		if err := types.TypeByName("cfs_rq", &rq); err == nil && !hasMember(rq, "rq") {
-			p.warnings = append(p.warnings, "runqueue locks are not named: the kernel was built without CONFIG_FAIR_GROUP_SCHED")
-		}
-	}
-	if ok, err := hasBTF[*btf.Struct](k, "mem_cgroup_per_node"); err == nil && !ok {
-		p.warnings = append(p.warnings, "memory zone and LRU locks are not named: the kernel was built without CONFIG_MEMCG, through which they are found")
-	}
-	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
-		p.warnings = append(p.warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
-	}
+	p := &namerProgs{capacity: capacity, warnings: k.namingWarnings(types)}
 	var specs namesSpecs
 	if err := spec.Assign(&specs); err != nil {
 		return nil, fmt.Errorf("BPF object does not match its generated code (stale? run go generate ./...): %w", err)
 	}
 	specs.Labels.MaxEntries = uint32(capacity)
-	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: types}}); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("loading the lock-naming programs: %+v", ve)
+	opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: types}}
+	if err := spec.LoadAndAssign(&p.objs, opts); err != nil {
+		// The process's limits are not the kernel's refusal: they say so as they are.
+		if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOMEM) {
+			return nil, fmt.Errorf("loading the lock-naming program: %w", err)
 		}
-		return nil, fmt.Errorf("loading the lock-naming programs: %w", err)
+		p.refused = refusal(specs.NameTaskLocks, err)
 	}
 	return p, nil
+}
+
+// namingWarnings says which locks this kernel's objects cannot name, whether or not the naming
+// program loads.
+func (k *kernel) namingWarnings(types *btf.Spec) []string {
+	var warnings []string
+	if ok, err := hasBTF[*btf.Struct](k, "cfs_rq"); err == nil && ok {
+		var rq *btf.Struct
+		if err := types.TypeByName("cfs_rq", &rq); err == nil && !hasMember(rq, "rq") {
+			warnings = append(warnings, "runqueue locks are not named: the kernel was built without CONFIG_FAIR_GROUP_SCHED")
+		}
+	}
+	if ok, err := hasBTF[*btf.Struct](k, "mem_cgroup_per_node"); err == nil && !ok {
+		warnings = append(warnings, "memory zone and LRU locks are not named: the kernel was built without CONFIG_MEMCG, through which they are found")
+	}
+	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
+		warnings = append(warnings, "slab-allocated locks are not named by their cache: the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13)")
+	}
+	return warnings
+}
+
+// refusal is the one line that says a program the kernel would not load, and its answer: the
+// errno where there is one, not the verifier's log, which says nothing to a user of klockstat (a
+// bug report wants it: KLOCKSTAT_VERIFIER_LOG=1 prints it to standard error).
+func refusal(prog *ebpf.ProgramSpec, err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) && os.Getenv("KLOCKSTAT_VERIFIER_LOG") == "1" {
+		fmt.Fprintf(os.Stderr, "klockstat: verifier log of %s:\n%+v\n", prog.Name, ve)
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		err = errno
+	} else if errors.As(err, &ve) {
+		err = ve.Cause
+	}
+	return fmt.Errorf("the kernel refused the program %s (%s): %w", prog.Name, prog.SectionName, err)
 }
 
 func (p *namerProgs) close() { p.objs.Close() }
@@ -75,6 +110,9 @@ func (p *namerProgs) close() { p.objs.Close() }
 // lockNames names up to p.capacity locks, as kernel.lockNames does, and leaves the labels map
 // empty for the next capture's.
 func (p *namerProgs) lockNames(addrs []uint64) (map[uint64]string, []string, error) {
+	if p.refused != nil {
+		return nil, append(slices.Clip(p.warnings), fmt.Sprintf("locks of other processes, runqueues and memory zones are not named: %v", p.refused)), nil
+	}
 	labels := p.objs.Labels
 	defer func() {
 		for _, a := range addrs {
@@ -86,13 +124,8 @@ func (p *namerProgs) lockNames(addrs []uint64) (map[uint64]string, []string, err
 			return nil, nil, fmt.Errorf("storing lock %#x to name: %w", a, err)
 		}
 	}
-	// Tasks first: a process's lock is named after it before the slab
-	// lookup would name it after the cache holding its mm or sighand.
 	if err := runIter(link.IterOptions{Program: p.objs.NameTaskLocks}); err != nil {
 		return nil, nil, fmt.Errorf("naming the locks of processes: %w", err)
-	}
-	if err := runIter(link.IterOptions{Program: p.objs.NameOtherLocks, Map: labels}); err != nil {
-		return nil, nil, fmt.Errorf("naming runqueue and slab locks: %w", err)
 	}
 
 	names := map[uint64]string{}
@@ -144,16 +177,13 @@ func (n *keptNamer) close() {
 	}
 }
 
-// name is how a label reads in the capture: a CPU's rq_lock, a slab cache with
-// perf's "&" (a field of an object of that cache), or the lock of a
-// process named by its command.
+// name is how a label reads in the capture: a CPU's rq_lock, a zone's or node's lock, or the
+// lock of a process named by its command.
 func (l namesLockLabel) name() string {
 	text := cString(l.Text[:])
 	switch l.Kind {
 	case namesLabelKindLABEL_RQ:
 		return fmt.Sprintf("rq_lock (CPU %d)", l.Id)
-	case namesLabelKindLABEL_SLAB:
-		return "&" + text
 	case namesLabelKindLABEL_MMAP:
 		return fmt.Sprintf("mmap_lock (%s)", text)
 	case namesLabelKindLABEL_SIGHAND:

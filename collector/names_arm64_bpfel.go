@@ -20,7 +20,6 @@ const (
 	namesLabelKindLABEL_MMAP    namesLabelKind = 1
 	namesLabelKindLABEL_SIGHAND namesLabelKind = 2
 	namesLabelKindLABEL_RQ      namesLabelKind = 3
-	namesLabelKindLABEL_SLAB    namesLabelKind = 4
 	namesLabelKindLABEL_ZONE    namesLabelKind = 5
 	namesLabelKindLABEL_LRU     namesLabelKind = 6
 )
@@ -36,10 +35,9 @@ type namesLockLabel struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	namesMapLabels          = "labels"
-	namesProgNameOtherLocks = "name_other_locks"
-	namesProgNameTaskLocks  = "name_task_locks"
-	namesVarZonesLabelled   = "zones_labelled"
+	namesMapLabels         = "labels"
+	namesProgNameTaskLocks = "name_task_locks"
+	namesVarZonesLabelled  = "zones_labelled"
 )
 
 // loadNames returns the embedded CollectionSpec for names.
@@ -84,8 +82,7 @@ type namesSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type namesProgramSpecs struct {
-	NameOtherLocks *ebpf.ProgramSpec `ebpf:"name_other_locks"`
-	NameTaskLocks  *ebpf.ProgramSpec `ebpf:"name_task_locks"`
+	NameTaskLocks *ebpf.ProgramSpec `ebpf:"name_task_locks"`
 }
 
 // namesMapSpecs contains maps before they are loaded into the kernel.
@@ -142,13 +139,11 @@ type namesVariables struct {
 //
 // It can be passed to loadNamesObjects or ebpf.CollectionSpec.LoadAndAssign.
 type namesPrograms struct {
-	NameOtherLocks *ebpf.Program `ebpf:"name_other_locks"`
-	NameTaskLocks  *ebpf.Program `ebpf:"name_task_locks"`
+	NameTaskLocks *ebpf.Program `ebpf:"name_task_locks"`
 }
 
 func (p *namesPrograms) Close() error {
 	return _NamesClose(
-		p.NameOtherLocks,
 		p.NameTaskLocks,
 	)
 }

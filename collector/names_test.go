@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -314,4 +316,88 @@ func TestRoundsLoadTheNamerOnce(t *testing.T) {
 	if n := labelsLeft(); n != 0 {
 		t.Errorf("%d locks left in the labels map", n)
 	}
+}
+
+// TestNamerRefusedByTheKernel loads the lock-naming program with an iterator target no kernel
+// has, as a hardened kernel refuses a target it has: the capture's names lose only what that
+// program gives, and one line says which program the kernel refused and its answer, with no
+// verifier log.
+func TestNamerRefusedByTheKernel(t *testing.T) {
+	testenv.RequireRoot(t)
+	spec, err := loadNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Programs["name_task_locks"].AttachTo = "klockstat_no_such_target"
+	k := &kernel{}
+	p, err := k.loadNamerSpec(spec, 4)
+	if err != nil {
+		t.Fatalf("a refused program is not an error of the capture: %v", err)
+	}
+	defer p.close()
+	names, warnings, err := p.lockNames([]uint64{1, 2})
+	if err != nil {
+		t.Fatalf("naming with the program refused: %v", err)
+	}
+	if len(names) != 0 {
+		t.Errorf("named %v with the program refused", names)
+	}
+	var said []string
+	for _, w := range warnings {
+		if strings.Contains(w, "name_task_locks") {
+			said = append(said, w)
+		}
+	}
+	if len(said) != 1 {
+		t.Fatalf("want one warning naming the refused program, got %q", warnings)
+	}
+	w := said[0]
+	t.Logf("warning: %s", w)
+	if !strings.Contains(w, "iter/task") || !strings.Contains(w, "refused") {
+		t.Errorf("the warning does not say the kernel refused the program and its section: %q", w)
+	}
+	if strings.ContainsAny(w, "\n\r\x00") || strings.Contains(w, "processed") || len(w) > 300 {
+		t.Errorf("the warning is not one plain line (a verifier log?): %q", w)
+	}
+}
+
+// TestSlabLockNamedAfterItsObjectIsFreed captures contend writing a file, then removes the file
+// and drops the inode caches before the capture ends: the inode's rwsem, named after its slab
+// cache as its first record was made, keeps that name, where a lookup at the end would find its
+// memory free or another object's.
+func TestSlabLockNamedAfterItsObjectIsFreed(t *testing.T) {
+	testenv.RequireRoot(t)
+	k := &kernel{}
+	if ok, err := hasBTF[*btf.Func](k, "bpf_get_kmem_cache"); err != nil || !ok {
+		if testenv.InCI() && err != nil {
+			t.Fatalf("reading the kernel's BTF: %v", err)
+		}
+		t.Skipf("the kernel lacks the bpf_get_kmem_cache kfunc (Linux 6.13), which names slab locks: %v", err)
+	}
+	dir := t.TempDir()
+	var pid uint32
+	cp := capture1(t, defaultConfig(t), func() {
+		cmd := startContend(t, "-lock", "inode", "-threads", "4", "-dir", dir, "-duration", "1s")
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		syscall.Sync()
+		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+			t.Fatalf("dropping the inode caches: %v", err)
+		}
+	})
+	writes := func(r capture.Record) bool {
+		return r.PID == pid && r.Type == "rwsem:W" && hasFrame(r.Stack, "vfs_write", "ksys_pwrite64")
+	}
+	checkNamed(t, cp, "rwsem:W writes of contend's removed file", writes, func(name string) bool {
+		return strings.HasPrefix(name, "&") && strings.Contains(name, "inode")
+	})
 }

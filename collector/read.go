@@ -137,6 +137,9 @@ func (c *Collector) read(snap *snapshot, base *cumulative) (statsCoverage, error
 			return statsCoverage{}, err
 		}
 	}
+	if snap.slabNames, err = readSlabNames(maps.SlabNames); err != nil {
+		return statsCoverage{}, err
+	}
 	snap.mapSizes = c.mapSizes()
 	snap.cgroups = c.cgroups.atEnd()
 	return now.stats, nil
@@ -302,6 +305,20 @@ func (c *Collector) readCounter(i lockstatCounter) (uint64, error) {
 		return 0, fmt.Errorf("reading counter %d: %w", i, err)
 	}
 	return sum(perCPU), nil
+}
+
+// readSlabNames reads the slab names map: kept across the rounds of a sweep, as a lock
+// named once is not named again.
+func readSlabNames(m *ebpf.Map) (map[uint64]string, error) {
+	entries, err := readEntries[uint64, lockstatSlabName](m)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uint64]string, len(entries))
+	for _, e := range entries {
+		names[e.key] = cString(e.value.Cache[:])
+	}
+	return names, nil
 }
 
 // readEntries reads every entry of a hash map.

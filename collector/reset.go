@@ -184,6 +184,7 @@ func (c *Collector) mapSizes() map[string]uint32 {
 		"stacks":       maps.Stacks.MaxEntries(),
 		"thread_waits": maps.ThreadWaits.MaxEntries(),
 		"owners":       maps.Owners.MaxEntries(),
+		"slab_names":   maps.SlabNames.MaxEntries(),
 	}
 	if c.cfg.Scope != "" {
 		sizes["command_tree"] = maps.CommandTree.MaxEntries()

@@ -38,7 +38,10 @@ type snapshot struct {
 	// commandPIDs are the tgids of the workload's process tree, in the map's order; none
 	// without a workload.
 	commandPIDs []uint32
-	timeline    *capture.Timeline
+	// slabNames are the slab caches of the locks inside slab objects, by lock address, as the
+	// programs named them at the locks' first records (slabname.bpf.h).
+	slabNames map[uint64]string
+	timeline  *capture.Timeline
 	// mapSizes are the entries of the maps the capture lists, owners
 	// included, under the names the capture lists them by.
 	mapSizes map[string]uint32

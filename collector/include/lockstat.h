@@ -75,6 +75,12 @@ enum lock_name {
 	LOCK_NAME_SIGHAND = 2, /* current->sighand->siglock */
 };
 
+/* The slab cache of a lock inside a slab object, as the lock's first record
+ * found it (slabname.bpf.h). */
+struct slab_name {
+	char cache[32];
+};
+
 /* One bucket of the timeline of one lock type: the waits that ended in it. */
 struct timeline_cell {
 	__u64 count;
@@ -358,6 +364,7 @@ enum counter {
 	CNT_LOST_OWNER_SAMPLE,  /* owner samples not stored: owner sample map full */
 	CNT_LOST_CHAIN_FULL,    /* wait not charged to its chain: chain map full */
 	CNT_LOST_TREE_FULL,     /* process not added to the workload's tree: tree map full */
+	CNT_LOST_SLAB_NAME,     /* slab lock's cache not stored: slab name map full */
 	CNT_MAX,
 };
 

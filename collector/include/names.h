@@ -10,7 +10,6 @@ enum label_kind {
 	LABEL_MMAP = 1,    /* a process's mm->mmap_lock; id: tgid, text: comm */
 	LABEL_SIGHAND = 2, /* a process's sighand->siglock; id: tgid, text: comm */
 	LABEL_RQ = 3,      /* a CPU's runqueue lock; id: CPU */
-	LABEL_SLAB = 4,    /* inside a slab object; text: the cache's name */
 	LABEL_ZONE = 5,    /* a memory zone's lock; id: NUMA node, text: the zone's name */
 	LABEL_LRU = 6,     /* a node's LRU lock (of a memory cgroup, or of the node); id: NUMA node */
 };

@@ -11,6 +11,7 @@
 #include "common.bpf.h"
 #include "counters.bpf.h"
 #include "rwbase.bpf.h"
+#include "slabname.bpf.h"
 #include "timeline.bpf.h"
 
 struct {
@@ -110,6 +111,8 @@ static __always_inline bool record_in(void *agg, void *hist, __u32 lost,
 
 		bpf_get_current_comm(&init.comm, sizeof(init.comm));
 		init.lock_name = name_lock(w->lock);
+		if (init.lock_name == LOCK_NAME_NONE)
+			name_slab(w->lock);
 		err = bpf_map_update_elem(agg, &key, &init, BPF_NOEXIST);
 		if (err) {
 			count(lost, 1);
