@@ -46,11 +46,17 @@ func TestBrowserRealHostileThreadName(t *testing.T) {
 	}
 
 	ctx := browser(t, c, HTMLOptions{Top: 20})
+	hostileRow := func(s string) bool { return strings.HasPrefix(s, hostile) }
+	// Where the hostile threads made every wait (a kernel that shows no spinlock wait shows only
+	// their pipe mutex), the filter keeps every row and the pager says nothing of it.
+	everyRow := !slices.ContainsFunc(shownColumn(t, ctx, "table-locks", "comm"), func(s string) bool { return !hostileRow(s) })
 	do(t, ctx, "filtering", chromedp.SendKeys(chromedp.ID("filter-locks"), hostile))
-	waitFiltered(t, ctx, "locks")
+	if !everyRow {
+		waitFiltered(t, ctx, "locks")
+	}
 	waitRows(t, ctx, "table-locks", min(named, 20))
 	shown := shownColumn(t, ctx, "table-locks", "comm")
-	if !slices.ContainsFunc(shown, func(s string) bool { return strings.HasPrefix(s, hostile) }) {
+	if !slices.ContainsFunc(shown, hostileRow) {
 		t.Errorf("thread %q does not show as text: %q", hostile, shown)
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll("body svg").length`); n > 0 {
