@@ -400,38 +400,52 @@ func TestAssembleSymbols(t *testing.T) {
 	}
 }
 
-// TestAssembleLockNames names locks by the programs' labels first and the
-// kernel's objects then, and turns a failure to look those up into a
-// warning.
+// TestAssembleLockNames names the records' locks: the programs' own mmap_lock first, then what
+// the kernel's objects name at the end, then the slab caches the programs found at the locks'
+// first records; a process's lock named by the end's namer keeps that name over its slab
+// cache's. A namer that fails costs only its names, and says why; a full slab name map is said.
 func TestAssembleLockNames(t *testing.T) {
+	const lockSlab = lockHeapOther + 0x1000
 	for _, failed := range []bool{false, true} {
 		f := newAssembleFixture(t, assembleKallsyms)
 		f.wait("rwsem:W", lockHeap, stackXfs, 11, 1, 100, 100, 100)
 		f.snap.waits[0].value.LockName = uint32(lockstatLockNameLOCK_NAME_MMAP)
-		f.wait("mutex", lockHeapOther, stackPipe, 12, 1, 100, 100, 100)
-		f.namer.names = map[uint64]string{lockHeapOther: "&pipe_inode_info"}
+		f.wait("rwsem:W", lockHeapOther, stackXfs, 12, 1, 100, 100, 100)
+		f.wait("mutex", lockSlab, stackPipe, 13, 1, 100, 100, 100)
+		f.namer.names = map[uint64]string{lockHeapOther: "mmap_lock (cat)"}
 		f.namer.warnings = []string{"runqueue locks are not named"}
-		want := "&pipe_inode_info"
+		f.snap.slabNames = map[uint64]string{lockHeapOther: "mm_struct", lockSlab: "pipe_inode_info"}
+		f.snap.counters[lockstatCounterCNT_LOST_SLAB_NAME] = 3
+		f.snap.mapSizes["slab_names"] = 1024
+		wantOther := "mmap_lock (cat)"
 		if failed {
 			f.namer.err = errors.New("no BTF")
-			want = ""
+			wantOther = "&mm_struct"
 		}
 		cp := f.assemble(t)
 		if got := record(t, cp, "rwsem:W", lockHeap).Name; got != "mmap_lock" {
 			t.Errorf("lock the programs labelled mmap_lock named %q", got)
 		}
-		if got := record(t, cp, "mutex", lockHeapOther).Name; got != want {
-			t.Errorf("failed %v: lock named %q, want %q", failed, got, want)
+		if got := record(t, cp, "rwsem:W", lockHeapOther).Name; got != wantOther {
+			t.Errorf("failed %v: another process's lock named %q, want %q", failed, got, wantOther)
 		}
-		if !slices.Equal(f.namer.asked, []uint64{lockHeapOther}) {
-			t.Errorf("locks to name by the kernel's objects %#x, want only %#x", f.namer.asked, uint64(lockHeapOther))
+		if got := record(t, cp, "mutex", lockSlab).Name; got != "&pipe_inode_info" {
+			t.Errorf("failed %v: slab lock named %q, want &pipe_inode_info", failed, got)
 		}
-		wantWarning := "runqueue locks are not named"
+		if !slices.Equal(f.namer.asked, []uint64{lockHeapOther, lockSlab}) {
+			t.Errorf("locks to name by the kernel's objects %#x, want %#x", f.namer.asked, []uint64{lockHeapOther, lockSlab})
+		}
+		wantWarnings := []string{
+			"runqueue locks are not named",
+			"3 locks inside slab objects are not named by their cache: the slab name map (1024 entries) was full (raise --map-nr-entries)",
+		}
 		if failed {
-			wantWarning = "locks of other processes, runqueues and slab objects are not named: no BTF"
+			wantWarnings[0] = "locks of other processes, runqueues and memory zones are not named: no BTF"
 		}
-		if !slices.Contains(cp.Meta.Warnings, wantWarning) {
-			t.Errorf("failed %v: warnings %q, want %q among them", failed, cp.Meta.Warnings, wantWarning)
+		for _, w := range wantWarnings {
+			if !slices.Contains(cp.Meta.Warnings, w) {
+				t.Errorf("failed %v: warnings %q, want %q among them", failed, cp.Meta.Warnings, w)
+			}
 		}
 	}
 }
