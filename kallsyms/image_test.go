@@ -91,6 +91,14 @@ func TestKallsymsStaticEnds(t *testing.T) {
 	if k.Static(module + 0x200) {
 		t.Errorf("Static(%#x), in the module, = true; want false", module+0x200)
 	}
+	// Per-CPU symbols listed as data at their offsets, before the image: the range starts past
+	// its first function still, and the heap is not in it.
+	percpu := mustParse(t, "0000000000001000 D runqueues\n0000000000002000 d cpu_number\n"+noDataFixture)
+	for addr, want := range map[uint64]bool{0xffff888100000040: false, 0x1008: false, 0xffffffff83012340: true} {
+		if got := percpu.Static(addr); got != want {
+			t.Errorf("with per-CPU data symbols: Static(%#x) = %v, want %v", addr, got, want)
+		}
+	}
 	// Restricted addresses: nothing is static.
 	if r := mustParse(t, zeroAddresses(noDataFixture)); !r.Restricted() || r.Static(0) || r.NoData() {
 		t.Errorf("restricted table: Restricted %v, Static(0) %v, NoData %v; want true, false, false", r.Restricted(), r.Static(0), r.NoData())

@@ -35,9 +35,11 @@ type Table struct {
 	image []int32 // code and data of vmlinux, so Data can tell it is in text
 
 	dataStart, dataEnd uint64 // static data of vmlinux: [dataStart, dataEnd)
-	staticEnd          uint64 // where vmlinux's static data ends at the latest: Static's bound
-	restricted         bool
-	noData             bool // vmlinux lists no data symbols but section markers (CONFIG_KALLSYMS_ALL off)
+	// Static's range: from the first vmlinux data symbol past its first function (per-CPU
+	// symbols linked at 0 come before) to where its static data ends at the latest.
+	staticStart, staticEnd uint64
+	restricted             bool
+	noData                 bool // vmlinux lists no data symbols but section markers (CONFIG_KALLSYMS_ALL off)
 }
 
 // MaxSymbolSize bounds how far past the last symbol of a module (or of
@@ -133,8 +135,8 @@ func (k *Table) index() {
 		i = j
 	}
 
-	k.text, k.image, k.dataStart, k.dataEnd, k.staticEnd = nil, nil, 0, 0, 0
-	var endMarker, bssStop, lastData, lastImage uint64
+	k.text, k.image, k.dataStart, k.dataEnd, k.staticStart, k.staticEnd = nil, nil, 0, 0, 0, 0
+	var endMarker, bssStop, lastData, lastImage, firstText uint64
 	for i, s := range k.syms {
 		// A zero address is an unresolved or per-CPU symbol; never an answer.
 		if s.Addr == 0 {
@@ -151,9 +153,15 @@ func (k *Table) index() {
 			k.image = appendAlias(k.image, k.syms, i)
 			lastImage = s.Addr
 		}
+		if text && firstText == 0 {
+			firstText = s.Addr
+		}
 		if data {
 			if k.dataStart == 0 {
 				k.dataStart = s.Addr
+			}
+			if k.staticStart == 0 && firstText != 0 && s.Addr > firstText {
+				k.staticStart = s.Addr
 			}
 			lastData = s.Addr
 		}
@@ -175,12 +183,12 @@ func (k *Table) index() {
 		k.dataEnd = lastData + min(MaxSymbolSize, ^uint64(0)-lastData)
 	}
 	k.staticEnd = k.dataEnd
-	if k.dataStart != 0 && endMarker == 0 && bssStop == 0 {
+	if k.staticStart != 0 && endMarker == 0 && bssStop == 0 {
 		// No end marker: bound the image by the most its tail past the last symbol listed can
 		// hold, and never past a module's code (modules, BPF programs), which lies above it.
 		k.staticEnd = max(k.dataEnd, lastImage+min(MaxStaticTail, ^uint64(0)-lastImage))
 		for _, s := range k.syms {
-			if s.Module != "" && s.Addr > k.dataStart && s.Addr < k.staticEnd {
+			if s.Module != "" && s.Addr > k.staticStart && s.Addr < k.staticEnd {
 				k.staticEnd = s.Addr
 			}
 		}
@@ -191,10 +199,10 @@ func (k *Table) index() {
 // static data may reach when kallsyms lists no end marker (_end, __bss_stop), as without
 // CONFIG_KALLSYMS_ALL: what follows the last marker listed (the end of the init sections) is
 // .data..nosave, .bss and .brk. On a 6.18 x86-64 guest the bss ends 1.2 MiB past the last marker
-// (/proc/iomem's "Kernel bss"); lockdep's tables, the largest static arrays a kernel may have,
-// take about 30 MiB more. Nothing but the image is mapped there on x86-64 (modules start at the
-// image area's end, 512 MiB or 1 GiB past its start) and arm64 (modules are below the image or
-// more than this above it: their code is listed, and bounds it).
+// (/proc/iomem's "Kernel bss"); the largest static arrays a kernel may have, lockdep's tables,
+// take some MiB with the default limits. Nothing but the image is mapped there on x86-64 (modules start at the
+// image area's end, 512 MiB or 1 GiB past its start); where modules (or BPF programs) lie above
+// the image, their first listed symbol ends the range.
 const MaxStaticTail = 64 << 20
 
 // appendAlias appends syms[i] to idx unless idx already ends with a better
@@ -329,12 +337,13 @@ func (k *Table) Data(addr uint64) (name string, ok bool) {
 }
 
 // Static reports whether addr lies in the static data of the kernel image (vmlinux): past its
-// text, from the first data symbol or section marker kallsyms lists (__start_rodata) to _end or,
+// text, from the first data symbol or section marker kallsyms lists above its first function
+// (__start_rodata) to _end or,
 // where kallsyms lists no end marker, MaxStaticTail past its last vmlinux symbol; never at or past
 // a module's code. It answers where Data cannot name the object: a lock there is a static kernel
 // object, not one of the heap, a module's or a per-CPU area's.
 func (k *Table) Static(addr uint64) bool {
-	if k.dataStart == 0 || addr < k.dataStart || addr >= k.staticEnd {
+	if k.staticStart == 0 || addr < k.staticStart || addr >= k.staticEnd {
 		return false
 	}
 	// Code is not data: init text lies among the data sections.
