@@ -139,8 +139,8 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	if err := o.sources.checkKernel(srcline.RunningBuildID()); err != nil {
 		return nil, err
 	}
-	o.cfg.ImageSymbols = func() (string, []kallsyms.Symbol) {
-		return o.sources.dataSymbols(inv.stderr, srcline.RunningBuildID(), host.Read().Kernel)
+	o.cfg.ImageSymbols = func() (string, []kallsyms.Symbol, error) {
+		return o.sources.dataSymbols(srcline.RunningBuildID(), host.Read().Kernel)
 	}
 	// The collector captures these types and cgroups only: no record is left for them to filter.
 	types, cgroupArg := o.summary.Types, o.views.cgroups

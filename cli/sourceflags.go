@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -63,30 +62,29 @@ func (s *sourceFlags) checkKernel(buildID string) error {
 
 // dataSymbols reads the data symbols of the running kernel's image, of build id buildID and
 // release release, to name the static locks kallsyms cannot (collector.Config.ImageSymbols):
-// --vmlinux's, or else the debug image's where one of that build id is installed. An image that
-// cannot be read, or a --vmlinux of another build unless --vmlinux-force, is one warning line on
-// stderr and no symbols: the capture goes on without the names.
-func (s *sourceFlags) dataSymbols(stderr io.Writer, buildID, release string) (string, []kallsyms.Symbol) {
+// --vmlinux's, or else the debug image's where one of that build id is installed; "" and none when
+// there is no image. An image that cannot be read, or a --vmlinux of another build unless
+// --vmlinux-force, is an error the collector turns into one warning: the capture goes on without
+// the names.
+func (s *sourceFlags) dataSymbols(buildID, release string) (string, []kallsyms.Symbol, error) {
 	path := s.vmlinux
 	if path == "" {
 		found, err := srcline.Find(buildID, release)
 		if err != nil || found == "" {
-			return "", nil
+			return "", nil, err
 		}
 		path = found
 	}
 	syms, id, err := srcline.ReadSymbols(path)
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "klockstat: warning: static locks not named from %s: %v\n", path, err)
+		return path, nil, err
 	case s.vmlinux == "" && (buildID == "" || id != buildID):
-		// Found by release alone: another build of the same name would name the wrong objects.
+		return "", nil, nil // found by release alone: another build of the same name would name the wrong objects
 	case s.vmlinux != "" && !s.force && buildID != "" && id != buildID:
-		fmt.Fprintf(stderr, "klockstat: warning: static locks not named from %s: build id %s, but the running kernel's is %s (--vmlinux-force uses it anyway)\n", path, orNone(id), buildID)
-	default:
-		return path, syms
+		return path, nil, fmt.Errorf("build id %s, but the running kernel's is %s (--vmlinux-force uses it anyway)", orNone(id), buildID)
 	}
-	return "", nil
+	return path, syms, nil
 }
 
 func orNone(id string) string {

@@ -79,9 +79,10 @@ type Config struct {
 	Scope string
 	// ImageSymbols, when set, reads the data symbols of the running kernel's image (a vmlinux's
 	// symbol table) and says which image they are from, "" and none when there is no image to
-	// read. Start calls it when kallsyms lists no data symbols (CONFIG_KALLSYMS_ALL off), to
-	// name the static locks kallsyms cannot (kallsyms.Table.WithImage, docs/lock-names.md).
-	ImageSymbols func() (path string, syms []kallsyms.Symbol)
+	// read; an error is why that image cannot name them. Start calls it when kallsyms lists no
+	// data symbols (CONFIG_KALLSYMS_ALL off), to name the static locks kallsyms cannot
+	// (kallsyms.Table.WithImage, docs/lock-names.md); an error is one warning.
+	ImageSymbols func() (path string, syms []kallsyms.Symbol, err error)
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -234,11 +235,14 @@ func start(cfg Config) (*Collector, error) {
 // addImageSymbols names static locks from the kernel image's symbol table as well as kallsyms,
 // or says in one warning why it cannot.
 func (c *Collector) addImageSymbols() {
-	path, syms := c.cfg.ImageSymbols()
-	if path == "" {
+	path, syms, err := c.cfg.ImageSymbols()
+	if err == nil && path == "" {
 		return
 	}
-	t, _, err := c.symbols.WithImage(syms)
+	var t *kallsyms.Table
+	if err == nil {
+		t, _, err = c.symbols.WithImage(syms)
+	}
 	if err != nil {
 		c.warn("static locks not named from %s: %v", path, err)
 		return

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -79,4 +80,42 @@ func captureFor(t *testing.T, d time.Duration) *capture.Capture {
 		t.Fatal(err)
 	}
 	return cp
+}
+
+// TestAddImageSymbols names static locks from an image whose layout is the running kernel's, and
+// turns an image it cannot use into one warning, keeping kallsyms alone.
+func TestAddImageSymbols(t *testing.T) {
+	noData, err := kallsyms.Parse(strings.NewReader("ffffffff81000000 T _stext\nffffffff81000100 T _etext\nffffffff81001000 D __start_rodata\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := []kallsyms.Symbol{ // linked 16 MiB below
+		{Addr: 0xffffffff80000000, Type: 'T', Name: "_stext"},
+		{Addr: 0xffffffff80000100, Type: 'T', Name: "_etext"},
+		{Addr: 0xffffffff80002000, Type: 'd', Name: "file_rwsem", Size: 0x90},
+	}
+	other := slices.Clone(image)
+	other[1].Addr += 0x40
+	for _, tc := range []struct {
+		name    string
+		syms    []kallsyms.Symbol
+		err     error
+		named   bool
+		warning string
+	}{
+		{"the kernel's image", image, nil, true, ""},
+		{"another layout", other, nil, false, "static locks not named from /vmlinux: the image's code is not laid out as the running kernel's"},
+		{"unreadable", nil, errors.New("section .symtab claims 4294967296 bytes"), false, "static locks not named from /vmlinux: section .symtab claims 4294967296 bytes"},
+	} {
+		var log strings.Builder
+		c := &Collector{symbols: noData, cfg: Config{Log: &log, ImageSymbols: func() (string, []kallsyms.Symbol, error) { return "/vmlinux", tc.syms, tc.err }}}
+		c.addImageSymbols()
+		name, _ := c.symbols.Data(0xffffffff81002010)
+		if tc.named != (name == "file_rwsem+0x10") || tc.named != (c.staticFrom == "/vmlinux") {
+			t.Errorf("%s: named %q, from %q; want named %v", tc.name, name, c.staticFrom, tc.named)
+		}
+		if tc.warning == "" && len(c.warnings) > 0 || tc.warning != "" && (len(c.warnings) != 1 || !strings.HasPrefix(c.warnings[0], tc.warning)) {
+			t.Errorf("%s: warnings %q, want one starting %q", tc.name, c.warnings, tc.warning)
+		}
+	}
 }
