@@ -94,6 +94,13 @@ type Meta struct {
 	// KernelBuildID is the running kernel's GNU build id in hex (/sys/kernel/notes), which names
 	// its debug image; "" when unknown.
 	KernelBuildID string `json:"kernel_build_id,omitempty"`
+	// KallsymsNoData says /proc/kallsyms listed no data symbols but section markers: a kernel
+	// built without CONFIG_KALLSYMS_ALL, whose static locks kallsyms cannot name (Record.Static).
+	// false when it listed some, and in older captures.
+	KallsymsNoData bool `json:"kallsyms_no_data,omitempty"`
+	// StaticNamesFrom is the kernel image (a vmlinux path) whose symbol table named the static
+	// locks kallsyms could not (docs/lock-names.md); "" when none was read.
+	StaticNamesFrom string `json:"static_names_from,omitempty"`
 }
 
 // The scopes of a capture of a workload (Meta.Scope).
@@ -328,13 +335,18 @@ type Record struct {
 	ObjectOffset    string   `json:"object_offset,omitempty"`
 	Field           string   `json:"field,omitempty"`
 	FieldCandidates []string `json:"field_candidates,omitempty"`
-	Comm            string   `json:"comm"` // thread name (untrusted)
-	PID             uint32   `json:"pid"`  // process (tgid)
-	TID             uint32   `json:"tid"`  // thread
-	Count           uint64   `json:"count"`
-	TotalNS         uint64   `json:"total_ns"`
-	MinNS           uint64   `json:"min_ns"`
-	MaxNS           uint64   `json:"max_ns"`
+	// Static marks a lock in the kernel image's static data (vmlinux's data, read-only data or
+	// bss): a global or static variable such as file_rwsem, not an object of the heap or a
+	// module. Name is its symbol where kallsyms or the image's symbol table gave one, else ""
+	// (LockLabel: "static (unnamed)"). false for other locks and in older captures.
+	Static  bool   `json:"static,omitempty"`
+	Comm    string `json:"comm"` // thread name (untrusted)
+	PID     uint32 `json:"pid"`  // process (tgid)
+	TID     uint32 `json:"tid"`  // thread
+	Count   uint64 `json:"count"`
+	TotalNS uint64 `json:"total_ns"`
+	MinNS   uint64 `json:"min_ns"`
+	MaxNS   uint64 `json:"max_ns"`
 	// SpinNS is the part of TotalNS spent spinning: all of a spinning lock's wait, a mutex's
 	// optimistic spin; the rest was slept. 0 for the function-probe backends, which see no spin.
 	SpinNS     uint64   `json:"spin_ns"`

@@ -147,6 +147,8 @@ func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
 			err = in.unmarshalString(dec, &r.Field)
 		case "field_candidates":
 			err = in.readList(dec, &r.FieldCandidates, MaxFieldCandidates, "field candidates")
+		case "static":
+			err = readBool(dec, &r.Static)
 		case "comm":
 			err = in.unmarshalString(dec, &r.Comm)
 		case "caller":
@@ -225,6 +227,19 @@ func readUint(dec *jsontext.Decoder, n *uint64) error {
 	}
 	*n, err = strconv.ParseUint(string(v), 10, 64)
 	return err
+}
+
+// readBool reads a JSON boolean.
+func readBool(dec *jsontext.Decoder, b *bool) error {
+	t, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	if k := t.Kind(); k != 't' && k != 'f' {
+		return fmt.Errorf("%s, not a boolean", kindName(k))
+	}
+	*b = t.Bool()
+	return nil
 }
 
 // readUint32 reads a JSON number that is an integer in the range of a uint32.

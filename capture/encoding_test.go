@@ -51,6 +51,8 @@ func testCapture(t testing.TB) *Capture {
 			Lost:               []Lost{{Reason: "aggregation map full", Count: 7}},
 			Programs:           []ProgramStats{{Name: "contention_begin", RunCount: 1000, RunTimeNS: 90_000, RecursionMisses: 1}},
 			KallsymsRestricted: true,
+			KallsymsNoData:     true,
+			StaticNamesFrom:    "/usr/lib/debug/boot/vmlinux-6.8.0-45-generic",
 			Warnings:           []string{"kernel.bpf_stats_enabled was 0"},
 		},
 		Records: []Record{
@@ -60,10 +62,10 @@ func testCapture(t testing.TB) *Capture {
 				Stack: []string{"queued_spin_lock_slowpath+0x1c", "tick_do_update_jiffies64+0x2f", "0xffffffff81234567"}},
 			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Comm: "make", PID: 42, TID: 42, CgroupID: 4712,
 				Count: 1, TotalNS: 480, MinNS: 480, MaxNS: 480, Caller: "tick_do_update_jiffies64+0x2f", Stack: []string{}},
-			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Comm: "make", PID: 42, TID: 42,
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Static: true, Comm: "make", PID: 42, TID: 42,
 				Count: 1, TotalNS: 40_000, SpinNS: 1_500, MinNS: 40_000, MaxNS: 40_000, Caller: "", Stack: []string{"0xffffffff81000000"},
 				HoldCount: 1, HoldTotalNS: 700, HoldMinNS: 700, HoldMaxNS: 700},
-			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Comm: "make", PID: 42, TID: 44,
+			{Type: "mutex", Lock: 0xffffffff82a0c1e0, Name: "", Static: true, Comm: "make", PID: 42, TID: 44,
 				Caller: "pipe_write+0x3c", Stack: []string{"pipe_write+0x3c"},
 				HoldCount: 2, HoldTotalNS: 1800, HoldMinNS: 300, HoldMaxNS: 1500},
 		},
@@ -144,6 +146,26 @@ func TestRoundTripLockField(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, c) {
 		t.Errorf("round trip changed the capture:\n got %+v\nwant %+v", got.Records, c.Records)
+	}
+}
+
+// TestStaticOmitted checks that a record of a lock that is not static, and a meta whose kallsyms
+// listed data, write nothing new: captures of other kernels read as before.
+func TestStaticOmitted(t *testing.T) {
+	c := testCapture(t)
+	data := encode(t, c)
+	if n := bytes.Count(data, []byte(`"static": true`)); n != 2 {
+		t.Errorf("%d records write static, want the 2 static ones:\n%s", n, data)
+	}
+	c.Meta.KallsymsNoData, c.Meta.StaticNamesFrom = false, ""
+	for i := range c.Records {
+		c.Records[i].Static = false
+	}
+	data = encode(t, c)
+	for _, field := range []string{`"static"`, `"kallsyms_no_data"`, `"static_names_from"`} {
+		if bytes.Contains(data, []byte(field)) {
+			t.Errorf("encoding has %s where it is false or empty", field)
+		}
 	}
 }
 
@@ -274,6 +296,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "fractional count", edit: func(s string) string { return strings.Replace(s, `"count": 4,`, `"count": 4.5,`, 1) }, want: `record field "count"`},
 		{name: "tid out of range", edit: func(s string) string { return strings.Replace(s, `"tid": 43,`, `"tid": 4294967296,`, 1) }, want: `record field "tid": 4294967296 out of range`},
 		{name: "numeric name", edit: func(s string) string { return strings.Replace(s, `"name": "jiffies_lock"`, `"name": 7`, 1) }, want: `record field "name": a number, not a string`},
+		{name: "static not a boolean", edit: func(s string) string { return strings.Replace(s, `"static": true`, `"static": "yes"`, 1) }, want: `record field "static": a string, not a boolean`},
 		{name: "field twice", edit: func(s string) string {
 			return strings.Replace(s, `"name": "jiffies_lock"`, `"name": "jiffies_lock", "name": "x"`, 1)
 		}, want: "duplicate"},

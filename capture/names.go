@@ -57,11 +57,36 @@ func (r Record) ObjectLabel() string {
 	return r.Name + "+" + r.ObjectOffset
 }
 
+// UnnamedStatic is the label of a static kernel object without a name (Record.Static, no Name).
+const UnnamedStatic = "static (unnamed)"
+
 // LockLabel is the lock as a line of text names it: "&kmalloc-2k+0x408
-// (super_block.s_vfs_rename_mutex?)", "jiffies_lock", or "" for a lock without a name.
+// (super_block.s_vfs_rename_mutex?)", "jiffies_lock", UnnamedStatic, or "" for a lock without a
+// name.
 func (r Record) LockLabel() string {
 	if f := r.FieldLabel(); f != "" {
 		return r.ObjectLabel() + " (" + f + ")"
 	}
+	if r.Name == "" && r.Static {
+		return UnnamedStatic
+	}
 	return r.ObjectLabel()
+}
+
+// StaticUnnamed are the static kernel objects among records that have no name (Record.Static):
+// how many locks, and their share of the records' wait time, from 0 to 1.
+func StaticUnnamed(records []Record) (locks int, share float64) {
+	seen := map[Addr]bool{}
+	var unnamed, total uint64
+	for _, r := range records {
+		total += r.TotalNS
+		if r.Static && r.Name == "" {
+			unnamed += r.TotalNS
+			seen[r.Lock] = true
+		}
+	}
+	if total > 0 {
+		share = float64(unnamed) / float64(total)
+	}
+	return len(seen), share
 }

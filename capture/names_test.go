@@ -35,9 +35,31 @@ func TestLockLabel(t *testing.T) {
 		{Record{Name: "&ext4_inode_cache", ObjectOffset: "0x1a8", Field: "ext4_inode_info.vfs_inode.i_rwsem"}, "&ext4_inode_cache+0x1a8 (ext4_inode_info.vfs_inode.i_rwsem)"},
 		{Record{Name: "&kmalloc-2k", ObjectOffset: "0x408", Field: "super_block.s_vfs_rename_mutex", FieldCandidates: []string{"super_block.s_vfs_rename_mutex", "kvm_arch.lock"}},
 			"&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex?)"},
+		{Record{Static: true}, UnnamedStatic},
+		{Record{Name: "file_rwsem", Static: true}, "file_rwsem"},
 	} {
 		if got := tc.record.LockLabel(); got != tc.want {
 			t.Errorf("LockLabel() of %+v = %q, want %q", tc.record, got, tc.want)
+		}
+	}
+}
+
+func TestStaticUnnamed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records []Record
+		locks   int
+		share   float64
+	}{
+		{"no records", nil, 0, 0},
+		{"two records of one lock, one other", []Record{{Lock: 1, Static: true, TotalNS: 30}, {Lock: 1, Static: true, TotalNS: 20}, {Lock: 2, TotalNS: 50}}, 1, 0.5},
+		{"named static locks are not counted", []Record{{Lock: 1, Static: true, Name: "file_rwsem", TotalNS: 60}, {Lock: 2, Static: true, TotalNS: 40}}, 1, 0.4},
+		{"two locks", []Record{{Lock: 1, Static: true, TotalNS: 10}, {Lock: 2, Static: true, TotalNS: 30}}, 2, 1},
+		{"no wait time", []Record{{Lock: 1, Static: true}}, 1, 0},
+	} {
+		locks, share := StaticUnnamed(tc.records)
+		if locks != tc.locks || share != tc.share {
+			t.Errorf("%s: StaticUnnamed() = %d, %v; want %d, %v", tc.name, locks, share, tc.locks, tc.share)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/klockstat/klockstat/collector"
 	"github.com/klockstat/klockstat/internal/host"
 	"github.com/klockstat/klockstat/internal/inputfile"
+	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/lockspec"
 	"github.com/klockstat/klockstat/report"
 	"github.com/klockstat/klockstat/srcline"
@@ -82,6 +83,7 @@ func (o *captureOptions) setScope(scope string, given bool) error {
 // parseCaptureFlagsIn parses the capture flags in fs, which may hold a subcommand's own flags.
 func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*captureOptions, error) {
 	o := &captureOptions{commandLine: append([]string{"klockstat"}, args...)}
+	o.sources.capturing = true
 	var (
 		locksPath string
 		pids      []string
@@ -136,6 +138,9 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	}
 	if err := o.sources.checkKernel(srcline.RunningBuildID()); err != nil {
 		return nil, err
+	}
+	o.cfg.ImageSymbols = func() (string, []kallsyms.Symbol, error) {
+		return o.sources.dataSymbols(srcline.RunningBuildID(), host.Read().Kernel)
 	}
 	// The collector captures these types and cgroups only: no record is left for them to filter.
 	types, cgroupArg := o.summary.Types, o.views.cgroups

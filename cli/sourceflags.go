@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/srcline"
 )
 
@@ -17,10 +18,14 @@ type sourceFlags struct {
 	vmlinux string
 	force   bool
 	image   *srcline.Image // --vmlinux, opened by open
+	// capturing is set by the commands that capture: their --vmlinux also names the static locks
+	// of the running kernel from its symbol table (dataSymbols), which needs no DWARF, so an
+	// image without is taken for that alone.
+	capturing bool
 }
 
 func (s *sourceFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&s.vmlinux, "vmlinux", "", "read the frames' source lines and inlined functions from `PATH`, the captured kernel's image with DWARF (default: its debug image under /usr/lib/debug, when installed)")
+	fs.StringVar(&s.vmlinux, "vmlinux", "", "read the frames' source lines and inlined functions from `PATH`, the captured kernel's image with DWARF, and when capturing the names of static locks kallsyms cannot give from its symbol table (default: its debug image under /usr/lib/debug, when installed)")
 	fs.BoolVar(&s.force, "vmlinux-force", false, "use --vmlinux even when its build id is not the captured kernel's")
 }
 
@@ -36,6 +41,9 @@ func (s *sourceFlags) open() error {
 	im, err := srcline.Open(s.vmlinux)
 	if err != nil {
 		if errors.Is(err, srcline.ErrNoDWARF) {
+			if s.capturing {
+				return nil // its symbol table still names static locks
+			}
 			return usagef("--vmlinux %s: no DWARF (a kernel built with CONFIG_DEBUG_INFO is needed, as distributions' debug packages have it; docs/source-lines.md)", s.vmlinux)
 		}
 		return usagef("--vmlinux: %v", err)
@@ -52,6 +60,33 @@ func (s *sourceFlags) checkKernel(buildID string) error {
 	return usagef("--vmlinux %s: build id %s, but the captured kernel's is %s (--vmlinux-force uses it anyway, its lines likely wrong)", s.vmlinux, orNone(s.image.BuildID()), buildID)
 }
 
+// dataSymbols reads the data symbols of the running kernel's image, of build id buildID and
+// release release, to name the static locks kallsyms cannot (collector.Config.ImageSymbols):
+// --vmlinux's, or else the debug image's where one of that build id is installed; "" and none when
+// there is no image. An image that cannot be read, or a --vmlinux of another build unless
+// --vmlinux-force, is an error the collector turns into one warning: the capture goes on without
+// the names.
+func (s *sourceFlags) dataSymbols(buildID, release string) (string, []kallsyms.Symbol, error) {
+	path := s.vmlinux
+	if path == "" {
+		found, err := srcline.Find(buildID, release)
+		if err != nil || found == "" {
+			return "", nil, err
+		}
+		path = found
+	}
+	syms, id, err := srcline.ReadSymbols(path)
+	switch {
+	case err != nil:
+		return path, nil, err
+	case s.vmlinux == "" && (buildID == "" || id != buildID):
+		return "", nil, nil // found by release alone: another build of the same name would name the wrong objects
+	case s.vmlinux != "" && !s.force && buildID != "" && id != buildID:
+		return path, nil, fmt.Errorf("build id %s, but the running kernel's is %s (--vmlinux-force uses it anyway)", orNone(id), buildID)
+	}
+	return path, syms, nil
+}
+
 func orNone(id string) string {
 	if id == "" {
 		return "none"
@@ -65,6 +100,12 @@ func orNone(id string) string {
 // stderr says how many frames got lines, and why the others did not.
 func (s *sourceFlags) resolve(inv invocation, c *capture.Capture, quiet bool) error {
 	im := s.image
+	if im == nil && s.vmlinux != "" {
+		if !quiet {
+			fmt.Fprintf(inv.stderr, "klockstat: no source lines: --vmlinux %s has no DWARF; its symbol table names static locks only\n", s.vmlinux)
+		}
+		return nil
+	}
 	if im == nil {
 		if c.Sources != nil {
 			return nil

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/srcline"
 	"github.com/klockstat/klockstat/srcline/srclinetest"
 )
@@ -95,5 +97,45 @@ func TestReportVmlinux(t *testing.T) {
 	}
 	if _, err := run([]string{"report", in, "--vmlinux-force"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "without --vmlinux") {
 		t.Errorf("--vmlinux-force alone: %v, want a usage error", err)
+	}
+}
+
+// TestDataSymbols reads the data symbols that name static locks from --vmlinux, which needs no
+// DWARF when capturing; an image of another build is refused in one warning line unless forced.
+func TestDataSymbols(t *testing.T) {
+	bin := srclinetest.Build(t, "-O2") // no DWARF
+	_, id, err := srcline.ReadSymbols(bin)
+	if err != nil || id == "" {
+		t.Fatalf("ReadSymbols: build id %q, %v", id, err)
+	}
+	if err := (&sourceFlags{vmlinux: bin}).open(); err == nil || !strings.Contains(err.Error(), "no DWARF") {
+		t.Errorf("report's --vmlinux without DWARF: %v, want a refusal", err)
+	}
+	if err := (&sourceFlags{vmlinux: bin, capturing: true}).open(); err != nil {
+		t.Errorf("capture's --vmlinux without DWARF: %v, want it taken for its symbol table", err)
+	}
+	other := strings.Repeat("ab", 20)
+	for _, tc := range []struct {
+		name    string
+		flags   sourceFlags
+		buildID string
+		want    bool   // symbols read
+		err     string // "" for none
+	}{
+		{"the running kernel's", sourceFlags{vmlinux: bin}, id, true, ""},
+		{"another build", sourceFlags{vmlinux: bin}, other, false, "build id " + id + ", but the running kernel's is " + other + " (--vmlinux-force uses it anyway)"},
+		{"another build, forced", sourceFlags{vmlinux: bin, force: true}, other, true, ""},
+		{"unknown running build", sourceFlags{vmlinux: bin}, "", true, ""},
+		{"missing", sourceFlags{vmlinux: filepath.Join(t.TempDir(), "none")}, id, false, "opening the vmlinux"},
+		{"none given, none installed", sourceFlags{}, other, false, ""},
+	} {
+		path, syms, err := tc.flags.dataSymbols(tc.buildID, "no-such-release")
+		hasSink := slices.ContainsFunc(syms, func(s kallsyms.Symbol) bool { return s.Name == "sink" && s.Type == 'B' })
+		if hasSink != tc.want || (path != "") != (tc.want || tc.err != "") {
+			t.Errorf("%s: path %q, %d symbols (sink %v); want symbols %v", tc.name, path, len(syms), hasSink, tc.want)
+		}
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
+		}
 	}
 }

@@ -21,8 +21,10 @@ type assembly struct {
 	acquire  *capture.Acquire
 	warnings []string        // of Start
 	symbols  *kallsyms.Table // loaded at Start
-	locks    lockNamer
-	cgroups  *cgroupPaths
+	// staticFrom is the image whose data symbols symbols has too, "" when none.
+	staticFrom string
+	locks      lockNamer
+	cgroups    *cgroupPaths
 	// runTimeOff is set when Start could not turn BPF run-time
 	// statistics on: the programs' run times then count only while
 	// another process had them on, and are left out.
@@ -225,6 +227,7 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 		m.Warnings = append(m.Warnings, noSpinSplit)
 	}
 	m.KallsymsRestricted = in.symbols.Restricted()
+	m.KallsymsNoData, m.StaticNamesFrom = in.symbols.NoData(), in.staticFrom
 	m.Warnings = append(m.Warnings, in.warnings...)
 	if m.KallsymsRestricted {
 		m.Warnings = append(m.Warnings, "kernel symbols are hidden (kernel.kptr_restrict, or not root): stacks and lock names are raw addresses")
@@ -369,6 +372,7 @@ func (b *builder) newRecord(k lockstatWaitKey) (capture.Record, error) {
 	if name, ok := b.symbols.Data(k.Lock); ok {
 		r.Name = name
 	}
+	r.Static = b.symbols.Static(k.Lock)
 	stack, err := b.stack(k.Stack)
 	if err != nil {
 		return r, err

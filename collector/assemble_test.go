@@ -400,6 +400,64 @@ func TestAssembleSymbols(t *testing.T) {
 	}
 }
 
+// TestAssembleStaticLocks marks the locks of the kernel image's static data, named or not, on a
+// kernel whose kallsyms lists data and on one whose kallsyms lists section markers only; there,
+// an image's symbol table names them.
+func TestAssembleStaticLocks(t *testing.T) {
+	// assembleKallsyms as a kernel without CONFIG_KALLSYMS_ALL lists it: no data objects, no _end.
+	var lines []string
+	for _, l := range strings.SplitAfter(assembleKallsyms, "\n") {
+		if !strings.Contains(l, " D ") && !strings.Contains(l, " B ") {
+			lines = append(lines, l)
+		}
+	}
+	noData := strings.Join(lines, "") + "ffffffff81f80000 D __start_rodata\n"
+	image := []kallsyms.Symbol{ // linked 16 MiB below where the kernel runs
+		{Addr: 0xffffffff80000000, Type: 'T', Name: "_stext"},
+		{Addr: 0xffffffff80f00000, Type: 'T', Name: "_etext"},
+		{Addr: 0xffffffff81000000, Type: 'D', Name: "jiffies_lock", Size: 0x40},
+		{Addr: 0xffffffff81000100, Type: 'D', Name: "init_mm", Size: 0x400},
+	}
+	for _, tc := range []struct {
+		name        string
+		symbols     string
+		image       bool
+		wantNames   map[uint64]string
+		wantNoData  bool
+		wantFromImg string
+	}{
+		{"kallsyms lists data", assembleKallsyms, false, map[uint64]string{lockJiffies: "jiffies_lock", lockInitMM: "init_mm+0x78"}, false, ""},
+		{"kallsyms lists markers only", noData, false, map[uint64]string{lockJiffies: "", lockInitMM: ""}, true, ""},
+		{"an image names them", noData, true, map[uint64]string{lockJiffies: "jiffies_lock", lockInitMM: "init_mm+0x78"}, true, "/usr/lib/debug/boot/vmlinux"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAssembleFixture(t, tc.symbols)
+			if tc.image {
+				merged, _, err := f.in.symbols.WithImage(image)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.in.symbols, f.in.staticFrom = merged, tc.wantFromImg
+			}
+			f.wait("rwsem:W", lockJiffies, stackXfs, 11, 1, 100, 100, 100)
+			f.wait("rwsem:W", lockInitMM, stackXfs, 12, 1, 100, 100, 100)
+			f.wait("rwsem:W", lockHeap, stackXfs, 13, 1, 100, 100, 100)
+			cp := f.assemble(t)
+			for lock, name := range tc.wantNames {
+				if r := record(t, cp, "rwsem:W", lock); r.Name != name || !r.Static {
+					t.Errorf("lock %#x: name %q, static %v; want %q, static", lock, r.Name, r.Static, name)
+				}
+			}
+			if r := record(t, cp, "rwsem:W", lockHeap); r.Static {
+				t.Errorf("heap lock %#x marked static", uint64(lockHeap))
+			}
+			if cp.Meta.KallsymsNoData != tc.wantNoData || cp.Meta.StaticNamesFrom != tc.wantFromImg {
+				t.Errorf("meta kallsyms_no_data %v, static_names_from %q; want %v, %q", cp.Meta.KallsymsNoData, cp.Meta.StaticNamesFrom, tc.wantNoData, tc.wantFromImg)
+			}
+		})
+	}
+}
+
 // TestAssembleLockNames names the records' locks: the programs' own mmap_lock first, then what
 // the kernel's objects name at the end, then the slab caches the programs found at the locks'
 // first records; a process's lock named by the end's namer keeps that name over its slab

@@ -77,6 +77,12 @@ type Config struct {
 	// follow the tree (the processes klockstat itself forks, and theirs) into Meta.CommandPIDs.
 	// Empty: no workload, no tree.
 	Scope string
+	// ImageSymbols, when set, reads the data symbols of the running kernel's image (a vmlinux's
+	// symbol table) and says which image they are from, "" and none when there is no image to
+	// read; an error is why that image cannot name them. Start calls it when kallsyms lists no
+	// data symbols (CONFIG_KALLSYMS_ALL off), to name the static locks kallsyms cannot
+	// (kallsyms.Table.WithImage, docs/lock-names.md); an error is one warning.
+	ImageSymbols func() (path string, syms []kallsyms.Symbol, err error)
 	// Log receives the warnings of Start as they arise (a lock function
 	// skipped, a backend that failed before another one worked), one per
 	// line; nil is os.Stderr. The capture's warnings repeat them.
@@ -122,8 +128,10 @@ type Collector struct {
 	timeline *timeline
 	cgroups  *cgroupPaths
 	symbols  *kallsyms.Table // the kernel's, for the stacks and the locks' names
-	start    time.Time
-	warnings []string
+	// staticFrom is the image whose symbol table named static locks too, "" when none did.
+	staticFrom string
+	start      time.Time
+	warnings   []string
 }
 
 // Start loads the BPF programs, attaches them with the configured backend
@@ -202,6 +210,9 @@ func start(cfg Config) (*Collector, error) {
 		c.Close()
 		return nil, fmt.Errorf("symbolizing: %w", err)
 	}
+	if c.symbols.NoData() && cfg.ImageSymbols != nil {
+		c.addImageSymbols()
+	}
 	if c.att.acquire != nil {
 		if err := c.calibrate(); err != nil {
 			c.Close()
@@ -219,6 +230,24 @@ func start(cfg Config) (*Collector, error) {
 		c.warn("%s", runTimeStatsUnavailable(err, effectiveCaps()))
 	}
 	return c, nil
+}
+
+// addImageSymbols names static locks from the kernel image's symbol table as well as kallsyms,
+// or says in one warning why it cannot.
+func (c *Collector) addImageSymbols() {
+	path, syms, err := c.cfg.ImageSymbols()
+	if err == nil && path == "" {
+		return
+	}
+	var t *kallsyms.Table
+	if err == nil {
+		t, _, err = c.symbols.WithImage(syms)
+	}
+	if err != nil {
+		c.warn("static locks not named from %s: %v", path, err)
+		return
+	}
+	c.symbols, c.staticFrom = t, path
 }
 
 // startTimeline starts the window: its start, from which the timeline's buckets count.

@@ -33,14 +33,15 @@ func (c *Collector) Stop() (*capture.Capture, error) {
 // statistics counted as coverage says.
 func (c *Collector) assembly(start time.Time, coverage statsCoverage) assembly {
 	return assembly{
-		cfg:      c.cfg,
-		probe:    c.backend.Name(),
-		start:    start,
-		acquire:  c.att.acquire,
-		warnings: c.warnings,
-		symbols:  c.symbols,
-		locks:    c.obj.kernel,
-		cgroups:  c.cgroups,
+		cfg:        c.cfg,
+		probe:      c.backend.Name(),
+		start:      start,
+		acquire:    c.att.acquire,
+		warnings:   c.warnings,
+		symbols:    c.symbols,
+		staticFrom: c.staticFrom,
+		locks:      c.obj.kernel,
+		cgroups:    c.cgroups,
 		// The rate the owners were sampled at, if they were.
 		ownerSampleHz: c.att.sampler.rate(),
 		// Turned on by Start, or not at all.

@@ -20,6 +20,9 @@ type Symbol struct {
 	Type   byte   // nm-style type letter: uppercase is global
 	Name   string // e.g. "vm_mmap_pgoff", "bpf_prog_6deef7357e7b4530_sd_fw_ingress"
 	Module string // "" for vmlinux, "bpf" for BPF programs and trampolines
+	// Size is the object's size in bytes where an image's symbol table gives it (WithImage); 0 when
+	// unknown, as in every /proc/kallsyms entry.
+	Size uint64
 }
 
 // Table is a sorted symbol table. Build it once; lookups binary-search.
@@ -32,7 +35,11 @@ type Table struct {
 	image []int32 // code and data of vmlinux, so Data can tell it is in text
 
 	dataStart, dataEnd uint64 // static data of vmlinux: [dataStart, dataEnd)
-	restricted         bool
+	// Static's range: from the first vmlinux data symbol past its first function (per-CPU
+	// symbols linked at 0 come before) to where its static data ends at the latest.
+	staticStart, staticEnd uint64
+	restricted             bool
+	noData                 bool // vmlinux lists no data symbols but section markers (CONFIG_KALLSYMS_ALL off)
 }
 
 // MaxSymbolSize bounds how far past the last symbol of a module (or of
@@ -72,6 +79,9 @@ func Parse(r io.Reader) (*Table, error) {
 	k := &Table{syms: syms, restricted: len(syms) > 0 && allZero}
 	if !k.restricted {
 		k.index()
+		k.noData = !slices.ContainsFunc(k.syms, func(s Symbol) bool {
+			return s.Module == "" && s.Addr != 0 && isDataType(s.Type) && !isSectionMarker(s.Name)
+		})
 	}
 	return k, nil
 }
@@ -125,7 +135,8 @@ func (k *Table) index() {
 		i = j
 	}
 
-	var endMarker, bssStop, lastData uint64
+	k.text, k.image, k.dataStart, k.dataEnd, k.staticStart, k.staticEnd = nil, nil, 0, 0, 0, 0
+	var endMarker, bssStop, lastData, lastImage, firstText uint64
 	for i, s := range k.syms {
 		// A zero address is an unresolved or per-CPU symbol; never an answer.
 		if s.Addr == 0 {
@@ -140,10 +151,17 @@ func (k *Table) index() {
 		}
 		if text || data {
 			k.image = appendAlias(k.image, k.syms, i)
+			lastImage = s.Addr
+		}
+		if text && firstText == 0 {
+			firstText = s.Addr
 		}
 		if data {
 			if k.dataStart == 0 {
 				k.dataStart = s.Addr
+			}
+			if k.staticStart == 0 && firstText != 0 && s.Addr > firstText {
+				k.staticStart = s.Addr
 			}
 			lastData = s.Addr
 		}
@@ -164,7 +182,28 @@ func (k *Table) index() {
 	default:
 		k.dataEnd = lastData + min(MaxSymbolSize, ^uint64(0)-lastData)
 	}
+	k.staticEnd = k.dataEnd
+	if k.staticStart != 0 && endMarker == 0 && bssStop == 0 {
+		// No end marker: bound the image by the most its tail past the last symbol listed can
+		// hold, and never past a module's code (modules, BPF programs), which lies above it.
+		k.staticEnd = max(k.dataEnd, lastImage+min(MaxStaticTail, ^uint64(0)-lastImage))
+		for _, s := range k.syms {
+			if s.Module != "" && s.Addr > k.staticStart && s.Addr < k.staticEnd {
+				k.staticEnd = s.Addr
+			}
+		}
+	}
 }
+
+// MaxStaticTail bounds how far past the last vmlinux symbol kallsyms lists the kernel image's
+// static data may reach when kallsyms lists no end marker (_end, __bss_stop), as without
+// CONFIG_KALLSYMS_ALL: what follows the last marker listed (the end of the init sections) is
+// .data..nosave, .bss and .brk. On a 6.18 x86-64 guest the bss ends 1.2 MiB past the last marker
+// (/proc/iomem's "Kernel bss"); the largest static arrays a kernel may have, lockdep's tables,
+// take some MiB with the default limits. Nothing but the image is mapped there on x86-64 (modules start at the
+// image area's end, 512 MiB or 1 GiB past its start); where modules (or BPF programs) lie above
+// the image, their first listed symbol ends the range.
+const MaxStaticTail = 64 << 20
 
 // appendAlias appends syms[i] to idx unless idx already ends with a better
 // alias at the same address.
@@ -287,11 +326,40 @@ func (k *Table) Data(addr uint64) (name string, ok bool) {
 	if !isDataType(sym.Type) || isSectionMarker(sym.Name) {
 		return "", false
 	}
-	if off := addr - sym.Addr; off != 0 {
+	off := addr - sym.Addr
+	if sym.Size != 0 && off >= sym.Size {
+		return "", false // past the object, in padding or an unnamed one
+	}
+	if off != 0 {
 		return sym.Name + "+0x" + strconv.FormatUint(off, 16), true
 	}
 	return sym.Name, true
 }
+
+// Static reports whether addr lies in the static data of the kernel image (vmlinux): past its
+// text, from the first data symbol or section marker kallsyms lists above its first function
+// (__start_rodata) to _end or,
+// where kallsyms lists no end marker, MaxStaticTail past its last vmlinux symbol; never at or past
+// a module's code. It answers where Data cannot name the object: a lock there is a static kernel
+// object, not one of the heap, a module's or a per-CPU area's.
+func (k *Table) Static(addr uint64) bool {
+	if k.staticStart == 0 || addr < k.staticStart || addr >= k.staticEnd {
+		return false
+	}
+	// Code is not data: init text lies among the data sections.
+	if i := k.nearest(k.text, addr); i >= 0 {
+		sym := k.syms[k.text[i]]
+		if sym.Name != "_etext" && sym.Name != "_einittext" && addr-sym.Addr < MaxSymbolSize {
+			return false
+		}
+	}
+	return true
+}
+
+// NoData reports whether kallsyms lists no vmlinux data symbols but section markers
+// (__start_rodata, __start_BTF): the kernel was built without CONFIG_KALLSYMS_ALL, so Data names
+// no static object unless an image's symbols were added (WithImage).
+func (k *Table) NoData() bool { return k.noData }
 
 // FuncBounds returns the code of the vmlinux function of that name, [lo, hi):
 // from its address to the next function's, the closest kallsyms gets to a

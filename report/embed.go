@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -55,6 +56,7 @@ type recordFields struct {
 	HoldMaxNS   []uint64 `json:"hold_max_ns"`
 	CgroupID    []uint64 `json:"cgroup_id"` // absent from reports written before cgroups
 	Cgroup      []int32  `json:"cgroup"`    // likewise
+	Static      []uint64 `json:"static"`    // 1 for a static kernel object; absent when none is, and from reports written before
 }
 
 // newRecordFields stores records, in the given order, in columns; tab interns (and hashes) their
@@ -67,6 +69,7 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 		Count: make([]uint64, n), TotalNS: make([]uint64, n), SpinNS: make([]uint64, n), MinNS: make([]uint64, n), MaxNS: make([]uint64, n),
 		InProgress: make([]uint64, n), HoldCount: make([]uint64, n), HoldTotalNS: make([]uint64, n),
 		HoldMinNS: make([]uint64, n), HoldMaxNS: make([]uint64, n), CgroupID: make([]uint64, n), Cgroup: make([]int32, n),
+		Static: make([]uint64, n),
 	}
 	for i, ri := range order {
 		r := &records[ri]
@@ -76,6 +79,12 @@ func newRecordFields(records []capture.Record, order []int32, tab *strtab) *reco
 		f.Count[i], f.TotalNS[i], f.SpinNS[i], f.MinNS[i], f.MaxNS[i], f.InProgress[i] = r.Count, r.TotalNS, r.SpinNS, r.MinNS, r.MaxNS, r.InProgress
 		f.HoldCount[i], f.HoldTotalNS[i], f.HoldMinNS[i], f.HoldMaxNS[i] = r.HoldCount, r.HoldTotalNS, r.HoldMinNS, r.HoldMaxNS
 		f.CgroupID[i], f.Cgroup[i] = r.CgroupID, tab.str(r.Cgroup)
+		if r.Static {
+			f.Static[i] = 1
+		}
+	}
+	if !slices.Contains(f.Static, 1) {
+		f.Static = nil // not written: pages of kernels whose static locks have names stay as they were
 	}
 	return f
 }
@@ -93,8 +102,11 @@ func (f *recordFields) write(j *jsonWriter) {
 		{"count", nil, f.Count}, {"total_ns", nil, f.TotalNS}, {"spin_ns", nil, f.SpinNS}, {"min_ns", nil, f.MinNS}, {"max_ns", nil, f.MaxNS},
 		{"in_progress", nil, f.InProgress}, {"hold_count", nil, f.HoldCount}, {"hold_total_ns", nil, f.HoldTotalNS},
 		{"hold_min_ns", nil, f.HoldMinNS}, {"hold_max_ns", nil, f.HoldMaxNS},
-		{"cgroup_id", nil, f.CgroupID}, {"cgroup", f.Cgroup, nil},
+		{"cgroup_id", nil, f.CgroupID}, {"cgroup", f.Cgroup, nil}, {"static", nil, f.Static},
 	} {
+		if c.ix == nil && c.n == nil {
+			continue // an optional column left out
+		}
 		if i > 0 {
 			j.raw(",")
 		}
@@ -379,7 +391,10 @@ func (d *embeddedData) records() ([]capture.Record, error) {
 			f.Cgroup[i] = d.emptyString()
 		}
 	}
-	for _, l := range []int{len(f.CgroupID), len(f.Cgroup), len(f.Lock), len(f.Name), len(f.Comm), len(f.Caller), len(f.Stack), len(f.PID), len(f.TID),
+	if f.Static == nil {
+		f.Static = make([]uint64, n)
+	}
+	for _, l := range []int{len(f.Static), len(f.CgroupID), len(f.Cgroup), len(f.Lock), len(f.Name), len(f.Comm), len(f.Caller), len(f.Stack), len(f.PID), len(f.TID),
 		len(f.Count), len(f.TotalNS), len(f.SpinNS), len(f.MinNS), len(f.MaxNS), len(f.InProgress),
 		len(f.HoldCount), len(f.HoldTotalNS), len(f.HoldMinNS), len(f.HoldMaxNS)} {
 		if l != n {
@@ -410,6 +425,9 @@ func (d *embeddedData) records() ([]capture.Record, error) {
 		if s := f.Stack[i]; s < 0 || int(s) >= len(stacks) {
 			return nil, fmt.Errorf("record %d: stack %d of %d", i, s, len(stacks))
 		}
+		if f.Static[i] > 1 {
+			return nil, fmt.Errorf("record %d: static %d, not 0 or 1", i, f.Static[i])
+		}
 		if f.PID[i] > 1<<32-1 || f.TID[i] > 1<<32-1 {
 			return nil, fmt.Errorf("record %d: pid %d or tid %d out of range", i, f.PID[i], f.TID[i])
 		}
@@ -419,7 +437,7 @@ func (d *embeddedData) records() ([]capture.Record, error) {
 			Count: f.Count[i], TotalNS: f.TotalNS[i], SpinNS: f.SpinNS[i], MinNS: f.MinNS[i], MaxNS: f.MaxNS[i], InProgress: f.InProgress[i],
 			Caller: str(f.Caller[i]), Stack: stacks[f.Stack[i]], // shared by the records of the same stack: nothing changes a stack in place
 			HoldCount: f.HoldCount[i], HoldTotalNS: f.HoldTotalNS[i], HoldMinNS: f.HoldMinNS[i], HoldMaxNS: f.HoldMaxNS[i],
-			CgroupID: f.CgroupID[i], Cgroup: str(f.Cgroup[i]),
+			CgroupID: f.CgroupID[i], Cgroup: str(f.Cgroup[i]), Static: f.Static[i] == 1,
 		}
 		if bad != nil {
 			return nil, bad

@@ -111,11 +111,15 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 		})
 	}
 	named := c.NameShares()
-	hs = append(hs, highlight{
+	contended := highlight{
 		Label: "Contended locks", Value: strconv.Itoa(len(locks)), Term: "record",
 		Detail: fmt.Sprintf("%d threads, %d records; of the %s time, %.1f%% on locks named by symbol or field, %.1f%% on locks named by slab cache only",
 			len(threads), len(c.Records), ms.Time, 100*named.Symbol, 100*named.SlabCache),
-	})
+	}
+	if note := staticNote(c, c.Records); note != "" {
+		contended.Detail += "; " + note
+	}
+	hs = append(hs, contended)
 	health := highlight{Label: "Capture health", Value: "complete", Detail: "probe cost " + probeCost(m)}
 	if lost := m.LostTotal(); lost > 0 {
 		health.Value, health.Bad = fmt.Sprintf("%d events lost", lost), true
@@ -148,8 +152,13 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 	}
 
 	symbols := "resolved with /proc/kallsyms"
-	if m.KallsymsRestricted {
+	switch {
+	case m.KallsymsRestricted:
 		symbols = "not resolved: /proc/kallsyms hides addresses (kernel.kptr_restrict), frames are raw addresses"
+	case m.StaticNamesFrom != "":
+		symbols += ", static locks with the symbol table of " + m.StaticNamesFrom
+	case m.KallsymsNoData:
+		symbols += ", which lists no data symbols (CONFIG_KALLSYMS_ALL off): static locks have no names"
 	}
 	addresses := "real kernel addresses"
 	if m.AddressesHashed {

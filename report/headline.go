@@ -45,11 +45,13 @@ func waitTotalsOf(records []capture.Record, hashed bool, sources *capture.Source
 	}
 	// The lock's label of its heaviest record, as the summary by lock shows it.
 	t.topLock = waited[top.Heaviest].LockLabel()
-	if t.topLock == "" {
-		t.topLock = top.Lock.String()
+	if t.topLock == "" || t.topLock == capture.UnnamedStatic {
+		id := top.Lock.String()
 		if hashed {
-			t.topLock = top.Lock.HashedString()
+			id = top.Lock.HashedString()
 		}
+		// An unnamed static lock is one of several such: its id tells which.
+		t.topLock = strings.TrimSpace(t.topLock + " " + id)
 	}
 	caller := capture.GroupBy(onTop, capture.ByCaller)[0].Caller
 	t.topCaller = callerText(caller) + capture.SourceText(sources.Lines(caller))

@@ -205,6 +205,9 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 		notes.printf("filters keep %d of %d records: %s of the %s waited", len(shown.Records), len(c.Records),
 			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
 	}
+	if note := staticNote(c, shown.Records); note != "" {
+		notes.printf("%s", sanitize(note))
+	}
 	writeHealth(notes, c.Meta)
 	writeNextSteps(people, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())

@@ -83,8 +83,8 @@ func (im *Image) open() error {
 	if im.elf.Type == elf.ET_REL {
 		return errors.New("a relocatable object, not a linked image")
 	}
-	im.buildID = elfBuildID(im.elf)
-	if err := im.readSymbols(); err != nil {
+	im.buildID = elfBuildID(im.elf, st.Size())
+	if err := im.readSymbols(st.Size()); err != nil {
 		return err
 	}
 	if err := im.readDWARF(); err != nil {
@@ -154,16 +154,16 @@ func (im *Image) readDWARF() error {
 	return nil
 }
 
-// readSymbols indexes the function symbols of .symtab by name.
-func (im *Image) readSymbols() error {
-	syms, err := im.elf.Symbols()
+// readSymbols indexes the function symbols of .symtab by name; fileSize bounds what is read.
+func (im *Image) readSymbols(fileSize int64) error {
+	syms, err := readSymtab(im.elf, fileSize)
 	if err != nil {
 		return fmt.Errorf("reading the symbol table: %w", err)
 	}
 	im.symbols = map[string][]symbol{}
 	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			im.symbols[s.Name] = append(im.symbols[s.Name], symbol{s.Value, s.Size})
+		if elf.ST_TYPE(s.info) == elf.STT_FUNC && s.value != 0 {
+			im.symbols[s.name] = append(im.symbols[s.name], symbol{s.value, s.size})
 		}
 	}
 	return nil
@@ -219,23 +219,6 @@ func (im *Image) unitOf(pc uint64) (dwarf.Offset, bool) {
 		}
 	}
 	return 0, false
-}
-
-// elfBuildID is the GNU build id of f's notes, in hex.
-func elfBuildID(f *elf.File) string {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		b, err := s.Data()
-		if err != nil {
-			continue
-		}
-		if id := ParseBuildID(b, f.ByteOrder); id != "" {
-			return id
-		}
-	}
-	return ""
 }
 
 // ParseBuildID finds the GNU build id among ELF notes (a note section, or /sys/kernel/notes) and

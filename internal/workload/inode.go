@@ -19,17 +19,25 @@ type inodeLoad struct {
 const inodeWriteSize = 4096
 
 func newInode(o Options) (generator, error) {
-	f, err := os.CreateTemp(o.Dir, "contend-inode-*")
+	f, err := sharedFile(o.Dir, "inode")
+	if err != nil {
+		return nil, err
+	}
+	return &inodeLoad{file: f}, nil
+}
+
+// sharedFile creates the file a workload's workers share, in dir, and unlinks it at once so that
+// not even a killed run leaves it behind; the inode and its locks live on while it is open.
+func sharedFile(dir, workload string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "contend-"+workload+"-*")
 	if err != nil {
 		return nil, fmt.Errorf("creating the shared file: %w", err)
 	}
-	// Unlinked at once so that not even a killed run leaves it behind; the
-	// inode and its lock live on while the descriptor is open.
 	if err := os.Remove(f.Name()); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("unlinking the shared file: %w", err)
 	}
-	return &inodeLoad{file: f}, nil
+	return f, nil
 }
 
 func (l *inodeLoad) op(int) func() error {

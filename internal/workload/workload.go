@@ -70,6 +70,10 @@ const (
 	// LRU contends the LRU lock of the memory cgroup's node: every thread
 	// faults in the pages of a region of its own and frees them again.
 	LRU Lock = "lru"
+	// Flock contends file_rwsem, the static semaphore of fs/locks.c: half
+	// the threads take and drop an exclusive flock of one shared file, half
+	// read /proc/locks.
+	Flock Lock = "flock"
 )
 
 // ErrUnknownLock is returned for a lock name outside Names.
@@ -95,6 +99,7 @@ var generators = map[Lock]func(Options) (generator, error){
 	Fown:    newFown,
 	Zone:    newZone,
 	LRU:     newLRU,
+	Flock:   newFlock,
 }
 
 // A threadNamer names its workers itself, instead of "<prefix>-<i>".
@@ -104,7 +109,7 @@ type threadNamer interface {
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Chain), string(Fown), string(Zone), string(LRU)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Chain), string(Fown), string(Zone), string(LRU), string(Flock)}
 }
 
 // Options configures one Run.
