@@ -188,6 +188,7 @@ func (c *Collector) mapSizes() map[string]uint32 {
 	}
 	if c.cfg.Scope != "" {
 		sizes["command_tree"] = maps.CommandTree.MaxEntries()
+		sizes["tree_threads"] = maps.TreeThreads.MaxEntries()
 	}
 	return sizes
 }
