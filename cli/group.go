@@ -80,26 +80,29 @@ func (g groupEnding) String() string {
 }
 
 // endGroup ends what is left of process group pgid once its leader has exited: SIGTERM, and
-// SIGKILL if it is still there groupGrace later or a signal comes; exited says the leader exited
-// by itself. It returns at once when nothing is left.
-func endGroup(pgid int, exited bool, signals <-chan os.Signal) groupEnding {
+// SIGKILL if it is still there groupGrace later or a signal comes, which it returns; exited says
+// the leader exited by itself. It returns at once when nothing is left.
+func endGroup(pgid int, exited bool, signals <-chan os.Signal) (groupEnding, os.Signal) {
 	g := groupEnding{exited: exited}
 	if !groupAlive(pgid) {
-		return g
+		return g, nil
 	}
 	g.signals = append(g.signals, "SIGTERM")
 	unix.Kill(-pgid, unix.SIGTERM)
-	if waitGroup(pgid, groupGrace, signals) {
-		return g
+	gone, sig := waitGroup(pgid, groupGrace, signals)
+	if gone {
+		return g, nil
 	}
 	g.signals = append(g.signals, "SIGKILL")
 	unix.Kill(-pgid, unix.SIGKILL)
-	g.left = !waitGroup(pgid, groupGrace, nil)
-	return g
+	gone, _ = waitGroup(pgid, groupGrace, nil)
+	g.left = !gone
+	return g, sig
 }
 
-// waitGroup waits up to d for group pgid to be gone, cut short by a signal; it reports whether it is.
-func waitGroup(pgid int, d time.Duration, signals <-chan os.Signal) bool {
+// waitGroup waits up to d for group pgid to be gone, cut short by a signal, which it returns; gone
+// says whether the group is.
+func waitGroup(pgid int, d time.Duration, signals <-chan os.Signal) (gone bool, sig os.Signal) {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(groupPoll)
@@ -107,13 +110,13 @@ func waitGroup(pgid int, d time.Duration, signals <-chan os.Signal) bool {
 	for groupAlive(pgid) {
 		select {
 		case <-deadline.C:
-			return false
-		case <-signals:
-			return false
+			return false, nil
+		case sig := <-signals:
+			return false, sig
 		case <-tick.C:
 		}
 	}
-	return true
+	return true, nil
 }
 
 // signalGroup sends sig to the process group of w, the leader still running; ESRCH (gone since) is

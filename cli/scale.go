@@ -466,8 +466,8 @@ func waitRun(w *workload, o *scaleOptions, signals <-chan os.Signal) (exit *int,
 	}
 	select {
 	case err := <-w.done:
-		exit = commandStatus(err)
-		return exit, false, nil, endGroup(w.cmd.Process.Pid, true, signals).String()
+		g, sig := endGroup(w.cmd.Process.Pid, true, signals)
+		return commandStatus(err), false, sig, g.String()
 	case <-deadline:
 		timedOut = true
 	case interrupted = <-signals:
@@ -492,12 +492,16 @@ func waitRun(w *workload, o *scaleOptions, signals <-chan os.Signal) (exit *int,
 		err = <-w.done
 	}
 	exit = commandStatus(err)
-	// What is left of the group after its leader: the rest of the grace, then SIGKILL.
-	if len(g.signals) == 1 && !waitGroup(w.cmd.Process.Pid, groupGrace, signals) {
-		g.signals = append(g.signals, "SIGKILL")
-		w.signalGroup(syscall.SIGKILL)
+	// What is left of the group after its leader: the grace, then SIGKILL.
+	if len(g.signals) == 1 {
+		if gone, sig := waitGroup(w.cmd.Process.Pid, groupGrace, signals); !gone {
+			interrupted = cmp.Or(interrupted, sig)
+			g.signals = append(g.signals, "SIGKILL")
+			w.signalGroup(syscall.SIGKILL)
+		}
 	}
-	g.left = !waitGroup(w.cmd.Process.Pid, groupGrace, nil)
+	gone, _ := waitGroup(w.cmd.Process.Pid, groupGrace, nil)
+	g.left = !gone
 	return exit, timedOut, interrupted, g.String()
 }
 
