@@ -91,6 +91,14 @@ type Meta struct {
 	// CommandPIDs are the processes (tgids) of the workload's process tree, the workload and what
 	// it forked, seen during the capture; sorted.
 	CommandPIDs []uint32 `json:"command_pids,omitempty"`
+	// CommandProcesses and CommandThreads are how many processes the workload's tree started
+	// during the capture and how many threads it ran, its first process's and those alive at the
+	// start included; CommandThreadNS is their time alive, summed over the threads, from their
+	// start (or the capture's) to their free (or the capture's end). A thread is freed an RCU
+	// grace period after its parent reaped it. All 0 without a workload and in older captures.
+	CommandProcesses uint64 `json:"command_processes,omitempty"`
+	CommandThreads   uint64 `json:"command_threads,omitempty"`
+	CommandThreadNS  uint64 `json:"command_thread_ns,omitempty"`
 	// KernelBuildID is the running kernel's GNU build id in hex (/sys/kernel/notes), which names
 	// its debug image; "" when unknown.
 	KernelBuildID string `json:"kernel_build_id,omitempty"`

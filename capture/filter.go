@@ -13,6 +13,9 @@ type Filter struct {
 	ids    map[string]bool // "000000001a2b3c4d": a lock's id in a capture with hashed addresses
 	names  map[string]bool // "mmap_lock", "jiffies_lock", "runqueues+0x1c0"
 	frames []string
+	// hasher turns a raw lock address into its id, for the ids to match in a capture of raw
+	// addresses; nil: they match in a capture of ids only.
+	hasher *AddressHasher
 }
 
 // NewFilter returns the filter of the locks, each an address ("0x" and hex digits), an id as a report
@@ -61,6 +64,15 @@ func isHashedID(s string) bool {
 	return true
 }
 
+// UnderKey returns f whose ids also match the raw addresses of a capture that are those ids under
+// key, as HashAddresses(key) would make them.
+func (f Filter) UnderKey(key []byte) Filter {
+	if len(f.ids) > 0 {
+		f.hasher = NewAddressHasher(key)
+	}
+	return f
+}
+
 // Empty reports whether f keeps every record.
 func (f Filter) Empty() bool {
 	return len(f.addrs)+len(f.ids)+len(f.names) == 0 && len(f.frames) == 0
@@ -76,6 +88,9 @@ func (f Filter) keepsLock(r Record, hashed bool) bool {
 		return true
 	}
 	if hashed && f.ids[r.Lock.HashedString()] || !hashed && f.addrs[r.Lock] {
+		return true
+	}
+	if !hashed && f.hasher != nil && f.ids[f.hasher.ID(r.Lock).HashedString()] {
 		return true
 	}
 	symbol, _, _ := strings.Cut(r.Name, "+0x")

@@ -133,3 +133,29 @@ func TestNewFilterErrors(t *testing.T) {
 		t.Errorf("NewFilter(nil, nil) = %v, %v: want the empty filter", f, err)
 	}
 }
+
+// An id under a key matches the raw address it is the id of once the filter knows the key, and
+// only then; a capture of ids is matched as before.
+func TestFilterIDsUnderKeyMatchRawAddresses(t *testing.T) {
+	key := []byte("the boot's key")
+	const lock = Addr(0xffff888100a3c2d8)
+	id := NewAddressHasher(key).ID(lock).HashedString()
+	f, err := NewFilter([]string{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Record{Type: "mutex", Lock: lock}
+	if f.Keeps(r, false) {
+		t.Errorf("an id matched a raw address without the key")
+	}
+	if !f.UnderKey(key).Keeps(r, false) {
+		t.Errorf("the id %s of %s under its key does not match it", id, lock)
+	}
+	if f.UnderKey([]byte("another boot's key")).Keeps(r, false) {
+		t.Errorf("the id matched under another key")
+	}
+	hashed := Record{Type: "mutex", Lock: NewAddressHasher(key).ID(lock)}
+	if !f.UnderKey(key).Keeps(hashed, true) {
+		t.Errorf("the id does not match its lock in a capture of ids")
+	}
+}

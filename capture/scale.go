@@ -53,14 +53,23 @@ type SweepRun struct {
 	Failed string `json:"failed,omitempty"`
 	// Tail is the last lines of the command's output of a failed run.
 	Tail []string `json:"tail,omitempty"`
+	// Matched is the line of the command's output --metric's match was read from.
+	Matched string `json:"matched,omitempty"`
+	// Stop says how the run's command ended when klockstat ended it, or a process it left: which
+	// signals its process group got and whether the command had exited by itself already; "" when
+	// it exited by itself and left nothing running.
+	Stop string `json:"stop,omitempty"`
 	// OverheadNS is the time the run took outside its command: clearing the maps before it, reading
 	// them and assembling the capture after it.
 	OverheadNS int64    `json:"overhead_ns"`
 	Capture    *Capture `json:"capture,omitempty"` // nil when the command could not start
 }
 
-// OK reports whether the run counts in the analysis.
-func (r SweepRun) OK() bool { return r.Failed == "" && r.Capture != nil && r.WallNS > 0 }
+// OK reports whether the run counts in the analysis: it ended well, was captured, and did work (a
+// metric of 0 is no throughput to scale).
+func (r SweepRun) OK() bool {
+	return r.Failed == "" && r.Capture != nil && r.WallNS > 0 && (r.Metric == nil || *r.Metric > 0)
+}
 
 // Work is the run's work: the metric (a throughput) times the run time, or 1 without a metric,
 // where every run is taken to do the same work.
@@ -116,12 +125,41 @@ type LevelStats struct {
 	Efficiency     float64 `json:"efficiency"` // speedup over the ideal, N over the lowest level's N
 	Oversubscribed bool    `json:"oversubscribed"`
 	WallNS         int64   `json:"wall_ns"` // mean run time
-	WaitNS         uint64  `json:"wait_ns"` // wait summed over the runs
-	// WaitShare is the wait over the thread time, N × run time: the share of a workload that
-	// keeps N threads busy spent waiting on kernel locks. Waits of other processes count too.
+	// WaitNS is the wait of the command's process tree summed over the runs: every process's in a
+	// sweep whose captures cannot tell the tree apart (Own false).
+	WaitNS uint64 `json:"wait_ns"`
+	// ThreadNS is the time the command's threads were alive, summed over the threads and the runs;
+	// N × run time where the captures did not count the threads (Own false).
+	ThreadNS float64 `json:"thread_ns"`
+	// WaitShare is WaitNS over ThreadNS: the share of the command's thread time spent waiting on
+	// kernel locks.
 	WaitShare  float64   `json:"wait_share"`
 	TypeShares []float64 `json:"type_shares"` // WaitShare per type, in the order of ScaleAnalysis.Types
+	// Own: the figures are the command's tree's alone, counted over its own threads.
+	Own bool `json:"own"`
+	// Threads and Processes are what the command ran, per run (the mean over the runs); 0 where
+	// the captures did not count them.
+	Threads   float64 `json:"threads"`
+	Processes float64 `json:"processes"`
+	// OthersWaitNS is the wait of processes outside the command's tree, summed over the runs;
+	// Others says it was captured (--scope system).
+	OthersWaitNS uint64 `json:"others_wait_ns"`
+	Others       bool   `json:"others"`
+	// Spread over the runs, with more than one that counts: the lowest and highest throughput and
+	// waiting share of a run.
+	ThroughputLo, ThroughputHi float64 `json:"-"`
+	WaitShareLo, WaitShareHi   float64 `json:"-"`
+	// BelowNext is how many times the next level's throughput per instance (throughput over N)
+	// exceeds this level's, where that is more than SuperlinearFactor: the next level's speedup
+	// is superlinear, its efficiency over 100%, and this level is a suspect baseline (I/O-bound,
+	// or noise). 0 for a level that is not suspect.
+	BelowNext float64 `json:"below_next,omitempty"`
+	NextN     int     `json:"next_n,omitempty"`
 }
+
+// SuperlinearFactor is how far the throughput per instance of a level may fall below the next
+// level's before the level is flagged as a suspect baseline: a margin over 1 for noise.
+const SuperlinearFactor = 1.5
 
 // Culprit is one lock (type and name) or caller (type and function) over the levels.
 type Culprit struct {
@@ -132,16 +170,39 @@ type Culprit struct {
 	// WaitPerWork is the wait in ns per unit of work at each level, in the order of the levels; 0
 	// where it did not wait.
 	WaitPerWork []float64 `json:"wait_per_work"`
-	Share       []float64 `json:"share"` // of the level's wait
+	// WaitPerWorkLo and WaitPerWorkHi are the lowest and highest of a single run at each level,
+	// equal to WaitPerWork at a level of one run.
+	WaitPerWorkLo []float64 `json:"wait_per_work_lo"`
+	WaitPerWorkHi []float64 `json:"wait_per_work_hi"`
+	Share         []float64 `json:"share"` // of the level's wait
 	// Growth is the rise of WaitPerWork from the lowest level to the highest, what culprits are
 	// ranked by.
 	Growth float64 `json:"growth"`
+	// InNoise: the runs of the lowest and highest levels overlap (the highest run of the lowest
+	// level waited as much per unit of work as the lowest run of the highest level), so the
+	// growth is inside the noise. Only with more than one run at both.
+	InNoise bool `json:"in_noise"`
 	// Exponent is the slope of log WaitPerWork against log N, least squares over the levels where it
 	// waited; NaN (null in JSON) with fewer than two such levels.
 	Exponent float64 `json:"-"`
 	// TopFrom is the lowest level from which on it has the largest wait of its kind at every
 	// level, 0 if it has not.
 	TopFrom int `json:"top_from"`
+}
+
+// ownWait reports whether a record of c is a wait of the command's tree: under --scope system one of
+// the tree's processes, else any (the capture holds the tree's only, or cannot tell).
+func ownWait(c *Capture, r Record) bool {
+	return c.Meta.Scope != ScopeSystem || c.Meta.InCommand(r.PID)
+}
+
+// threadTime is the command's thread time of a run at level n: its tree's, where the capture
+// counted it, else n × run time; own says which.
+func threadTime(r SweepRun, n int) (ns float64, own bool) {
+	if m := r.Capture.Meta; m.Scope != "" && m.CommandThreadNS > 0 {
+		return float64(m.CommandThreadNS), true
+	}
+	return float64(r.WallNS) * float64(n), false
 }
 
 // Analyze computes the sweep's figures. Levels without a run that counts have zero figures; the
@@ -151,14 +212,15 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 	typeTotals := map[string]uint64{}
 	locks, callers := newCulpritSet(len(s.Levels)), newCulpritSet(len(s.Levels))
 	work := make([]float64, len(s.Levels))
+	runWork := make([]map[int]float64, len(s.Levels)) // per level, by run
 	waits := make([]uint64, len(s.Levels))
 	typeWait := make([]map[string]uint64, len(s.Levels))
 	for i, l := range s.Levels {
-		st := LevelStats{N: l.N, Oversubscribed: s.CPUs > 0 && l.N > s.CPUs}
-		typeWait[i] = map[string]uint64{}
-		var thr float64
-		var wall, threadNS float64
-		for _, r := range l.Runs {
+		st := LevelStats{N: l.N, Oversubscribed: s.CPUs > 0 && l.N > s.CPUs, Own: true}
+		typeWait[i], runWork[i] = map[string]uint64{}, map[int]float64{}
+		var thr, wall float64
+		var threads, processes uint64
+		for j, r := range l.Runs {
 			if !r.OK() {
 				st.Failed++
 				continue
@@ -166,26 +228,43 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 			st.Runs++
 			thr += r.Throughput()
 			wall += float64(r.WallNS)
-			threadNS += float64(r.WallNS) * float64(l.N)
+			tns, own := threadTime(r, l.N)
+			st.ThreadNS += tns
+			st.Own = st.Own && own
+			st.Others = r.Capture.Meta.Scope == ScopeSystem
+			threads += r.Capture.Meta.CommandThreads
+			processes += r.Capture.Meta.CommandProcesses
 			work[i] += r.Work()
+			runWork[i][j] = r.Work()
+			var runWait uint64
 			for _, rec := range r.Capture.Records {
 				if rec.TotalNS == 0 {
 					continue
 				}
-				waits[i] += rec.TotalNS
+				if !ownWait(r.Capture, rec) {
+					st.OthersWaitNS += rec.TotalNS
+					continue
+				}
+				runWait += rec.TotalNS
 				typeWait[i][rec.Type] += rec.TotalNS
 				typeTotals[rec.Type] += rec.TotalNS
-				locks.add(i, lockKeyOf(rec), rec)
-				callers.add(i, ByCaller(rec), rec)
+				locks.add(i, j, lockKeyOf(rec), rec)
+				callers.add(i, j, ByCaller(rec), rec)
 			}
+			waits[i] += runWait
+			widen(&st.ThroughputLo, &st.ThroughputHi, r.Throughput(), st.Runs == 1)
+			widen(&st.WaitShareLo, &st.WaitShareHi, float64(runWait)/tns, st.Runs == 1)
 		}
 		if st.Runs > 0 {
 			st.Throughput = thr / float64(st.Runs)
 			st.WallNS = int64(wall / float64(st.Runs))
 			st.WaitNS = waits[i]
-			if threadNS > 0 {
-				st.WaitShare = float64(waits[i]) / threadNS
+			st.Threads, st.Processes = float64(threads)/float64(st.Runs), float64(processes)/float64(st.Runs)
+			if st.ThreadNS > 0 {
+				st.WaitShare = float64(waits[i]) / st.ThreadNS
 			}
+		} else {
+			st.Own = false
 		}
 		a.Levels = append(a.Levels, st)
 	}
@@ -219,13 +298,41 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 			st.Efficiency = st.Speedup / (float64(st.N) / float64(b.N))
 		}
 	}
+	markSuperlinear(a.Levels)
 	levels := make([]int, len(s.Levels))
 	for i, l := range s.Levels {
 		levels[i] = l.N
 	}
-	a.Locks = locks.culprits(levels, work, waits, a.Levels, false)
-	a.Callers = callers.culprits(levels, work, waits, a.Levels, true)
+	a.Locks = locks.culprits(levels, work, runWork, waits, a.Levels, false)
+	a.Callers = callers.culprits(levels, work, runWork, waits, a.Levels, true)
 	return a
+}
+
+// widen widens [lo, hi] to v; first starts it at v.
+func widen(lo, hi *float64, v float64, first bool) {
+	if first {
+		*lo, *hi = v, v
+		return
+	}
+	*lo, *hi = min(*lo, v), max(*hi, v)
+}
+
+// markSuperlinear flags each level whose throughput per instance is more than SuperlinearFactor
+// below the next level's with runs.
+func markSuperlinear(levels []LevelStats) {
+	prev := -1
+	for i, st := range levels {
+		if st.Runs == 0 || st.Throughput <= 0 {
+			continue
+		}
+		if prev >= 0 {
+			p := &levels[prev]
+			if ratio := (st.Throughput / float64(st.N)) / (p.Throughput / float64(p.N)); ratio > SuperlinearFactor {
+				p.BelowNext, p.NextN = ratio, st.N
+			}
+		}
+		prev = i
+	}
 }
 
 // lockKeyOf keys a lock by type and label (its name, and for a slab lock its offset and struct
@@ -247,27 +354,33 @@ type culpritSet struct {
 type culpritSums struct {
 	first Record // names the culprit
 	wait  []uint64
+	runs  []map[int]uint64 // per level, the wait of each run
 }
 
 func newCulpritSet(levels int) *culpritSet {
 	return &culpritSet{levels: levels, byKey: map[string]*culpritSums{}}
 }
 
-func (s *culpritSet) add(level int, key string, r Record) {
+func (s *culpritSet) add(level, run int, key string, r Record) {
 	c := s.byKey[key]
 	if c == nil {
-		c = &culpritSums{first: r, wait: make([]uint64, s.levels)}
+		c = &culpritSums{first: r, wait: make([]uint64, s.levels), runs: make([]map[int]uint64, s.levels)}
 		s.byKey[key] = c
 	}
 	c.wait[level] += r.TotalNS
+	if c.runs[level] == nil {
+		c.runs[level] = map[int]uint64{}
+	}
+	c.runs[level][run] += r.TotalNS
 }
 
 // culprits ranks the set: by Growth, then by the wait at the highest level, then by name; those
 // that did not grow are left out.
-func (s *culpritSet) culprits(levels []int, work []float64, levelWait []uint64, stats []LevelStats, callers bool) []Culprit {
+func (s *culpritSet) culprits(levels []int, work []float64, runWork []map[int]float64, levelWait []uint64, stats []LevelStats, callers bool) []Culprit {
 	out := make([]Culprit, 0, len(s.byKey))
 	for _, sums := range s.byKey {
-		c := Culprit{Type: sums.first.Type, Caller: callers, WaitPerWork: make([]float64, s.levels), Share: make([]float64, s.levels)}
+		c := Culprit{Type: sums.first.Type, Caller: callers, WaitPerWork: make([]float64, s.levels), Share: make([]float64, s.levels),
+			WaitPerWorkLo: make([]float64, s.levels), WaitPerWorkHi: make([]float64, s.levels)}
 		if callers {
 			c.Name = sums.first.Caller
 		} else {
@@ -279,6 +392,13 @@ func (s *culpritSet) culprits(levels []int, work []float64, levelWait []uint64, 
 			}
 			if levelWait[i] > 0 {
 				c.Share[i] = float64(w) / float64(levelWait[i])
+			}
+			first := true
+			for run, rw := range runWork[i] {
+				if rw > 0 {
+					widen(&c.WaitPerWorkLo[i], &c.WaitPerWorkHi[i], float64(sums.runs[i][run])/rw, first)
+					first = false
+				}
 			}
 		}
 		first, last := -1, -1
@@ -292,6 +412,7 @@ func (s *culpritSet) culprits(levels []int, work []float64, levelWait []uint64, 
 		}
 		if first >= 0 {
 			c.Growth = c.WaitPerWork[last] - c.WaitPerWork[first]
+			c.InNoise = stats[first].Runs > 1 && stats[last].Runs > 1 && c.WaitPerWorkHi[first] >= c.WaitPerWorkLo[last]
 		}
 		c.Exponent = GrowthExponent(levels, c.WaitPerWork)
 		out = append(out, c)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +318,135 @@ func TestCulpritsOfOneCacheByField(t *testing.T) {
 	want := []string{"&kmalloc-2k+0x70 (super_block.s_umount)", "&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex)"}
 	if strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("culprits of &kmalloc-2k %q, want %q", names, want)
+	}
+}
+
+// TestAnalyzeCountsTheCommandsOwnWaits marks testSweep's captures as of --scope system with the
+// command's tree counted, adds an outside process's heavy wait to each: the waiting share is the
+// tree's wait over its thread time, the outsider's wait is apart and names no culprit.
+func TestAnalyzeCountsTheCommandsOwnWaits(t *testing.T) {
+	s := testSweep(t)
+	const outsider = 99
+	for i := range s.Levels {
+		for j := range s.Levels[i].Runs {
+			c := s.Levels[i].Runs[j].Capture
+			n := uint64(s.Levels[i].N)
+			c.Meta.Scope, c.Meta.CommandPIDs = ScopeSystem, []uint32{10}
+			// Four processes per instance, each of one thread alive the whole second.
+			c.Meta.CommandProcesses, c.Meta.CommandThreads, c.Meta.CommandThreadNS = 4*n, 4*n, 4*n*1e9
+			c.Records = append(c.Records, Record{Type: "rwsem:R", Name: "mmap_lock", Lock: 0xffff9000, Comm: "other", PID: outsider, TID: outsider,
+				Count: 1, TotalNS: 3e9, MinNS: 3e9, MaxNS: 3e9, Caller: "other_caller+0x1"})
+		}
+	}
+	a := s.Analyze()
+	for i, st := range a.Levels {
+		n := float64(st.N)
+		var wait float64
+		for _, l := range sweepLocks {
+			wait += l.scale * math.Pow(n, l.exponent) * 1000 * math.Sqrt(n)
+		}
+		if share := wait / (4 * n * 1e9); !st.Own || math.Abs(st.WaitShare-share) > 1e-6 {
+			t.Errorf("level %v: wait share %v (own %v), want the tree's %v over its 4N threads", n, st.WaitShare, st.Own, share)
+		}
+		if st.Threads != 4*n || st.Processes != 4*n || !st.Others || st.OthersWaitNS != 3e9 {
+			t.Errorf("level %v: %v threads, %v processes, others %v with %d ns; want %v, %v, true, 3e9", n, st.Threads, st.Processes, st.Others, st.OthersWaitNS, 4*n, 4*n)
+		}
+		if s.Levels[i].Runs[0].Capture.Records[len(sweepLocks)].PID != outsider {
+			t.Fatalf("the outsider's record moved")
+		}
+	}
+	for _, c := range append(a.Locks, a.Callers...) {
+		if c.Name == "mmap_lock" || c.Name == "other_caller+0x1" {
+			t.Errorf("the outside process's %s is a culprit", c.Name)
+		}
+	}
+}
+
+// TestAnalyzeFlagsASuperlinearBaseline: a level 1 that made a tenth of its throughput per instance
+// (one instance stuck in I/O) is a suspect baseline, the levels after it are not.
+func TestAnalyzeFlagsASuperlinearBaseline(t *testing.T) {
+	s := testSweep(t)
+	slow := *s.Levels[0].Runs[0].Metric / 10
+	s.Levels[0].Runs[0].Metric = &slow
+	a := s.Analyze()
+	first := a.Levels[0]
+	// Level 2's throughput per instance is 1000·√2/2 against 100.
+	if want := 1000 * math.Sqrt2 / 2 / 100; first.NextN != 2 || math.Abs(first.BelowNext-want) > 1e-9 {
+		t.Errorf("level 1: below level %d by %v, want level 2 by %v", first.NextN, first.BelowNext, want)
+	}
+	if a.Levels[1].Efficiency <= 1 {
+		t.Errorf("level 2 efficiency %v: the fixture should be superlinear", a.Levels[1].Efficiency)
+	}
+	for _, st := range a.Levels[1:] {
+		if st.BelowNext != 0 {
+			t.Errorf("level %d flagged below level %d by %v: it scales sublinearly", st.N, st.NextN, st.BelowNext)
+		}
+	}
+	if a := testSweep(t).Analyze(); a.Levels[0].BelowNext != 0 {
+		t.Errorf("testSweep's level 1 flagged by %v: its speedup is √N", a.Levels[0].BelowNext)
+	}
+}
+
+// TestAnalyzeSpreadOfRepeats gives each level a second run: one where every lock waits twice as
+// long. The figures carry both runs' range; warm_lock, growing as N, stays inside that noise
+// across 1..4 only when the runs spread wider than its growth.
+func TestAnalyzeSpreadOfRepeats(t *testing.T) {
+	repeat := func(factor float64) *Sweep {
+		s := testSweep(t)
+		for i := range s.Levels {
+			r := s.Levels[i].Runs[0]
+			c := *r.Capture
+			c.Records = slices.Clone(c.Records)
+			for k := range c.Records {
+				c.Records[k].TotalNS = uint64(float64(c.Records[k].TotalNS) * factor)
+			}
+			metric := *r.Metric * 1.1
+			r.Metric, r.Capture = &metric, &c
+			s.Levels[i].Runs = append(s.Levels[i].Runs, r)
+		}
+		return s
+	}
+	a := repeat(2).Analyze()
+	for _, st := range a.Levels {
+		want := 1000 * math.Sqrt(float64(st.N))
+		if st.Runs != 2 || math.Abs(st.ThroughputLo-want) > 1e-9 || math.Abs(st.ThroughputHi-1.1*want) > 1e-9 {
+			t.Errorf("level %d: %d runs, throughput %v to %v; want 2, %v to %v", st.N, st.Runs, st.ThroughputLo, st.ThroughputHi, want, 1.1*want)
+		}
+		if st.WaitShareHi <= st.WaitShareLo || st.WaitShare < st.WaitShareLo || st.WaitShare > st.WaitShareHi {
+			t.Errorf("level %d: wait share %v outside its runs' %v to %v", st.N, st.WaitShare, st.WaitShareLo, st.WaitShareHi)
+		}
+	}
+	inNoise := func(a ScaleAnalysis, name string) bool {
+		for _, c := range a.Locks {
+			if c.Name == name {
+				return c.InNoise
+			}
+		}
+		t.Fatalf("%s is no culprit", name)
+		return false
+	}
+	// Runs a factor 2 apart per unit of work (with the 1.1 in the metric, 2/1.1): hot_lock grows
+	// 16-fold, warm_lock 4-fold, both beyond it.
+	if inNoise(a, "hot_lock") || inNoise(a, "warm_lock") {
+		t.Errorf("a 4-fold growth marked as noise of runs 1.8x apart")
+	}
+	// Runs 5 apart: warm_lock's 4-fold growth is inside, hot_lock's 16-fold is not.
+	a = repeat(5.5).Analyze()
+	if !inNoise(a, "warm_lock") || inNoise(a, "hot_lock") {
+		t.Errorf("runs 5x apart: warm_lock in noise %v, hot_lock %v; want true, false", inNoise(a, "warm_lock"), inNoise(a, "hot_lock"))
+	}
+	if inNoise(testSweep(t).Analyze(), "hot_lock") {
+		t.Errorf("a culprit of single runs marked as in the noise")
+	}
+}
+
+// TestAMetricOfZeroDoesNotCount: a run that reported no work is no throughput to scale from.
+func TestAMetricOfZeroDoesNotCount(t *testing.T) {
+	s := testSweep(t)
+	zero := 0.0
+	s.Levels[0].Runs[0].Metric = &zero
+	a := s.Analyze()
+	if st := a.Levels[0]; st.Runs != 0 || st.Failed != 1 || a.Levels[1].Speedup != 1 {
+		t.Errorf("level 1 with a metric of 0: %d runs count, %d failed, level 2 speedup %v; want 0, 1 and 1 (level 2 the base)", st.Runs, st.Failed, a.Levels[1].Speedup)
 	}
 }

@@ -94,6 +94,8 @@ type sweepJSON struct {
 			Metric   *float64       `json:"metric"`
 			Failed   string         `json:"failed"`
 			Tail     []string       `json:"tail"`
+			Matched  string         `json:"matched"`
+			Stop     string         `json:"stop"`
 			Overhead int64          `json:"overhead_ns"`
 			Capture  jsontext.Value `json:"capture"`
 		} `json:"runs"`
@@ -140,7 +142,7 @@ func ParseSweep(data []byte) (*Sweep, error) {
 		}
 		level := SweepLevel{N: l.N}
 		for j, r := range l.Runs {
-			run := SweepRun{Argv: r.Argv, WallNS: r.WallNS, Exit: r.Exit, Metric: r.Metric, Failed: r.Failed, Tail: r.Tail, OverheadNS: r.Overhead}
+			run := SweepRun{Argv: r.Argv, WallNS: r.WallNS, Exit: r.Exit, Metric: r.Metric, Failed: r.Failed, Tail: r.Tail, Matched: r.Matched, Stop: r.Stop, OverheadNS: r.Overhead}
 			if err := run.validate(); err != nil {
 				return nil, fmt.Errorf("invalid sweep: level %d run %d: %w", l.N, j+1, err)
 			}
@@ -167,10 +169,10 @@ func (r SweepRun) validate() error {
 		return fmt.Errorf("metric %v, want a finite number of 0 or more", *r.Metric)
 	case len(r.Tail) > maxTailLines:
 		return fmt.Errorf("%d lines of output, at most %d", len(r.Tail), maxTailLines)
-	case strings.ContainsRune(r.Failed, '\n'):
-		return errors.New("failure of more than one line")
+	case strings.ContainsRune(r.Failed, '\n') || strings.ContainsRune(r.Stop, '\n') || strings.ContainsRune(r.Matched, '\n'):
+		return errors.New("failure, stop or matched line of more than one line")
 	}
-	return checkSweepStrings(r.Argv, r.Tail)
+	return checkSweepStrings(r.Argv, r.Tail, []string{r.Matched, r.Stop})
 }
 
 // maxArgs bounds a command line: Linux takes at most 2 MiB of arguments.

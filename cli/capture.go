@@ -52,17 +52,20 @@ Flags:
 
 func (inv invocation) parseCaptureFlags(args []string) (*captureOptions, error) {
 	fs := newFlagSet("klockstat", captureUsage, inv.stderr)
-	// The capture's alone: scale captures the system, each of its runs a workload of its own.
-	var scope string
-	fs.StringVar(&scope, "scope", capture.ScopeSystem, "with COMMAND, whose waits to capture: `command`, the command's process tree's only, or system, every process's with the command's told apart (see README)")
+	scope := addScopeFlag(fs)
 	o, err := inv.parseCaptureFlagsIn(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.setScope(scope, fs.Changed("scope")); err != nil {
+	if err := o.setScope(*scope, fs.Changed("scope")); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// addScopeFlag adds --scope, the capture's and the sweep's.
+func addScopeFlag(fs *pflag.FlagSet) *string {
+	return fs.String("scope", capture.ScopeSystem, "with COMMAND, whose waits to capture: `command`, the command's process tree's only, or system, every process's with the command's told apart (see docs/scope.md)")
 }
 
 // setScope sets the collector's scope to the --scope value when a command runs; given is whether
@@ -389,6 +392,11 @@ func startCollector(signals <-chan os.Signal, o *captureOptions) (*collector.Col
 	if sig := pendingSignal(signals); sig != nil {
 		status, err := stoppedBeforeStart(sig, o)
 		return nil, status, err
+	}
+	if o.cfg.Scope != "" {
+		// Go's first process start forks a child of its own to probe clone(CLONE_PIDFD), which
+		// the workload's tree, rooted at klockstat, would count as the command's: probe now.
+		os.FindProcess(os.Getpid())
 	}
 	coll, err := collector.Start(o.cfg)
 	if err != nil {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -105,6 +104,9 @@ func (o *captureOutputs) validate() error {
 	}
 	var err error
 	o.summary, err = o.views.summaryOptions()
+	// An id -L names is the boot's id of a lock: it matches the lock in a capture of raw
+	// addresses too.
+	o.summary.Filter = o.summary.Filter.UnderKey(newAddressKey())
 	return err
 }
 
@@ -152,11 +154,4 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 		return report.WriteSummary(w, c, so)
 	})
 	return errors.Join(err, serr)
-}
-
-// newAddressKey draws the key under which one run's outputs hash kernel addresses.
-func newAddressKey() []byte {
-	key := make([]byte, 32)
-	rand.Read(key) // never fails: crypto/rand.Read crashes the program rather than return an error
-	return key
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,9 @@ type sweepOutputs struct {
 	levels []int
 	sweep  *capture.Sweep // when the outputs are written
 	outs   []output       // by plan
+	// levelOf is, by plan, the level each of outs is of: 0 for the sweep's.
+	levelOf []int
+	key     []byte // the addresses' ids are under it, by plan
 }
 
 // defaultLevels are the powers of two up to twice the CPUs.
@@ -107,9 +111,13 @@ func (inv invocation) parseScaleFlags(args []string) (*scaleOptions, error) {
 	o := &scaleOptions{}
 	fs.StringVar(&levelList, "levels", "", "levels of parallelism, comma list (default: powers of two up to twice the CPU count)")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs per level")
-	fs.StringVar(&metric, "metric", "", "regular expression whose first group, in the last match in the command's output, is the run's throughput")
+	fs.StringVar(&metric, "metric", "", "regular expression whose first group, in the last line of the command's output with a match, is the run's throughput")
+	scope := addScopeFlag(fs)
 	co, err := inv.parseCaptureFlagsIn(fs, args)
 	if err != nil {
+		return nil, err
+	}
+	if err := co.setScope(*scope, fs.Changed("scope")); err != nil {
 		return nil, err
 	}
 	o.captureOptions = co
@@ -161,6 +169,7 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 		f.htmlPath = "klockstat-scale.html"
 	}
 	key := newAddressKey()
+	o.key = key
 	var hasher *capture.AddressHasher
 	if !f.rawAddrs {
 		hasher = capture.NewAddressHasher(key)
@@ -180,24 +189,53 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 			o.outs = append(o.outs, output{flag: e.flag, path: levelPath(e.path, n), secret: f.rawAddrs, write: func(w io.Writer) error {
 				return e.write(w, levelCapture(o.sweep, n), hasher)
 			}})
+			o.levelOf = append(o.levelOf, n)
 		}
 	}
 	o.outs = append(o.outs, output{flag: "--output", path: f.htmlPath, secret: f.rawAddrs, write: func(w io.Writer) error {
 		return report.WriteScaleHTML(w, o.sweep, report.HTMLOptions{Top: f.top, RawAddresses: f.rawAddrs, AddressKey: key})
 	}})
+	o.levelOf = append(make([]int, 2), o.levelOf...)
+	o.levelOf = append(o.levelOf, 0)
 	var err error
 	f.dests, err = planOutputs(o.outs, ins)
 	return err
 }
 
-// write writes every output of o.sweep and the summary, and reports every failure.
+// write writes every output of o.sweep and the summary, and reports every failure. A level with no
+// run that counts (it failed, or never ran) has no export files.
 func (o *sweepOutputs) write(inv invocation) error {
 	f := o.flags
-	err := writeAll(o.outs, f.dests, inv.stdout)
+	outs := slices.Clone(o.outs)
+	for i, n := range o.levelOf {
+		if n != 0 && outs[i].path != "" && levelCapture(o.sweep, n) == nil {
+			fmt.Fprintf(inv.stderr, "klockstat: %s: no %s: no run of level %d counts\n", outs[i].flag, outs[i].path, n)
+			outs[i].path = ""
+		}
+	}
+	err := writeAll(outs, f.dests, inv.stdout)
 	html := f.dests[len(o.outs)-1] // plan puts --output last
-	return errors.Join(err, f.writeSummary(inv, f.dests, html, "scaling report", func(w io.Writer) error {
-		return report.WriteScaleSummary(w, o.sweep, f.top)
+	return errors.Join(err, f.writeSummaryLines(inv, f.dests, html, "scaling report", "", func(w io.Writer) error {
+		return report.WriteScaleSummary(w, o.sweep, report.ScaleSummaryOptions{Top: f.top, RowsOnly: f.quiet, RawAddresses: f.rawAddrs, AddressKey: o.key})
 	}))
+}
+
+// writeSoFar writes the sweep JSON and the scaling report of the levels done so far, where they go to
+// files (each replaced whole, so a sweep killed later leaves valid ones); the sweep is marked
+// interrupted until the last write.
+func (o *sweepOutputs) writeSoFar(inv invocation) error {
+	f := o.flags
+	var outs []output
+	var dests []destination
+	for i, out := range o.outs {
+		if d := f.dests[i]; (out.flag == "--json" || out.flag == "--output") && out.path != "" && !d.stdout && !d.inPlace {
+			outs, dests = append(outs, out), append(dests, d)
+		}
+	}
+	was := o.sweep.Interrupted
+	o.sweep.Interrupted = true
+	defer func() { o.sweep.Interrupted = was }()
+	return writeAll(outs, dests, inv.stdout)
 }
 
 // levelPath is the file of level n's export: "-levelN" before the extension(s) of path.
@@ -210,14 +248,14 @@ func levelPath(path string, n int) string {
 	return dir + stem + "-level" + strconv.Itoa(n) + ext
 }
 
-// levelCapture is the capture level n is shown by, or an empty one when no run of it counts.
+// levelCapture is the capture level n is shown by, or nil when no run of it counts.
 func levelCapture(s *capture.Sweep, n int) *capture.Capture {
 	for _, l := range s.Levels {
 		if r := l.Representative(); l.N == n && r != nil {
 			return r.Capture
 		}
 	}
-	return &capture.Capture{Version: capture.FormatVersion}
+	return nil
 }
 
 // writeLevelPprof writes one profile of every level's capture, each sample labelled with its level.
@@ -284,6 +322,9 @@ func (inv invocation) runScale(args []string) (int, error) {
 		o.sweep.Metric = o.metric.String()
 	}
 	o.sweep.Cost.StartNS = time.Since(started).Nanoseconds()
+	if err := becomeSubreaper(); err != nil {
+		return 0, err
+	}
 
 	var interrupted os.Signal
 	failed, total := 0, 0
@@ -301,6 +342,9 @@ sweep:
 			}
 			total++
 			o.sweep.Cost.BetweenNS += run.OverheadNS
+			if run.Stop != "" {
+				fmt.Fprintf(inv.stderr, "klockstat: level %d, run %d: %s\n", n, i+1, run.Stop)
+			}
 			if run.Failed != "" {
 				failed++
 				fmt.Fprintf(inv.stderr, "klockstat: level %d, run %d failed: %s\n", n, i+1, run.Failed)
@@ -314,6 +358,9 @@ sweep:
 			}
 		}
 		o.sweep.Levels = append(o.sweep.Levels, level)
+		if err := o.sweepOutputs.writeSoFar(inv); err != nil {
+			fmt.Fprintf(inv.stderr, "klockstat: warning: writing the sweep after level %d: %v\n", n, err)
+		}
 	}
 	rounds.Close()
 	coll.Close() // the probes go before the outputs are rendered
@@ -340,8 +387,9 @@ func substitute(argv []string, n int) []string {
 // tailLines are the lines of a failed run's output kept in the sweep.
 const tailLines = 10
 
-// sweepRun runs the command once at level n and cuts its round: the run, and the signal that
-// interrupted it, if one did. An error is the capture's: a failing command is a failed run.
+// sweepRun runs the command once at level n, in a process group of its own, and cuts its round:
+// the run, and the signal that interrupted it, if one did. An error is the capture's: a failing
+// command is a failed run.
 func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int, signals <-chan os.Signal) (capture.SweepRun, os.Signal, error) {
 	run := capture.SweepRun{Argv: substitute(o.command, n)}
 	began := time.Now()
@@ -349,50 +397,37 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 		return run, nil, err
 	}
 	run.OverheadNS = time.Since(began).Nanoseconds()
-	out := &outputTail{limit: 1 << 20}
-	// No stdin: the command runs many times. Its output goes to klockstat's and to the tail.
-	stdio := invocation{stdout: io.MultiWriter(o.commandOut, out), stderr: io.MultiWriter(inv.stderr, out)}
+	tail := &outputTail{limit: 64 << 10}
+	var metric *metricMatch
+	var streams []*lineStream
+	stdout, stderr := io.MultiWriter(o.commandOut, tail), io.MultiWriter(inv.stderr, tail)
+	if o.metric != nil {
+		metric = &metricMatch{re: o.metric}
+		streams = []*lineStream{metric.stream(), metric.stream()}
+		stdout, stderr = io.MultiWriter(stdout, streams[0]), io.MultiWriter(stderr, streams[1])
+	}
+	// No stdin: the command runs many times.
+	stdio := invocation{stdout: stdout, stderr: stderr}
 	start := time.Now()
 	var interrupted os.Signal
-	if w, err := startWorkload(run.Argv, stdio, "KLOCKSTAT_LEVEL="+strconv.Itoa(n)); err != nil {
+	if w, err := startGroupWorkload(run.Argv, stdio, "KLOCKSTAT_LEVEL="+strconv.Itoa(n)); err != nil {
 		run.Failed = err.Error()
 	} else {
-		var deadline <-chan time.Time
-		if o.durationSet {
-			timer := time.NewTimer(o.duration)
-			defer timer.Stop()
-			deadline = timer.C
-		}
 		var timedOut bool
-	wait:
-		for {
-			select {
-			case err := <-w.done:
-				run.Exit = commandStatus(err)
-				break wait
-			case <-deadline:
-				timedOut = true
-				w.signal(syscall.SIGTERM)
-				deadline = nil
-			case sig := <-signals:
-				interrupted = sig
-				if w.signal(sig) {
-					<-w.done
-					break wait
-				}
-			}
-		}
+		run.Exit, timedOut, interrupted, run.Stop = waitRun(w, o, signals)
 		run.WallNS = time.Since(start).Nanoseconds()
-		start = time.Now()
 		switch {
 		case interrupted != nil:
 			run.Failed = "interrupted by " + interrupted.String()
+		case timedOut && run.Exit != nil && !killedBy(*run.Exit):
+			run.Failed = fmt.Sprintf("ran longer than --duration %v, then exited by itself with status %d", o.duration, *run.Exit)
 		case timedOut:
 			run.Failed = fmt.Sprintf("ran longer than --duration %v, stopped", o.duration)
 		case *run.Exit != 0:
 			run.Failed = fmt.Sprintf("exit status %d", *run.Exit)
 		}
 	}
+	start = time.Now()
 	c, err := rounds.End()
 	if err != nil {
 		return run, interrupted, err
@@ -401,27 +436,73 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 	c.Meta.CommandLine, c.Meta.Workload = o.commandLine, run.Argv
 	run.Capture = c
 	run.OverheadNS += time.Since(start).Nanoseconds()
-	if o.metric != nil && run.Failed == "" {
-		run.Metric, run.Failed = metricOf(o.metric, out.bytes())
+	if metric != nil && run.Failed == "" {
+		// The streams are complete: cmd.Wait has copied all of them.
+		for _, st := range streams {
+			st.Close()
+		}
+		run.Metric, run.Matched, run.Failed = metric.value()
 	}
 	if run.Failed != "" {
-		run.Tail = out.lastLines(tailLines)
+		run.Tail = tail.lastLines(tailLines)
 	}
 	return run, interrupted, nil
 }
 
-// metricOf is the first group of re's last match in output as a number, or why there is none.
-func metricOf(re *regexp.Regexp, output []byte) (*float64, string) {
-	matches := re.FindAllSubmatch(output, -1)
-	if len(matches) == 0 {
-		return nil, fmt.Sprintf("no match of --metric %q in the output", re)
+// killedBy reports whether a shell-style exit status is that of a process SIGTERM or SIGKILL ended.
+func killedBy(status int) bool {
+	return status == 128+int(syscall.SIGTERM) || status == 128+int(syscall.SIGKILL)
+}
+
+// waitRun waits for a run's command, ending its process group at the window's end, at a signal, or
+// when the command exits leaving processes in it. It returns the command's exit status; whether
+// the window ended it; the signal that did; and how the group was ended.
+func waitRun(w *workload, o *scaleOptions, signals <-chan os.Signal) (exit *int, timedOut bool, interrupted os.Signal, stop string) {
+	var deadline <-chan time.Time
+	if o.durationSet {
+		timer := time.NewTimer(o.duration)
+		defer timer.Stop()
+		deadline = timer.C
 	}
-	text := strings.ReplaceAll(string(matches[len(matches)-1][1]), ",", "")
-	v, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
-	if err != nil || v < 0 || v != v || v > 1e300 {
-		return nil, fmt.Sprintf("--metric matched %q, not a number of 0 or more", text)
+	select {
+	case err := <-w.done:
+		g, sig := endGroup(w.cmd.Process.Pid, true, signals)
+		return commandStatus(err), false, sig, g.String()
+	case <-deadline:
+		timedOut = true
+	case interrupted = <-signals:
 	}
-	return &v, ""
+	// The window ended, or a signal came, with the command running: its group gets SIGTERM, and
+	// SIGKILL after the grace or at a second signal.
+	g := groupEnding{signals: []string{"SIGTERM"}}
+	w.signalGroup(syscall.SIGTERM)
+	grace := time.NewTimer(groupGrace)
+	defer grace.Stop()
+	var err error
+	select {
+	case err = <-w.done:
+	case <-grace.C:
+		g.signals = append(g.signals, "SIGKILL")
+		w.signalGroup(syscall.SIGKILL)
+		err = <-w.done
+	case sig := <-signals:
+		interrupted = cmp.Or(interrupted, sig)
+		g.signals = append(g.signals, "SIGKILL")
+		w.signalGroup(syscall.SIGKILL)
+		err = <-w.done
+	}
+	exit = commandStatus(err)
+	// What is left of the group after its leader: the grace, then SIGKILL.
+	if len(g.signals) == 1 {
+		if gone, sig := waitGroup(w.cmd.Process.Pid, groupGrace, signals); !gone {
+			interrupted = cmp.Or(interrupted, sig)
+			g.signals = append(g.signals, "SIGKILL")
+			w.signalGroup(syscall.SIGKILL)
+		}
+	}
+	gone, _ := waitGroup(w.cmd.Process.Pid, groupGrace, nil)
+	g.left = !gone
+	return exit, timedOut, interrupted, g.String()
 }
 
 // outputTail keeps the last limit bytes of a command's output, written by its stdout and stderr

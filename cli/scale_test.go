@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -94,21 +95,69 @@ func TestDefaultLevelsAreTwiceTheCPUs(t *testing.T) {
 	}
 }
 
-func TestMetricOfTakesTheLastMatch(t *testing.T) {
+// metricOf writes outs to a metricMatch of re, each through a stream of its own in pieces of chunk
+// bytes, and returns its value.
+func metricOf(re *regexp.Regexp, chunk int, outs ...string) (*float64, string, string) {
+	m := &metricMatch{re: re}
+	for _, out := range outs {
+		st := m.stream()
+		for len(out) > 0 {
+			n := min(chunk, len(out))
+			st.Write([]byte(out[:n]))
+			out = out[n:]
+		}
+		st.Close()
+	}
+	return m.value()
+}
+
+func TestMetricIsTheLastLineWithAMatch(t *testing.T) {
 	re := regexp.MustCompile(`ops/s: ([0-9.,]+)`)
-	out := []byte("warm-up ops/s: 10\nops/s: 1,234.5\nrate ops/s: 99.5\ndone\n")
-	v, failed := metricOf(re, out)
-	if failed != "" || v == nil || *v != 99.5 {
-		t.Errorf("metric %v (%q), want 99.5, the last match", v, failed)
+	for _, chunk := range []int{1, 3, 1 << 20} {
+		v, line, failed := metricOf(re, chunk, "warm-up ops/s: 10\nops/s: 1,234.5\nrate ops/s: 99.5\ndone\n")
+		if failed != "" || v == nil || *v != 99.5 || line != "rate ops/s: 99.5" {
+			t.Errorf("in pieces of %d: metric %v from %q (%q), want 99.5 from its line", chunk, v, line, failed)
+		}
 	}
-	if v, failed := metricOf(regexp.MustCompile(`ops/s: ([0-9.,]+)`), []byte("ops/s: 1,234.5\n")); v == nil || *v != 1234.5 {
-		t.Errorf("metric %v (%q), want 1234.5: thousands separators dropped", v, failed)
+	if v, _, failed := metricOf(re, 7, "ops/s: 1,234.5"); v == nil || *v != 1234.5 {
+		t.Errorf("metric %v (%q), want 1234.5: thousands separators dropped, a last line without newline matched", v, failed)
 	}
-	if v, failed := metricOf(re, []byte("nothing here")); v != nil || !strings.Contains(failed, "no match of --metric") {
+	if v, _, failed := metricOf(re, 5, "nothing here"); v != nil || !strings.Contains(failed, "no match of --metric") {
 		t.Errorf("metric %v, failure %q; want none and no match", v, failed)
 	}
-	if v, failed := metricOf(regexp.MustCompile(`rate (\S+)`), []byte("rate fast")); v != nil || !strings.Contains(failed, `"fast"`) {
+	if v, _, failed := metricOf(regexp.MustCompile(`rate (\S+)`), 5, "rate fast"); v != nil || !strings.Contains(failed, `"fast"`) {
 		t.Errorf("metric %v, failure %q; want none and the text matched", v, failed)
+	}
+	// No work is no throughput: a failed run, not a run without contention.
+	if v, line, failed := metricOf(re, 5, "ops/s: 0.00\n"); v != nil || line != "ops/s: 0.00" || !strings.Contains(failed, "matched 0") {
+		t.Errorf("metric %v from %q, failure %q; want none, the line, and a failure saying 0", v, line, failed)
+	}
+}
+
+// A match printed before megabytes of later output is found, and a number is never read from the
+// middle: the window is the whole line, not the last bytes of the output.
+func TestMetricBeforeALargeOutput(t *testing.T) {
+	re := regexp.MustCompile(`([0-9]+) ops/s`)
+	noise := strings.Repeat(strings.Repeat("x", 99)+"\n", 30000) // 3 MB after the figure
+	v, line, failed := metricOf(re, 4096, "result: 98765 ops/s\n"+noise)
+	if failed != "" || v == nil || *v != 98765 || line != "result: 98765 ops/s" {
+		t.Errorf("metric %v from %q (%q), want 98765 from its line before 3 MB of output", v, line, failed)
+	}
+	// A line longer than maxMetricLine is matched on its start; its end is dropped whole, so it
+	// cannot end in a number whose start is gone.
+	long := "12345 ops/s " + strings.Repeat("y", 2*maxMetricLine) + " 678 ops/s\n"
+	if v, _, _ := metricOf(re, 1000, long); v == nil || *v != 12345 {
+		t.Errorf("metric %v of an overlong line, want 12345 from its start", v)
+	}
+	// stdout and stderr are cut into lines apart: interleaved writes do not mix their lines.
+	m := &metricMatch{re: re}
+	out, errs := m.stream(), m.stream()
+	out.Write([]byte("total 4"))
+	errs.Write([]byte("warning: 1"))
+	out.Write([]byte("2 ops/s\n"))
+	errs.Write([]byte("7 retries\n"))
+	if v, line, failed := m.value(); v == nil || *v != 42 || line != "total 42 ops/s" {
+		t.Errorf("metric %v from %q (%q), want 42 from stdout's line", v, line, failed)
 	}
 }
 
@@ -252,7 +301,8 @@ func TestScaleInterruptWritesTheRunsDone(t *testing.T) {
 	testenv.RequireRoot(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "sweep.json")
-	cmd, _, stderr := klockstat(t, "scale", "--levels", "1,2,3", "--json", out, "-o", filepath.Join(dir, "s.html"), "--",
+	csv := filepath.Join(dir, "waits.csv")
+	cmd, _, stderr := klockstat(t, "scale", "--levels", "1,2,3", "--json", out, "-o", filepath.Join(dir, "s.html"), "--csv", csv, "--",
 		"sh", "-c", `[ {N} -lt 2 ] || exec sleep 60`)
 	var errBuf lockedBuffer
 	cmd.Stderr = &errBuf
@@ -290,6 +340,12 @@ func TestScaleInterruptWritesTheRunsDone(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "s.html")); err != nil {
 		t.Errorf("no scaling report after the interrupt: %v", err)
+	}
+	// The level done has its export; the one cut short and the one never begun have none.
+	for n, want := range map[int]bool{1: true, 2: false, 3: false} {
+		if _, err := os.Stat(levelPath(csv, n)); (err == nil) != want {
+			t.Errorf("--csv of level %d: exists %v, want %v", n, err == nil, want)
+		}
 	}
 }
 
@@ -421,5 +477,179 @@ func TestScaleSignalBeforeTheSweepBegan(t *testing.T) {
 		if exists(cmd.Dir, name) {
 			t.Errorf("%s exists: the sweep went on after a signal before it began", name)
 		}
+	}
+}
+
+// waitForLine waits up to a minute for s to appear in the output b.
+func waitForLine(t *testing.T, b *lockedBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in a minute:\n%s", s, b.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processesWith lists the processes whose command line has marker.
+func processesWith(t *testing.T, marker string) []string {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-af", marker).Output()
+	if err != nil && len(out) == 0 {
+		return nil // pgrep's status 1: none
+	}
+	var found []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		if !strings.Contains(line, "pgrep") {
+			found = append(found, line)
+		}
+	}
+	return found
+}
+
+// At the window's end the run's whole process group goes, a child that ignores SIGTERM by SIGKILL
+// after the grace, and the run says so; nothing outlives klockstat.
+func TestScaleEndsTheRunsProcessGroup(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sweep.json")
+	marker := "6" + strconv.Itoa(os.Getpid()%1000) + "{N}" // sleep's seconds: unique to the test
+	script := `trap "" TERM; sleep ` + marker + ` & sleep ` + marker + `; echo ops=1`
+	cmd, _, stderr := klockstat(t, "scale", "--levels", "1,2", "-d", "1s", "--json", out, "-o", "", "-q", "--", "sh", "-c", script)
+	began := time.Now()
+	if status := exitStatus(t, cmd.Run()); status != 1 {
+		t.Fatalf("exit status %d, want 1 (every run ran over)\nstderr: %s", status, stderr)
+	}
+	// Two runs: a second's window each, then the grace.
+	if took, most := time.Since(began), 2*(time.Second+groupGrace)+20*time.Second; took > most {
+		t.Errorf("the sweep took %v, more than %v", took, most)
+	}
+	for _, n := range []string{"1", "2"} {
+		if left := processesWith(t, "sleep "+strings.ReplaceAll(marker, "{N}", n)); len(left) > 0 {
+			t.Errorf("level %s's processes outlived the sweep: %q", n, left)
+		}
+	}
+	s := readSweepFile(t, out)
+	for _, l := range s.Levels {
+		r := l.Runs[0]
+		if !strings.Contains(r.Failed, "ran longer than --duration 1s") || !strings.Contains(r.Stop, "SIGTERM, then SIGKILL after the 5s grace") ||
+			strings.Contains(r.Stop, "exited by itself") {
+			t.Errorf("level %d: failed %q, stop %q; want over the window, SIGTERM then SIGKILL, not exited by itself", l.N, r.Failed, r.Stop)
+		}
+		if r.WallNS < int64(time.Second+groupGrace) {
+			t.Errorf("level %d ran %v: SIGKILL came before the grace", l.N, time.Duration(r.WallNS))
+		}
+	}
+	if !strings.Contains(stderr.String(), "then SIGKILL after the 5s grace") {
+		t.Errorf("stderr does not say how the runs ended:\n%s", stderr)
+	}
+}
+
+// A command that exits by itself leaving a process in its group: the run counts, and the process
+// left gets SIGTERM, which the run says.
+func TestScaleEndsWhatTheCommandLeft(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sweep.json")
+	marker := "7" + strconv.Itoa(os.Getpid()%1000) + "{N}"
+	cmd, _, stderr := klockstat(t, "scale", "--levels", "1", "--metric", `ops=([0-9]+)`, "--json", out, "-o", "", "-q", "--",
+		"sh", "-c", `sleep `+marker+` & echo ops=5`)
+	if status := exitStatus(t, cmd.Run()); status != 0 {
+		t.Fatalf("exit status %d\nstderr: %s", status, stderr)
+	}
+	if left := processesWith(t, "sleep "+strings.ReplaceAll(marker, "{N}", "1")); len(left) > 0 {
+		t.Errorf("the command's background sleep outlived the sweep: %q", left)
+	}
+	r := readSweepFile(t, out).Levels[0].Runs[0]
+	if !r.OK() || r.Stop != "the command had exited by itself; processes it left in its group got SIGTERM" || r.Matched != "ops=5" {
+		t.Errorf("run failed %q, stop %q, matched %q; want it counted, its leftover sent SIGTERM, the metric's line", r.Failed, r.Stop, r.Matched)
+	}
+}
+
+// SIGKILL in the second level leaves the sweep JSON and the scaling report of the first, which
+// klockstat report reads; no export of a level that never ran.
+func TestScaleKilledKeepsTheLevelsDone(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	out, html, csv := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "scale.html"), filepath.Join(dir, "waits.csv")
+	cmd, _, _ := klockstat(t, "scale", "--levels", "1,2,3", "--json", out, "-o", html, "--csv", csv, "--",
+		"sh", "-c", `[ {N} -lt 2 ] || exec sleep 60`)
+	var errBuf lockedBuffer
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForLine(t, &errBuf, "level 2, run 1 of 1")
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Kill()
+	if err := cmd.Wait(); exitStatus(t, err) != -1 && !strings.Contains(err.Error(), "killed") {
+		t.Errorf("klockstat ended with %v, want killed", err)
+	}
+	for _, path := range []string{out, html} {
+		s := readSweepFile(t, path)
+		if len(s.Levels) != 1 || s.Levels[0].N != 1 || !s.Levels[0].Runs[0].OK() || !s.Interrupted {
+			t.Errorf("%s: %d levels, interrupted %v; want level 1's counted run, marked interrupted", path, len(s.Levels), s.Interrupted)
+		}
+	}
+	report, rout, rerr := klockstat(t, "report", out, "-o", filepath.Join(dir, "again.html"))
+	if status := exitStatus(t, report.Run()); status != 0 || !strings.Contains(rout.String(), "interrupted") {
+		t.Errorf("klockstat report of the killed sweep: status %d\n%s%s", status, rout, rerr)
+	}
+	for _, n := range []int{1, 2, 3} {
+		if _, err := os.Stat(levelPath(csv, n)); err == nil {
+			t.Errorf("--csv of level %d exists: the exports are written at the end", n)
+		}
+	}
+}
+
+// --scope command: an outside process contending the same kind of lock during the sweep has no
+// wait in any level's capture; under the default system scope its waits are apart from the
+// command's, and the levels count the command's processes and threads.
+func TestScaleScopeExcludesAnOutsider(t *testing.T) {
+	testenv.RequireRoot(t)
+	contend := testenv.Build(t, "./examples/contend")
+	outsider := exec.Command(contend, "-lock", "mmap", "-threads", "2", "-duration", "60s")
+	if err := outsider.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { outsider.Process.Kill(); outsider.Wait() }()
+	pid := uint32(outsider.Process.Pid)
+	for _, scope := range []string{"command", "system"} {
+		t.Run(scope, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "sweep.json")
+			cmd, _, stderr := klockstat(t, "scale", "--scope", scope, "--levels", "1,2", "--json", out, "-o", "", "-q", "--",
+				contend, "-lock", "mmap", "-threads", "{N}", "-duration", "2s")
+			if status := exitStatus(t, cmd.Run()); status != 0 {
+				t.Fatalf("exit status %d\nstderr: %s", status, stderr)
+			}
+			s := readSweepFile(t, out)
+			var others uint64
+			for _, l := range s.Levels {
+				c := l.Runs[0].Capture
+				if c.Meta.Scope != scope || c.Meta.InCommand(pid) || c.Meta.CommandProcesses != 1 || c.Meta.CommandThreads < uint64(l.N)+1 {
+					t.Errorf("level %d: scope %q, outsider in the tree %v, %d processes, %d threads; want %s, no, 1, at least %d",
+						l.N, c.Meta.Scope, c.Meta.InCommand(pid), c.Meta.CommandProcesses, c.Meta.CommandThreads, scope, l.N+1)
+				}
+				for _, r := range c.Records {
+					switch {
+					case scope == "command" && !c.Meta.InCommand(r.PID):
+						t.Errorf("level %d: a wait of pid %d (%s) outside the command under --scope command", l.N, r.PID, r.Comm)
+					case !c.Meta.InCommand(r.PID):
+						others += r.TotalNS
+					}
+				}
+			}
+			var counted uint64
+			for _, st := range s.Analyze().Levels {
+				counted += st.OthersWaitNS
+				if !st.Own || st.ThreadNS <= 0 || st.Others != (scope == "system") {
+					t.Errorf("level %d: own %v, thread time %v, others captured %v under --scope %s", st.N, st.Own, st.ThreadNS, st.Others, scope)
+				}
+			}
+			if counted != others {
+				t.Errorf("others' wait %d ns in the analysis, %d in the records outside the tree", counted, others)
+			}
+		})
 	}
 }

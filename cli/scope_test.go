@@ -45,8 +45,19 @@ func TestScopeFlagErrors(t *testing.T) {
 			t.Errorf("%q: error %v, want one usage line containing %q", tc.args, err, tc.want)
 		}
 	}
-	// scale captures the system: it has no --scope.
-	if _, err := (invocation{stdin: strings.NewReader(""), stderr: &bytes.Buffer{}}).parseScaleFlags([]string{"--scope", "command", "--", "true", "{N}"}); err == nil || !strings.Contains(err.Error(), "unknown flag: --scope") {
-		t.Errorf("scale --scope: error %v, want an unknown flag", err)
+}
+
+// scale takes --scope as a capture does, system by default.
+func TestScaleScopeFlag(t *testing.T) {
+	for args, want := range map[string]string{"": capture.ScopeSystem, "--scope=command": capture.ScopeCommand, "--scope=system": capture.ScopeSystem} {
+		argv := append(strings.Fields(args), "-o", "", "--", "true", "{N}")
+		o, err := (invocation{stdin: strings.NewReader(""), stderr: &bytes.Buffer{}}).parseScaleFlags(argv)
+		if err != nil || o.cfg.Scope != want {
+			t.Errorf("scale %q: scope %v (%v), want %q", argv, o, err, want)
+			continue
+		}
+	}
+	if _, err := (invocation{stdin: strings.NewReader(""), stderr: &bytes.Buffer{}}).parseScaleFlags([]string{"--scope", "tree", "--", "true", "{N}"}); err == nil || !strings.Contains(err.Error(), `--scope "tree"`) {
+		t.Errorf("scale --scope tree: error %v, want it refused", err)
 	}
 }

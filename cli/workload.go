@@ -38,12 +38,17 @@ type workload struct {
 // leaves no orphan running. It has ended when it exits, not when a process it left behind closes
 // its output: that is let go a second later.
 func startWorkload(argv []string, inv invocation, env ...string) (*workload, error) {
+	return startWorkloadWith(argv, inv, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, env...)
+}
+
+// startWorkloadWith is startWorkload with the process attributes attr.
+func startWorkloadWith(argv []string, inv invocation, attr *syscall.SysProcAttr, env ...string) (*workload, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inv.stdin, inv.stdout, inv.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)

@@ -181,6 +181,10 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 	if in.cfg.Scope != "" {
 		m.Scope = in.cfg.Scope
 		m.CommandPIDs = slices.Sorted(slices.Values(snap.commandPIDs))
+		m.CommandProcesses, m.CommandThreads, m.CommandThreadNS = snap.tree.processes, snap.tree.threads, snap.tree.threadNS
+		if n := counters[lockstatCounterCNT_LOST_TREE_THREAD]; n > 0 {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%d threads of the workload were not timed (tree thread map full, %d entries): its thread time is short by theirs", n, snap.mapSizes["tree_threads"]))
+		}
 		if n := counters[lockstatCounterCNT_LOST_TREE_FULL]; n > 0 {
 			m.Warnings = append(m.Warnings, treeFull(in.cfg.Scope, n, snap.mapSizes["command_tree"]))
 		}

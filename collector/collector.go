@@ -376,6 +376,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	s.PidFilter.MaxEntries = uint32(max(len(cfg.PIDs), 1))
 	if cfg.Scope != "" {
 		s.CommandTree.MaxEntries = commandTreeEntries
+		s.TreeThreads.MaxEntries = commandTreeEntries
 	}
 	s.CgroupFilter.MaxEntries = uint32(max(len(cfg.Cgroups), 1))
 	for _, pid := range cfg.PIDs {

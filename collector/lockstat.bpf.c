@@ -26,7 +26,7 @@
  *  filter.bpf.h       --pid, --comm, --cgroup, --scope command: self_tgid,
  *                     filter_pids, filter_comm, comm_filter, filter_command,
  *                     cgroup_filters, pid_filter, cgroup_filter, wanted()
- *  tree.bpf.h         the workload's process tree: tree_on, command_tree,
+ *  tree.bpf.h         the workload's process tree: tree_on, command_tree, tree_threads,
  *                     in_tree(), tree_fork(), tree_free(), child_tgid()
  *  threads.bpf.h      thread_buckets, thread_waits, thread_slot()
  *  nesting.bpf.h      nested runs and rescue copies: busy, claim(), enter()
@@ -390,7 +390,7 @@ int raw_tree_fork(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *parent = (void *)ctx->args[0];
 	struct task_struct *child = (void *)ctx->args[1];
 
-	tree_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid), self_tgid);
+	tree_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid), BPF_CORE_READ(child, pid), self_tgid);
 	return 0;
 }
 
@@ -398,7 +398,7 @@ int raw_tree_fork(struct bpf_raw_tracepoint_args *ctx)
 SEC("tracepoint/sched/sched_process_fork")
 int tp_tree_fork(struct trace_event_raw_sched_process_fork *ctx)
 {
-	tree_fork(bpf_get_current_pid_tgid() >> 32, child_tgid(ctx->child_pid), self_tgid);
+	tree_fork(bpf_get_current_pid_tgid() >> 32, child_tgid(ctx->child_pid), ctx->child_pid, self_tgid);
 	return 0;
 }
 

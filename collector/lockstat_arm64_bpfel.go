@@ -61,7 +61,13 @@ const (
 	lockstatCounterCNT_LOST_CHAIN_FULL    lockstatCounter = 24
 	lockstatCounterCNT_LOST_TREE_FULL     lockstatCounter = 25
 	lockstatCounterCNT_LOST_SLAB_NAME     lockstatCounter = 26
-	lockstatCounterCNT_MAX                lockstatCounter = 27
+	lockstatCounterCNT_TREE_PROCESSES     lockstatCounter = 27
+	lockstatCounterCNT_TREE_THREADS       lockstatCounter = 28
+	lockstatCounterCNT_TREE_ENDED         lockstatCounter = 29
+	lockstatCounterCNT_TREE_START_NS      lockstatCounter = 30
+	lockstatCounterCNT_TREE_END_NS        lockstatCounter = 31
+	lockstatCounterCNT_LOST_TREE_THREAD   lockstatCounter = 32
+	lockstatCounterCNT_MAX                lockstatCounter = 33
 )
 
 type lockstatCpuBusy struct {
@@ -326,6 +332,7 @@ const (
 	lockstatMapThreadBuckets             = "thread_buckets"
 	lockstatMapThreadWaits               = "thread_waits"
 	lockstatMapTimeline                  = "timeline"
+	lockstatMapTreeThreads               = "tree_threads"
 	lockstatMapUnlearnable               = "unlearnable"
 	lockstatProgBtfContentionBegin       = "btf_contention_begin"
 	lockstatProgBtfContentionBeginRescue = "btf_contention_begin_rescue"
@@ -490,6 +497,7 @@ type lockstatMapSpecs struct {
 	ThreadBuckets *ebpf.MapSpec `ebpf:"thread_buckets"`
 	ThreadWaits   *ebpf.MapSpec `ebpf:"thread_waits"`
 	Timeline      *ebpf.MapSpec `ebpf:"timeline"`
+	TreeThreads   *ebpf.MapSpec `ebpf:"tree_threads"`
 	Unlearnable   *ebpf.MapSpec `ebpf:"unlearnable"`
 }
 
@@ -582,6 +590,7 @@ type lockstatMaps struct {
 	ThreadBuckets *ebpf.Map `ebpf:"thread_buckets"`
 	ThreadWaits   *ebpf.Map `ebpf:"thread_waits"`
 	Timeline      *ebpf.Map `ebpf:"timeline"`
+	TreeThreads   *ebpf.Map `ebpf:"tree_threads"`
 	Unlearnable   *ebpf.Map `ebpf:"unlearnable"`
 }
 
@@ -614,6 +623,7 @@ func (m *lockstatMaps) Close() error {
 		m.ThreadBuckets,
 		m.ThreadWaits,
 		m.Timeline,
+		m.TreeThreads,
 		m.Unlearnable,
 	)
 }

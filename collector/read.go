@@ -93,6 +93,7 @@ type cumulative struct {
 	holdHistogram [][]uint64                     // nil for tracepoint backends
 	programs      []capture.ProgramStats         // one per attached program, in attach order
 	stats         statsCoverage                  // of the programs' run statistics; zero when Start could not turn them on
+	monoNS        uint64                         // CLOCK_MONOTONIC when the counters were read
 }
 
 // read reads the maps, and what else the capture needs of the system at its end, into the
@@ -111,6 +112,11 @@ func (c *Collector) read(snap *snapshot, base *cumulative) (statsCoverage, error
 	if err != nil {
 		return statsCoverage{}, err
 	}
+	var start cumulative // Stop's: nothing of the tree before the collector
+	if round {
+		start = *base
+	}
+	snap.tree = treeThreads(start, now)
 	if round {
 		now = now.since(*base)
 	}
@@ -185,6 +191,9 @@ func (c *Collector) readCumulative() (cumulative, error) {
 		return now, err
 	}
 	if now.counters, err = c.readCounters(); err != nil {
+		return now, err
+	}
+	if now.monoNS, err = monotonicNow(); err != nil {
 		return now, err
 	}
 	maps := &c.obj.maps
@@ -336,6 +345,26 @@ func readEntries[K, V any](m *ebpf.Map) ([]entry[K, V], error) {
 		return nil, fmt.Errorf("reading the map %s: %w", m, err)
 	}
 	return entries, nil
+}
+
+// treeThreads is what the workload's tree ran between two readings of the counters (tree.bpf.h):
+// the threads that ran, those alive at from and those started since, and their time, the integral
+// of the live threads over the stretch, in the arithmetic modulo 2^64 the sums are kept in.
+func treeThreads(from, to cumulative) treeStats {
+	c := func(r cumulative, i lockstatCounter) uint64 { return r.counters[i] }
+	liveFrom := c(from, lockstatCounterCNT_TREE_THREADS) - c(from, lockstatCounterCNT_TREE_ENDED)
+	liveTo := c(to, lockstatCounterCNT_TREE_THREADS) - c(to, lockstatCounterCNT_TREE_ENDED)
+	ns := liveTo*to.monoNS - liveFrom*from.monoNS -
+		(c(to, lockstatCounterCNT_TREE_START_NS) - c(from, lockstatCounterCNT_TREE_START_NS)) +
+		(c(to, lockstatCounterCNT_TREE_END_NS) - c(from, lockstatCounterCNT_TREE_END_NS))
+	if int64(ns) < 0 {
+		ns = 0 // a thread freed between the counters' CPUs were read
+	}
+	return treeStats{
+		processes: c(to, lockstatCounterCNT_TREE_PROCESSES) - c(from, lockstatCounterCNT_TREE_PROCESSES),
+		threads:   c(to, lockstatCounterCNT_TREE_THREADS) - c(from, lockstatCounterCNT_TREE_THREADS) + liveFrom,
+		threadNS:  ns,
+	}
 }
 
 // readCommandTree reads the tgids of the workload's process tree, exited processes included.

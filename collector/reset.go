@@ -62,6 +62,9 @@ func (r *Rounds) Begin() error {
 	if err := r.c.readAggregates(&snapshot{}, true); err != nil {
 		return err
 	}
+	if err := r.c.forgetExitedTree(); err != nil {
+		return err
+	}
 	r.base = base
 	r.start = time.Now()
 	return nil
@@ -83,6 +86,31 @@ func (r *Rounds) End() (*capture.Capture, error) {
 	in := r.c.assembly(r.start, stats)
 	in.locks = r.names
 	return assemble(snap, in)
+}
+
+// treeExited is TREE_EXITED in tree.bpf.h: a process of the workload's tree that has exited.
+const treeExited = 2
+
+// forgetExitedTree deletes the exited processes from the workload's tree, so that a round's
+// command_pids are the processes of its own command and those still alive from before.
+func (c *Collector) forgetExitedTree() error {
+	if c.cfg.Scope == "" {
+		return nil
+	}
+	m := c.obj.maps.CommandTree
+	entries, err := readEntries[uint32, uint8](m)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.value != treeExited {
+			continue
+		}
+		if err := m.Delete(e.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("clearing the map %s: %w", m, err)
+		}
+	}
+	return nil
 }
 
 // drain reads and deletes every entry of a hash map. The keys are listed
@@ -188,6 +216,7 @@ func (c *Collector) mapSizes() map[string]uint32 {
 	}
 	if c.cfg.Scope != "" {
 		sizes["command_tree"] = maps.CommandTree.MaxEntries()
+		sizes["tree_threads"] = maps.TreeThreads.MaxEntries()
 	}
 	return sizes
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/internal/testenv"
@@ -46,10 +47,12 @@ func TestScopeFollowsTheCommandsTree(t *testing.T) {
 			// The shell is the command; both contends are its children, one in the background.
 			run := `"$0" -lock mmap -threads 2 -duration 3s -json & "$0" -lock mmap -threads 2 -duration 3s -json; wait`
 			command := exec.Command("/bin/sh", "-c", run, contend)
+			began := time.Now()
 			out, err := command.Output()
 			if err != nil {
 				t.Fatalf("%v: %v", command.Args, err)
 			}
+			ran := time.Since(began)
 			outsider.stop(t)
 			cp, err := c.Stop()
 			if err != nil {
@@ -67,6 +70,15 @@ func TestScopeFollowsTheCommandsTree(t *testing.T) {
 			slices.Sort(tree)
 			if !slices.Equal(cp.Meta.CommandPIDs, tree) {
 				t.Errorf("command_pids %v, want the shell and its two contends %v (the outsider is %d)", cp.Meta.CommandPIDs, tree, outsider.pid)
+			}
+			// The shell and its two contends, each contend with its two workers and the Go
+			// runtime's threads; every thread alive at most from the shell's start to the end.
+			m := cp.Meta
+			if m.CommandProcesses != 3 || m.CommandThreads < 3+2*2 {
+				t.Errorf("the tree ran %d processes and %d threads, want 3 and at least 7", m.CommandProcesses, m.CommandThreads)
+			}
+			if lo, hi := 2*2*3*time.Second, time.Duration(m.CommandThreads)*(ran+time.Since(began)); time.Duration(m.CommandThreadNS) < lo || time.Duration(m.CommandThreadNS) > hi {
+				t.Errorf("thread time %v, want from the contends' workers' %v to %d threads × the run %v", time.Duration(m.CommandThreadNS), lo, m.CommandThreads, hi)
 			}
 			captured := map[uint32]bool{}
 			for _, r := range cp.Records {
@@ -133,5 +145,38 @@ func TestAssembleScope(t *testing.T) {
 	f := newAssembleFixture(t, assembleKallsyms)
 	if m := f.assemble(t).Meta; m.Scope != "" || m.CommandPIDs != nil {
 		t.Errorf("a capture without a workload has scope %q, command pids %v", m.Scope, m.CommandPIDs)
+	}
+}
+
+// TestTreeThreads integrates the tree's live threads between two readings of the counters: one
+// thread alive throughout, one started and freed inside, one started inside and alive at the end,
+// with the sums wrapped past 2^64 as the kernel's are.
+func TestTreeThreads(t *testing.T) {
+	const wrap = ^uint64(0) - 50 // the sums started near the top of the range
+	reading := func(at, started, ended, startSum, endSum, processes uint64) cumulative {
+		var r cumulative
+		r.monoNS = at
+		r.counters[lockstatCounterCNT_TREE_THREADS] = started
+		r.counters[lockstatCounterCNT_TREE_ENDED] = ended
+		r.counters[lockstatCounterCNT_TREE_START_NS] = wrap + startSum
+		r.counters[lockstatCounterCNT_TREE_END_NS] = wrap + endSum
+		r.counters[lockstatCounterCNT_TREE_PROCESSES] = processes
+		return r
+	}
+	// Thread A started at 100 before the first reading (at 1000); B lived from 1200 to 1500, C
+	// from 1800 on; the second reading is at 2000.
+	from := reading(1000, 1, 0, 100, 0, 1)
+	to := reading(2000, 3, 1, 100+1200+1800, 1500, 2)
+	got := treeThreads(from, to)
+	want := treeStats{processes: 1, threads: 3, threadNS: (2000 - 1000) + (1500 - 1200) + (2000 - 1800)}
+	if got != want {
+		t.Errorf("treeThreads = %+v, want %+v", got, want)
+	}
+	// Stop's reading is from the counters' zero: one thread started at 500.
+	var end cumulative
+	end.monoNS = 2000
+	end.counters[lockstatCounterCNT_TREE_THREADS], end.counters[lockstatCounterCNT_TREE_START_NS] = 1, 500
+	if got, want := treeThreads(cumulative{}, end), (treeStats{threads: 1, threadNS: 1500}); got != want {
+		t.Errorf("treeThreads from the start = %+v, want %+v", got, want)
 	}
 }

@@ -38,6 +38,7 @@ type snapshot struct {
 	// commandPIDs are the tgids of the workload's process tree, in the map's order; none
 	// without a workload.
 	commandPIDs []uint32
+	tree        treeStats // the threads of the tree
 	// slabNames are the slab caches of the locks inside slab objects, by lock address, as the
 	// programs named them at the locks' first records (slabname.bpf.h).
 	slabNames map[uint64]string
@@ -83,4 +84,10 @@ func openWaits(threads []lockstatWaitSlot, spins []lockstatCpuWaits, stopNS uint
 		}
 	}
 	return open
+}
+
+// treeStats are the processes and threads the workload's tree ran over a capture or round.
+type treeStats struct {
+	processes, threads uint64 // processes added, threads that ran
+	threadNS           uint64 // their time alive, summed
 }

@@ -68,21 +68,42 @@ var loadScaleAssets = sync.OnceValues(func() (*scaleAssets, error) {
 // scalePage is what scale.html renders, around page.html's shared parts.
 type scalePage struct {
 	page
-	Command  string
-	Metric   string
-	Cost     string
-	Levels   []scaleLevelRow
-	Culprits []culpritTable
-	Charts   template.JS // the charts' ECharts options, JSON
+	Command string
+	Metric  string
+	Cost    string
+	Levels  []scaleLevelRow
+	Own     bool // the waiting shares are over the command's own threads
+	// NoCulprits says why the culprit tables are empty.
+	NoCulprits string
+	Culprits   []culpritTable
+	Charts     template.JS // the charts' ECharts options, JSON
 }
 
-// scaleLevelRow is one row of the levels table, formatted.
+// scaleLevelRow is one row of the levels table, formatted for the page and the terminal; a figure
+// of several runs carries their range.
 type scaleLevelRow struct {
 	N                                                 int
 	Runs, Throughput, Speedup, Efficiency, Wait, Wall string
-	Oversubscribed                                    bool
-	Failures                                          []scaleFailure
-	Shown                                             bool // has a report
+	Counted, Total                                    int // runs that count, of all
+	// Threads and Processes the command ran per run; Others, the wait of the processes outside
+	// its tree per run; "-" where not counted or not captured.
+	Threads, Processes, Others string
+	Oversubscribed             bool
+	// Suspect explains why the level is a suspect baseline (capture.LevelStats.BelowNext); "" if
+	// it is not.
+	Suspect string
+	// Matched are the output lines the runs' metrics were read from, one per run that counts.
+	Matched  []string
+	Failures []scaleFailure
+	Shown    bool // has a report
+}
+
+// spreadOf is the range of a figure over a level's runs, " (lo..hi)", when it had more than one.
+func spreadOf(repeated bool, lo, hi string) string {
+	if !repeated {
+		return ""
+	}
+	return " (" + lo + ".." + hi + ")"
 }
 
 // scaleFailure is a failed run of a level.
@@ -105,6 +126,7 @@ type culpritRow struct {
 	Color       string
 	WaitPerWork []string
 	Growth      string
+	InNoise     bool // the growth is inside the runs' spread
 	Exponent    string
 	TopFrom     string
 	Spark       template.HTML
@@ -128,23 +150,9 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	if o.AddressKey == nil {
 		o.AddressKey = newKey()
 	}
-	// A copy, read back from its own JSON: the hashing below changes the captures.
-	var buf bytes.Buffer
-	if err := s.Write(&buf); err != nil {
-		return err
-	}
-	s, err = capture.ParseSweep(buf.Bytes())
+	s, hashed, err := displayedSweep(s, o.RawAddresses, o.AddressKey)
 	if err != nil {
-		return fmt.Errorf("copying the sweep: %w", err)
-	}
-	// The ids are of one kind across the page: a capture hashed before (a sweep JSON written
-	// hashed in part) cannot be shown raw, so the others are hashed too.
-	captures := runCaptures(s)
-	hashed := !o.RawAddresses || slices.ContainsFunc(captures, func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
-	if hashed {
-		for _, c := range captures {
-			c.HashAddresses(o.AddressKey)
-		}
+		return err
 	}
 	an := s.Analyze()
 	p := &scalePage{
@@ -156,14 +164,15 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	p.WarningsTitle = "Warnings"
 	p.FooterNote = "the sweep is embedded: klockstat report reads this file back"
 	p.Warnings = sweepWarnings(s)
-	p.Levels = levelRows(s, an)
+	p.Levels = levelRows(s, an, "×")
+	p.Own, p.NoCulprits = ownFigures(an), noCulprits(an)
 	levels := make([]int, len(s.Levels))
 	for i, l := range s.Levels {
 		levels[i] = l.N
 	}
 	p.Culprits = []culpritTable{
-		culpritRows("culprit-locks", "Locks", "lock", an.Locks, levels, o.Top, hashed),
-		culpritRows("culprit-callers", "Callers", "caller", an.Callers, levels, o.Top, hashed),
+		culpritRows("culprit-locks", "Locks", "lock", an.Locks, an.Levels, levels, o.Top, hashed),
+		culpritRows("culprit-callers", "Callers", "caller", an.Callers, an.Levels, levels, o.Top, hashed),
 	}
 	charts, err := scaleCharts(s, an, hashed)
 	if err != nil {
@@ -187,6 +196,47 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 		return fmt.Errorf("writing the scaling report: %w", err)
 	}
 	return nil
+}
+
+// displayedSweep is a copy of s as it is shown, read back from its own JSON: its addresses ids under
+// key unless raw. The ids are of one kind across a sweep: a capture hashed before (a sweep JSON
+// written hashed in part) cannot be shown raw, so the others are hashed too; hashed says whether
+// they are.
+func displayedSweep(s *capture.Sweep, raw bool, key []byte) (*capture.Sweep, bool, error) {
+	var buf bytes.Buffer
+	if err := s.Write(&buf); err != nil {
+		return nil, false, err
+	}
+	s, err := capture.ParseSweep(buf.Bytes())
+	if err != nil {
+		return nil, false, fmt.Errorf("copying the sweep: %w", err)
+	}
+	captures := runCaptures(s)
+	hashed := !raw || slices.ContainsFunc(captures, func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
+	if hashed {
+		if key == nil {
+			key = newKey()
+		}
+		for _, c := range captures {
+			c.HashAddresses(key)
+		}
+	}
+	return s, hashed, nil
+}
+
+// ownFigures reports whether every level with runs has the command's own figures, its tree's waits
+// over its threads' time.
+func ownFigures(an capture.ScaleAnalysis) bool {
+	counted := false
+	for _, st := range an.Levels {
+		if st.Runs > 0 {
+			if !st.Own {
+				return false
+			}
+			counted = true
+		}
+	}
+	return counted
 }
 
 // runCaptures are the captures of the sweep's runs, level by level.
@@ -238,22 +288,48 @@ func sweepCost(s *capture.Sweep) string {
 		FormatDuration(float64(s.Cost.StartNS)), FormatDuration(float64(s.Cost.BetweenNS)/float64(runs)))
 }
 
-func levelRows(s *capture.Sweep, an capture.ScaleAnalysis) []scaleLevelRow {
+// levelRows formats the levels for the page and the terminal alike; times is the sign of a speedup,
+// "×" on the page, "x" on a terminal.
+func levelRows(s *capture.Sweep, an capture.ScaleAnalysis, times string) []scaleLevelRow {
 	rows := make([]scaleLevelRow, len(s.Levels))
+	base := slices.IndexFunc(an.Levels, func(st capture.LevelStats) bool { return st.Runs > 0 })
 	for i, l := range s.Levels {
 		st := an.Levels[i]
-		row := scaleLevelRow{N: l.N, Oversubscribed: st.Oversubscribed, Runs: fmt.Sprintf("%d of %d", st.Runs, len(l.Runs)), Shown: st.Runs > 0}
+		row := scaleLevelRow{N: l.N, Oversubscribed: st.Oversubscribed, Runs: fmt.Sprintf("%d of %d", st.Runs, len(l.Runs)), Shown: st.Runs > 0,
+			Throughput: "-", Speedup: "-", Efficiency: "-", Wait: "-", Wall: "-", Threads: "-", Processes: "-", Others: "-", Counted: st.Runs, Total: len(l.Runs)}
 		if st.Runs > 0 {
-			row.Throughput = FormatNumber(st.Throughput)
-			row.Speedup = strconv.FormatFloat(st.Speedup, 'f', 2, 64) + "×"
-			row.Efficiency = percent(st.Efficiency)
-			row.Wait = percent(st.WaitShare)
+			b := an.Levels[base]
+			ideal := float64(st.N) / float64(b.N)
+			repeated := st.Runs > 1
+			row.Throughput = FormatNumber(st.Throughput) + spreadOf(repeated, FormatNumber(st.ThroughputLo), FormatNumber(st.ThroughputHi))
+			speedup := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + times }
+			row.Speedup = speedup(st.Speedup) + spreadOf(repeated, speedup(st.ThroughputLo/b.Throughput), speedup(st.ThroughputHi/b.Throughput))
+			row.Efficiency = percent(st.Efficiency) + spreadOf(repeated, percent(st.ThroughputLo/b.Throughput/ideal), percent(st.ThroughputHi/b.Throughput/ideal))
+			row.Wait = percent(st.WaitShare) + spreadOf(repeated, percent(st.WaitShareLo), percent(st.WaitShareHi))
 			row.Wall = FormatDuration(float64(st.WallNS))
+			if st.Threads > 0 {
+				row.Threads, row.Processes = strconv.FormatFloat(st.Threads, 'f', -1, 64), strconv.FormatFloat(st.Processes, 'f', -1, 64)
+			}
+			if st.Others {
+				row.Others = FormatDuration(float64(st.OthersWaitNS) / float64(st.Runs))
+			}
+		}
+		if st.BelowNext > 0 {
+			row.Suspect = fmt.Sprintf("Level %d made %s per instance, %.1f%s less than level %d: the speedups measured from it are superlinear. "+
+				"Likely an I/O-bound baseline (its instance waited on the disk, e.g. in fsync, which more instances overlap) or a noisy one "+
+				"(other load during its run); rerun with --repeat 3, or read the scaling from level %d on.",
+				l.N, FormatNumber(st.Throughput/float64(st.N)), st.BelowNext, times, st.NextN, st.NextN)
 		}
 		for j, r := range l.Runs {
+			if r.OK() && r.Matched != "" {
+				row.Matched = append(row.Matched, fmt.Sprintf("run %d: %s", j+1, r.Matched))
+			}
 			if !r.OK() {
 				reason := r.Failed
-				if reason == "" {
+				switch {
+				case reason == "" && r.Metric != nil && *r.Metric == 0:
+					reason = "the metric is 0: no work to scale"
+				case reason == "":
 					reason = "no capture"
 				}
 				row.Failures = append(row.Failures, scaleFailure{Run: j + 1, Reason: reason, Tail: strings.Join(r.Tail, "\n")})
@@ -264,15 +340,19 @@ func levelRows(s *capture.Sweep, an capture.ScaleAnalysis) []scaleLevelRow {
 	return rows
 }
 
-func culpritRows(id, title, what string, cs []capture.Culprit, levels []int, top int, hashed bool) culpritTable {
+func culpritRows(id, title, what string, cs []capture.Culprit, stats []capture.LevelStats, levels []int, top int, hashed bool) culpritTable {
 	t := culpritTable{ID: id, Title: title, What: what, Levels: levels}
 	for i, c := range cs[:min(top, len(cs))] {
-		row := culpritRow{Rank: i + 1, Type: c.Type, Name: culpritName(c, hashed), Color: typeColor(c.Type), Growth: "+" + FormatDuration(c.Growth), Exponent: "–", TopFrom: "–"}
+		row := culpritRow{Rank: i + 1, Type: c.Type, Name: culpritName(c, hashed), Color: typeColor(c.Type), Growth: "+" + FormatDuration(c.Growth), Exponent: "-", TopFrom: "-"}
 		if c.Growth < 0 {
-			row.Growth = "−" + FormatDuration(-c.Growth)
+			row.Growth = "-" + FormatDuration(-c.Growth)
 		}
-		for _, v := range c.WaitPerWork {
-			row.WaitPerWork = append(row.WaitPerWork, formatPerWork(v))
+		if c.InNoise {
+			row.Growth += " (in the noise)"
+			row.InNoise = true
+		}
+		for j, v := range c.WaitPerWork {
+			row.WaitPerWork = append(row.WaitPerWork, formatPerWork(v)+spreadOf(stats[j].Runs > 1, formatPerWork(c.WaitPerWorkLo[j]), formatPerWork(c.WaitPerWorkHi[j])))
 		}
 		if !math.IsNaN(c.Exponent) {
 			row.Exponent = strconv.FormatFloat(c.Exponent, 'f', 2, 64)

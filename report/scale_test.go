@@ -144,13 +144,19 @@ func TestScaleHTMLReadsBack(t *testing.T) {
 	}
 }
 
-func TestScaleSummary(t *testing.T) {
-	s := scaleSweep(t)
+// scaleSummary is the terminal summary of s.
+func scaleSummary(t *testing.T, s *capture.Sweep, o ScaleSummaryOptions) string {
+	t.Helper()
 	var b bytes.Buffer
-	if err := WriteScaleSummary(&b, s, 5); err != nil {
+	if err := WriteScaleSummary(&b, s, o); err != nil {
 		t.Fatal(err)
 	}
-	out := b.String()
+	return b.String()
+}
+
+func TestScaleSummary(t *testing.T) {
+	s := scaleSweep(t)
+	out := scaleSummary(t, s, ScaleSummaryOptions{Top: 5, RawAddresses: true})
 	a := s.Analyze()
 	lines := strings.Split(out, "\n")
 	for _, st := range a.Levels {
@@ -265,5 +271,92 @@ func TestScaleHTMLHashesAllCapturesOrNone(t *testing.T) {
 				t.Errorf("the page shows the raw address of the unnamed lock: %v, want %v", raw, !tc.wantHashed)
 			}
 		})
+	}
+}
+
+// The terminal names an unnamed lock by its id, the one the scaling report of the same key shows,
+// and never by its address unless asked to.
+func TestScaleSummaryHashesAddresses(t *testing.T) {
+	s := scaleSweep(t)
+	key := []byte("one key for the summary and the page")
+	out := scaleSummary(t, s, ScaleSummaryOptions{Top: 5, AddressKey: key})
+	id := capture.NewAddressHasher(key).ID(scaleRawLock).HashedString()
+	if strings.Contains(out, scaleRawLock.String()) || !strings.Contains(out, id) {
+		t.Errorf("summary shows the address %s or lacks its id %s:\n%s", scaleRawLock, id, out)
+	}
+	if page := string(writeScale(t, s, HTMLOptions{AddressKey: key})); !strings.Contains(page, id) {
+		t.Errorf("the scaling report of the same key lacks the id %s", id)
+	}
+}
+
+// -q: the two tables' rows alone, no headers, notes or cost.
+func TestScaleSummaryRowsOnly(t *testing.T) {
+	s := scaleSweep(t)
+	out := scaleSummary(t, s, ScaleSummaryOptions{Top: 5, RowsOnly: true})
+	for _, prose := range []string{"level", "Scaling culprits", "Sweep cost", "failed:"} {
+		if strings.Contains(out, prose) {
+			t.Errorf("-q summary has %q:\n%s", prose, out)
+		}
+	}
+	an := s.Analyze()
+	var rows int
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) != "" {
+			rows++
+		}
+	}
+	if want := len(an.Levels) + min(5, len(an.Locks)); rows != want || !strings.Contains(out, "hot_lock") {
+		t.Errorf("-q summary has %d rows, want %d (levels and culprits) with hot_lock:\n%s", rows, want, out)
+	}
+}
+
+// A level 1 that made a tenth of its throughput per instance is flagged, in the terminal and on the
+// page, with the likely reasons; the own-thread figures and the other processes' wait are shown.
+func TestScaleSuspectBaselineAndOwnWaits(t *testing.T) {
+	s := scaleSweep(t)
+	slow := *s.Levels[0].Runs[0].Metric / 10
+	s.Levels[0].Runs[0].Metric = &slow
+	for i := range s.Levels {
+		for j := range s.Levels[i].Runs {
+			m := &s.Levels[i].Runs[j].Capture.Meta
+			m.Scope, m.CommandPIDs = capture.ScopeSystem, []uint32{10}
+			m.CommandProcesses, m.CommandThreads, m.CommandThreadNS = 3, 5, 5e9
+		}
+	}
+	// Level 1's capture again, as scaleSweep makes it, with an outside process's wait added.
+	c := capturetest.Of(t, 1e9,
+		capturetest.Rec("mutex", "hot_lock", "hot_caller+0x10", "work", 10, 11, 0xffffffff83000000, 5000, 5000),
+		capturetest.Rec("spinlock", "", "raw_caller+0x20", svgComm, 10, 12, scaleRawLock, 3000),
+		capturetest.Rec("rwsem:R", "mmap_lock", "other+0x1", "other", 77, 77, 0xffffffff84000000, 2e9))
+	c.Meta.Scope, c.Meta.CommandPIDs = capture.ScopeSystem, []uint32{10}
+	c.Meta.CommandProcesses, c.Meta.CommandThreads, c.Meta.CommandThreadNS = 3, 5, 5e9
+	s.Levels[0].Runs[0].Capture = c
+	s.Levels[0].Runs[0].Matched = "work: ops=100.0 <matched>"
+	out := scaleSummary(t, s, ScaleSummaryOptions{Top: 5})
+	row1 := ""
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "1" {
+			row1 = line
+			break
+		}
+	}
+	for _, want := range []string{"suspect baseline", "5", "3", "2.00 s"} {
+		if !strings.Contains(row1, want) {
+			t.Errorf("level 1 row %q lacks %q", row1, want)
+		}
+	}
+	for _, want := range []string{"waiting (own threads)", "Level 1 made", "I/O-bound", "--repeat"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "mmap_lock") {
+		t.Errorf("the other process's lock is a culprit:\n%s", out)
+	}
+	page := string(writeScale(t, s, HTMLOptions{}))
+	for _, want := range []string{"suspect baseline", "I/O-bound", "Others' wait", "over the time its threads were alive", "run 1: work: ops=100.0 &lt;matched&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

@@ -365,6 +365,12 @@ enum counter {
 	CNT_LOST_CHAIN_FULL,    /* wait not charged to its chain: chain map full */
 	CNT_LOST_TREE_FULL,     /* process not added to the workload's tree: tree map full */
 	CNT_LOST_SLAB_NAME,     /* slab lock's cache not stored: slab name map full */
+	CNT_TREE_PROCESSES,     /* processes added to the workload's tree */
+	CNT_TREE_THREADS,       /* threads of the tree's processes started (their first included) */
+	CNT_TREE_ENDED,         /* threads of the tree freed */
+	CNT_TREE_START_NS,      /* sum of the tree's threads' start times, ns, modulo 2^64 */
+	CNT_TREE_END_NS,        /* sum of the tree's threads' free times, ns, modulo 2^64 */
+	CNT_LOST_TREE_THREAD,   /* thread of the tree not timed: tree thread map full */
 	CNT_MAX,
 };
 

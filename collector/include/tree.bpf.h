@@ -13,6 +13,15 @@
  * A process stays in the tree once it exits, marked TREE_EXITED, so that the
  * capture lists every process of the tree; a tgid the kernel hands out again
  * to a process outside the tree is then not taken for the tree's.
+ *
+ * The tree's threads are counted and timed, for the share of their time
+ * spent waiting (klockstat scale): tree_threads holds each live thread's
+ * start, and the counters the number started and freed and the sums of their
+ * start and free times. User space gets the thread time of any stretch from
+ * two readings without walking the map: the integral of the live threads
+ * from b to e is L(e)·e − L(b)·b − (starts summed) + (frees summed), exact
+ * modulo 2^64. A thread ends at its free, an RCU grace period after its
+ * parent reaped it.
  */
 #ifndef __KLOCKSTAT_TREE_BPF_H__
 #define __KLOCKSTAT_TREE_BPF_H__
@@ -36,6 +45,27 @@ struct {
 	__uint(max_entries, 1); /* resized by the loader when a workload runs */
 } command_tree SEC(".maps");
 
+/* tid -> start, ns, of the tree's live threads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1); /* resized by the loader when a workload runs */
+} tree_threads SEC(".maps");
+
+/* tree_thread_start times thread tid of the tree from now. */
+static __always_inline void tree_thread_start(__u32 tid)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (bpf_map_update_elem(&tree_threads, &tid, &now, BPF_ANY)) {
+		count(CNT_LOST_TREE_THREAD, 1);
+		return;
+	}
+	count(CNT_TREE_THREADS, 1);
+	count(CNT_TREE_START_NS, now);
+}
+
 /* in_tree reports whether process tgid is a live process of the tree. */
 static __always_inline bool in_tree(__u32 tgid)
 {
@@ -45,28 +75,43 @@ static __always_inline bool in_tree(__u32 tgid)
 }
 
 /* tree_fork adds child, a new process forked by process parent, to the tree
- * when parent is root, the capture's own process, or in the tree. A thread
- * (child == parent) is its process's already. */
-static __always_inline void tree_fork(__u32 parent, __u32 child, __u32 root)
+ * when parent is root, the capture's own process, or in the tree, and times
+ * its thread child_tid. A thread (child == parent) is its process's already:
+ * it is timed when its process is in the tree. */
+static __always_inline void tree_fork(__u32 parent, __u32 child, __u32 child_tid, __u32 root)
 {
 	__u8 live = TREE_LIVE;
 
-	if (!tree_on || child == parent)
+	if (!tree_on)
 		return;
+	if (child == parent) {
+		if (parent != root && in_tree(parent))
+			tree_thread_start(child_tid);
+		return;
+	}
 	if (parent != root && !in_tree(parent))
 		return;
-	if (bpf_map_update_elem(&command_tree, &child, &live, BPF_ANY))
+	if (bpf_map_update_elem(&command_tree, &child, &live, BPF_ANY)) {
 		count(CNT_LOST_TREE_FULL, 1);
+		return;
+	}
+	count(CNT_TREE_PROCESSES, 1);
+	tree_thread_start(child_tid);
 }
 
-/* tree_free marks a process of the tree exited as its thread tid is freed:
- * the thread whose tid is the tgid, the group leader, is freed last. */
+/* tree_free ends the time of thread tid of the tree, and marks a process of
+ * the tree exited as its thread tid is freed: the thread whose tid is the
+ * tgid, the group leader, is freed last. */
 static __always_inline void tree_free(__u32 tid)
 {
 	__u8 *v;
 
 	if (!tree_on)
 		return;
+	if (!bpf_map_delete_elem(&tree_threads, &tid)) {
+		count(CNT_TREE_ENDED, 1);
+		count(CNT_TREE_END_NS, bpf_ktime_get_ns());
+	}
 	v = bpf_map_lookup_elem(&command_tree, &tid);
 	if (v)
 		*v = TREE_EXITED;
