@@ -19,10 +19,13 @@ type assembly struct {
 	// acquire describes what a function-probe backend probed, its
 	// threshold included; nil for the tracepoint backends.
 	acquire  *capture.Acquire
-	warnings []string        // of Start
-	symbols  *kallsyms.Table // loaded at Start
-	locks    lockNamer
-	cgroups  *cgroupPaths
+	warnings []string // of Start
+	// unseen are the lock types whose waits the backend cannot see on
+	// this kernel (unseenTypes).
+	unseen  []capture.UnseenType
+	symbols *kallsyms.Table // loaded at Start
+	locks   lockNamer
+	cgroups *cgroupPaths
 	// runTimeOff is set when Start could not turn BPF run-time
 	// statistics on: the programs' run times then count only while
 	// another process had them on, and are left out.
@@ -151,6 +154,7 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 		Programs:   slices.Clone(snap.programs),
 		// The owners' on-CPU samples spread their charged wait.
 		OwnerSampleHz: in.ownerSampleHz,
+		Unseen:        slices.Clone(in.unseen),
 	}
 	if in.runTimeOff {
 		for i := range m.Programs {

@@ -124,6 +124,11 @@ type Collector struct {
 	symbols  *kallsyms.Table // the kernel's, for the stacks and the locks' names
 	start    time.Time
 	warnings []string
+	// spinErr is what SpinlockWaits answered, asked before the programs
+	// attach when the capture has a plain spinlock type; unseen the types
+	// the backend cannot see for it.
+	spinErr error
+	unseen  []capture.UnseenType
 }
 
 // Start loads the BPF programs, attaches them with the configured backend
@@ -160,6 +165,12 @@ func start(cfg Config) (*Collector, error) {
 		return nil, err
 	}
 
+	if needsSpinCheck(cfg.Spec) {
+		// Answered while the programs load, and awaited before they
+		// attach (load), so that its own spinlock waits, when the
+		// kernel shows them, are not captured.
+		go SpinlockWaits()
+	}
 	// Listed before the capture starts: a cgroup removed during it keeps its path.
 	c := &Collector{cfg: cfg, cgroups: newCgroupPaths()}
 	k := &kernel{}
@@ -196,6 +207,7 @@ func start(cfg Config) (*Collector, error) {
 	for _, w := range c.att.warnings {
 		c.warn("%s", w)
 	}
+	c.sayUnseen()
 	// Read here unless the backend already did: Stop symbolizes with this
 	// table and reads none of its own.
 	if c.symbols, err = k.symbols(); err != nil {
@@ -221,6 +233,19 @@ func start(cfg Config) (*Collector, error) {
 	return c, nil
 }
 
+// sayUnseen records the lock types the chosen backend cannot see, and says
+// so on the log; a check of spinlock visibility that could not tell is a
+// warning of the capture.
+func (c *Collector) sayUnseen() {
+	c.unseen = unseenTypes(c.cfg.Spec, c.backend, c.spinErr)
+	for _, u := range c.unseen {
+		fmt.Fprintf(c.log(), "klockstat: %s waits cannot be seen on this kernel: %s\n", u.Type, u.Reason)
+	}
+	if c.spinErr != nil && !c.backend.timesAcquires() && !errors.Is(c.spinErr, ErrSpinlockWaitsUnseen) {
+		c.warn("spinlock waits may be missing: %v", c.spinErr)
+	}
+}
+
 // startTimeline starts the window: its start, from which the timeline's buckets count.
 func (c *Collector) startTimeline() error {
 	start, control := c.obj.vars.TimelineStart, c.obj.vars.TimelineControl
@@ -240,11 +265,14 @@ func (c *Collector) startTimeline() error {
 func (c *Collector) warn(format string, args ...any) {
 	w := fmt.Sprintf(format, args...)
 	c.warnings = append(c.warnings, w)
-	log := c.cfg.Log
-	if log == nil {
-		log = os.Stderr
+	fmt.Fprintf(c.log(), "klockstat: warning: %s\n", w)
+}
+
+func (c *Collector) log() io.Writer {
+	if c.cfg.Log == nil {
+		return os.Stderr
 	}
-	fmt.Fprintf(log, "klockstat: warning: %s\n", w)
+	return c.cfg.Log
 }
 
 // backendError is why one backend could not be used.
@@ -431,6 +459,9 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	if err := fillCgroupFilter(obj.maps.CgroupFilter, c.cfg.Cgroups); err != nil {
 		obj.close()
 		return err
+	}
+	if needsSpinCheck(c.cfg.Spec) {
+		c.spinErr = SpinlockWaits()
 	}
 	att, err := b.Attach(obj)
 	if err != nil {

@@ -38,6 +38,7 @@ func (c *Collector) assembly(start time.Time, coverage statsCoverage) assembly {
 		start:    start,
 		acquire:  c.att.acquire,
 		warnings: c.warnings,
+		unseen:   c.unseen,
 		symbols:  c.symbols,
 		locks:    c.obj.kernel,
 		cgroups:  c.cgroups,

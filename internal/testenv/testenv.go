@@ -14,6 +14,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,4 +105,24 @@ func ModuleRoot() string {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// RequireSpinlockWaits skips a test that needs the kernel to announce
+// spinlock waits when check proved that it cannot (an error matching
+// unseen: collector.SpinlockWaits and collector.ErrSpinlockWaitsUnseen), in
+// CI too, since no kernel setting would change it. A check that could not
+// tell fails the test in CI, which must not pass by skipping, and skips it
+// elsewhere; both say why.
+func RequireSpinlockWaits(tb testing.TB, check func() error, unseen error) {
+	tb.Helper()
+	err := check()
+	switch {
+	case err == nil:
+	case errors.Is(err, unseen):
+		tb.Skipf("skipping: the test needs spinlock waits, and %v", err)
+	case InCI():
+		tb.Fatalf("the test needs spinlock waits, and whether this kernel shows them is unknown (CI refuses to skip): %v", err)
+	default:
+		tb.Skipf("skipping: the test needs spinlock waits, and whether this kernel shows them is unknown: %v", err)
+	}
 }
