@@ -125,10 +125,10 @@ type Collector struct {
 	start    time.Time
 	warnings []string
 	// spinErr is what SpinlockWaits answered, asked before the programs
-	// attach when the capture has a plain spinlock type; unseen the types
-	// the backend cannot see for it.
-	spinErr error
-	unseen  []capture.UnseenType
+	// attach when checkSpin; unseen the types the backend cannot see for it.
+	checkSpin bool
+	spinErr   error
+	unseen    []capture.UnseenType
 }
 
 // Start loads the BPF programs, attaches them with the configured backend
@@ -165,12 +165,6 @@ func start(cfg Config) (*Collector, error) {
 		return nil, err
 	}
 
-	if needsSpinCheck(cfg.Spec) {
-		// Answered while the programs load, and awaited before they
-		// attach (load), so that its own spinlock waits, when the
-		// kernel shows them, are not captured.
-		go SpinlockWaits()
-	}
 	// Listed before the capture starts: a cgroup removed during it keeps its path.
 	c := &Collector{cfg: cfg, cgroups: newCgroupPaths()}
 	k := &kernel{}
@@ -178,6 +172,12 @@ func start(cfg Config) (*Collector, error) {
 	if cfg.Probe != "auto" {
 		b, _ := backendByName(cfg.Probe)
 		candidates = []Backend{b}
+	}
+	if c.checkSpin = needsSpinCheck(cfg.Spec, candidates); c.checkSpin {
+		// Answered while the programs load, and awaited before they
+		// attach (load), so that its own spinlock waits, when the
+		// kernel shows them, are not captured.
+		go SpinlockWaits()
 	}
 	var failed []backendError
 	for _, b := range candidates {
@@ -460,7 +460,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		obj.close()
 		return err
 	}
-	if needsSpinCheck(c.cfg.Spec) {
+	if c.checkSpin {
 		c.spinErr = SpinlockWaits()
 	}
 	att, err := b.Attach(obj)

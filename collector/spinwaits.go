@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -165,6 +166,10 @@ func spinCheck() error {
 			runtime.LockOSThread()
 			var set unix.CPUSet
 			set.Set(cpu)
+			// Ahead of other work on its CPU, so that the two run side by
+			// side on a busy machine too; the thread exits with its nice.
+			// Refused, it runs at the process's own.
+			_ = unix.Setpriority(unix.PRIO_PROCESS, 0, -20)
 			if err := unix.SchedSetaffinity(0, &set); err != nil {
 				setup[i] = fmt.Errorf("pinning a thread to CPU %d: %w", cpu, err)
 			} else {
@@ -300,7 +305,7 @@ func plainSpin(t lockspec.Type) bool {
 // unseenTypes are the types of spec whose waits a backend cannot see, given
 // what SpinlockWaits answered: the plain spinlock types, to a tracepoint
 // backend, when it proved their waits unseen. The function-probe backends
-// time the acquire calls themselves and see them.
+// probe no spinning lock, and say so in the capture's Acquire.Skipped.
 func unseenTypes(spec *lockspec.Spec, b Backend, spinErr error) []capture.UnseenType {
 	if b.timesAcquires() || !errors.Is(spinErr, ErrSpinlockWaitsUnseen) {
 		return nil
@@ -315,8 +320,11 @@ func unseenTypes(spec *lockspec.Spec, b Backend, spinErr error) []capture.Unseen
 }
 
 // needsSpinCheck reports whether a capture of spec asks SpinlockWaits: it
-// has a plain spinlock type.
-func needsSpinCheck(spec *lockspec.Spec) bool {
+// has a plain spinlock type, and a tracepoint backend among the candidates.
+func needsSpinCheck(spec *lockspec.Spec, candidates []Backend) bool {
+	if !slices.ContainsFunc(candidates, func(b Backend) bool { return !b.timesAcquires() }) {
+		return false
+	}
 	for _, t := range spec.Types {
 		if plainSpin(t) {
 			return true

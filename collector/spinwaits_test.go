@@ -138,10 +138,55 @@ func TestUnseenTypes(t *testing.T) {
 			}
 		})
 	}
-	if !needsSpinCheck(spec) || needsSpinCheck(loadSpec(t, "rwlock:R", "rwlock:W", "mutex")) {
-		t.Error("needsSpinCheck: want true with spinlock, false with only rwlocks and mutex")
+	if !needsSpinCheck(spec, Backends()) || !needsSpinCheck(spec, []Backend{tracepoint}) || needsSpinCheck(loadSpec(t, "rwlock:R", "rwlock:W", "mutex"), Backends()) {
+		t.Error("needsSpinCheck: want true with spinlock and a tracepoint backend, false with only rwlocks and mutex")
+	}
+	if needsSpinCheck(spec, []Backend{function}) {
+		t.Error("needsSpinCheck true for the fentry backend alone, which probes no spinlock")
 	}
 	if plainSpin(lockspec.Type{Flags: []lockspec.Flag{lockspec.FlagSpin, lockspec.FlagSpin | lockspec.FlagRead}}) {
 		t.Error("plainSpin true for a type announced with SPIN|READ too")
+	}
+}
+
+// TestCaptureSaysUnseen checks that a capture of the default types by a
+// tracepoint backend records spinlock as unseen exactly when SpinlockWaits
+// proved it, while a contend's rwlock waits (fown: an f_owner rwlock_t)
+// are still captured, which the same kernel does show.
+func TestCaptureSaysUnseen(t *testing.T) {
+	testenv.RequireRoot(t)
+	requireClaimed(t, "tp_btf")
+	cfg := defaultConfig(t)
+	cfg.Probe = "tp_btf"
+	// Rounds until contend's threads met on its f_owner lock: on a busy
+	// machine they may not within one.
+	var cp *capture.Capture
+	rwlocks, spins := 0, 0
+	for round := 1; rwlocks == 0 && round <= 3; round++ {
+		cp = capture1(t, cfg, func() { waitContend(t, startContend(t, "-lock", "fown,spin", "-threads", "4", "-duration", "1s")) })
+		rwlocks, spins = 0, 0
+		for _, r := range cp.Records {
+			switch r.Type {
+			case "rwlock:R", "rwlock:W":
+				rwlocks++
+			case "spinlock":
+				spins++
+			}
+		}
+	}
+	spinErr := SpinlockWaits()
+	reason, unseen := cp.Meta.UnseenOf("spinlock")
+	switch {
+	case errors.Is(spinErr, ErrSpinlockWaitsUnseen) && (!unseen || reason != spinUnseenReason):
+		t.Errorf("SpinlockWaits: %v; the capture's unseen types %v", spinErr, cp.Meta.Unseen)
+	case !errors.Is(spinErr, ErrSpinlockWaitsUnseen) && unseen:
+		t.Errorf("SpinlockWaits: %v; yet the capture says spinlock unseen: %v", spinErr, cp.Meta.Unseen)
+	}
+	t.Logf("SpinlockWaits: %v; %d rwlock and %d spinlock records; unseen %v", spinErr, rwlocks, spins, cp.Meta.Unseen)
+	if rwlocks == 0 {
+		t.Error("no rwlock wait captured of contend's f_owner lock")
+	}
+	if unseen && spins > 0 {
+		t.Errorf("%d spinlock records in a capture that says they cannot be seen", spins)
 	}
 }
