@@ -128,7 +128,7 @@ func TestUnseenTypes(t *testing.T) {
 	}{
 		{"unseen, tracepoint backend", tracepoint, unseen, want},
 		{"unseen, wrapped", tracepoint, errors.Join(errors.New("x"), unseen), want},
-		{"unseen, function probes time the acquires", function, unseen, nil},
+		{"unseen, function probes probe no spinlock", function, unseen, nil},
 		{"seen", tracepoint, nil, nil},
 		{"unknown", tracepoint, errors.New("fewer than 2 CPUs"), nil},
 	} {
