@@ -109,6 +109,26 @@ type Meta struct {
 	// StaticNamesFrom is the kernel image (a vmlinux path) whose symbol table named the static
 	// locks kallsyms could not (docs/lock-names.md); "" when none was read.
 	StaticNamesFrom string `json:"static_names_from,omitempty"`
+	// Unseen are the captured lock types whose waits the probes cannot see on the capturing
+	// kernel, and why: a capture holds no wait of them whatever happened. Absent in older
+	// captures and when every type could be seen.
+	Unseen []UnseenType `json:"unseen_types,omitempty"`
+}
+
+// UnseenType is a lock type whose waits the capturing kernel does not show the probes.
+type UnseenType struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason"` // why, e.g. "this guest spins in virt_spin_lock() ..."
+}
+
+// UnseenOf returns why waits of a lock type could not be seen, and whether they could not.
+func (m Meta) UnseenOf(typ string) (string, bool) {
+	for _, u := range m.Unseen {
+		if u.Type == typ {
+			return u.Reason, true
+		}
+	}
+	return "", false
 }
 
 // The scopes of a capture of a workload (Meta.Scope).

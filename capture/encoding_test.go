@@ -54,6 +54,7 @@ func testCapture(t testing.TB) *Capture {
 			KallsymsNoData:     true,
 			StaticNamesFrom:    "/usr/lib/debug/boot/vmlinux-6.8.0-45-generic",
 			Warnings:           []string{"kernel.bpf_stats_enabled was 0"},
+			Unseen:             []UnseenType{{Type: "spinlock", Reason: "this guest spins in virt_spin_lock() without paravirtual spinlocks, before the contention tracepoint"}},
 		},
 		Records: []Record{
 			{Type: "spinlock", Lock: 0xffff888100a3c2d8, Name: "jiffies_lock", Comm: "cc1\x1b[2J", PID: 42, TID: 43,
@@ -448,5 +449,48 @@ func TestParseSharesStacks(t *testing.T) {
 	}
 	if _, err := Parse(bytes.Replace(data, []byte(`"other+0x1"`), []byte(`7`), 1)); err == nil {
 		t.Error("a stack holding a number was read")
+	}
+}
+
+// TestUnseenTypesEncoding checks the unseen lock types of a capture: written as "unseen_types"
+// with their reasons and read back, left out of the JSON when there are none (so older readers and
+// captures are unaffected), read as none from a capture that predates them, and a malformed one refused.
+func TestUnseenTypesEncoding(t *testing.T) {
+	c := testCapture(t)
+	data := encode(t, c)
+	want := `"unseen_types": [
+      {
+        "type": "spinlock",
+        "reason": "this guest spins in virt_spin_lock() without paravirtual spinlocks, before the contention tracepoint"
+      }
+    ]`
+	if !bytes.Contains(data, []byte(want)) {
+		t.Errorf("encoding lacks %s:\n%s", want, data)
+	}
+	got, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason, ok := got.Meta.UnseenOf("spinlock"); !ok || reason != c.Meta.Unseen[0].Reason {
+		t.Errorf("UnseenOf(spinlock) = %q, %v after a round trip, want %q", reason, ok, c.Meta.Unseen[0].Reason)
+	}
+	if _, ok := got.Meta.UnseenOf("mutex"); ok {
+		t.Error("UnseenOf(mutex) says unseen, the capture says only spinlock")
+	}
+
+	c.Meta.Unseen = nil
+	older := encode(t, c)
+	if bytes.Contains(older, []byte("unseen_types")) {
+		t.Error("a capture with every type seen writes unseen_types")
+	}
+	if got, err := Read(bytes.NewReader(older)); err != nil || got.Meta.Unseen != nil {
+		t.Errorf("reading a capture without unseen_types: Unseen %v, error %v; want none", got.Meta.Unseen, err)
+	}
+
+	for _, bad := range []UnseenType{{Type: "", Reason: "x"}, {Type: "spin lock", Reason: "x"}, {Type: "spinlock", Reason: strings.Repeat("x", MaxStringLen+1)}} {
+		c.Meta.Unseen = []UnseenType{bad}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "unseen_types[0]") {
+			t.Errorf("Validate of unseen type %.20q: %v, want an error naming unseen_types[0]", bad.Type, err)
+		}
 	}
 }

@@ -122,6 +122,14 @@ func (m Meta) validate() error {
 	default:
 		return fmt.Errorf("scope %q: want %q, %q or none", m.Scope, ScopeCommand, ScopeSystem)
 	}
+	for i, u := range m.Unseen {
+		if err := CheckTypeName(u.Type); err != nil {
+			return fmt.Errorf("unseen_types[%d]: %w", i, err)
+		}
+		if err := checkStrings(nil, u.Reason); err != nil {
+			return fmt.Errorf("unseen_types[%d]: %w", i, err)
+		}
+	}
 	for i := 1; i < len(m.CommandPIDs); i++ {
 		if m.CommandPIDs[i] <= m.CommandPIDs[i-1] {
 			return fmt.Errorf("command_pids: %d after %d, not sorted and unique", m.CommandPIDs[i], m.CommandPIDs[i-1])

@@ -25,6 +25,9 @@ type assembly struct {
 	staticFrom string
 	locks      lockNamer
 	cgroups    *cgroupPaths
+	// unseen are the lock types whose waits the backend cannot see on
+	// this kernel (unseenTypes).
+	unseen []capture.UnseenType
 	// runTimeOff is set when Start could not turn BPF run-time
 	// statistics on: the programs' run times then count only while
 	// another process had them on, and are left out.
@@ -158,6 +161,7 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 		Programs:   slices.Clone(snap.programs),
 		// The owners' on-CPU samples spread their charged wait.
 		OwnerSampleHz: in.ownerSampleHz,
+		Unseen:        slices.Clone(in.unseen),
 	}
 	if in.runTimeOff {
 		for i := range m.Programs {

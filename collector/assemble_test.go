@@ -617,6 +617,7 @@ func TestAssembleMetadata(t *testing.T) {
 	f := newAssembleFixture(t, assembleKallsyms)
 	f.in.cfg.PIDs, f.in.cfg.Comm = []uint32{100}, "work"
 	f.in.warnings = []string{"backend rawtp: refused; using tp_btf"}
+	f.in.unseen = []capture.UnseenType{{Type: "spinlock", Reason: spinUnseenReason}}
 	f.snap.programs = []capture.ProgramStats{{Name: "btf_contention_begin", Begins: true, RunCount: 30}}
 	f.snap.counters[lockstatCounterCNT_STACK_WALKED] = 9
 	f.snap.counters[lockstatCounterCNT_STACK_KNOWN] = 20
@@ -645,6 +646,9 @@ func TestAssembleMetadata(t *testing.T) {
 	}
 	if !slices.Equal(m.Warnings, want) {
 		t.Errorf("warnings %q, want %q", m.Warnings, want)
+	}
+	if !slices.Equal(m.Unseen, f.in.unseen) {
+		t.Errorf("unseen types %v, want %v", m.Unseen, f.in.unseen)
 	}
 }
 

@@ -132,6 +132,11 @@ type Collector struct {
 	staticFrom string
 	start      time.Time
 	warnings   []string
+	// spinErr is what SpinlockWaits answered, asked before the programs
+	// attach when checkSpin; unseen the types the backend cannot see for it.
+	checkSpin bool
+	spinErr   error
+	unseen    []capture.UnseenType
 }
 
 // Start loads the BPF programs, attaches them with the configured backend
@@ -176,6 +181,12 @@ func start(cfg Config) (*Collector, error) {
 		b, _ := backendByName(cfg.Probe)
 		candidates = []Backend{b}
 	}
+	if c.checkSpin = needsSpinCheck(cfg.Spec, candidates); c.checkSpin {
+		// Answered while the programs load, and awaited before they
+		// attach (load), so that its own spinlock waits, when the
+		// kernel shows them, are not captured.
+		go SpinlockWaits()
+	}
 	var failed []backendError
 	for _, b := range candidates {
 		err := b.Detect(k, cfg.Spec)
@@ -204,6 +215,7 @@ func start(cfg Config) (*Collector, error) {
 	for _, w := range c.att.warnings {
 		c.warn("%s", w)
 	}
+	c.sayUnseen()
 	// Read here unless the backend already did: Stop symbolizes with this
 	// table and reads none of its own.
 	if c.symbols, err = k.symbols(); err != nil {
@@ -250,6 +262,19 @@ func (c *Collector) addImageSymbols() {
 	c.symbols, c.staticFrom = t, path
 }
 
+// sayUnseen records the lock types the chosen backend cannot see, and says
+// so on the log; a check of spinlock visibility that could not tell is a
+// warning of the capture.
+func (c *Collector) sayUnseen() {
+	c.unseen = unseenTypes(c.cfg.Spec, c.backend, c.spinErr)
+	for _, u := range c.unseen {
+		fmt.Fprintf(c.log(), "klockstat: %s waits cannot be seen on this kernel: %s\n", u.Type, u.Reason)
+	}
+	if c.spinErr != nil && !c.backend.timesAcquires() && !errors.Is(c.spinErr, ErrSpinlockWaitsUnseen) {
+		c.warn("spinlock waits may be missing: %v", c.spinErr)
+	}
+}
+
 // startTimeline starts the window: its start, from which the timeline's buckets count.
 func (c *Collector) startTimeline() error {
 	start, control := c.obj.vars.TimelineStart, c.obj.vars.TimelineControl
@@ -269,11 +294,14 @@ func (c *Collector) startTimeline() error {
 func (c *Collector) warn(format string, args ...any) {
 	w := fmt.Sprintf(format, args...)
 	c.warnings = append(c.warnings, w)
-	log := c.cfg.Log
-	if log == nil {
-		log = os.Stderr
+	fmt.Fprintf(c.log(), "klockstat: warning: %s\n", w)
+}
+
+func (c *Collector) log() io.Writer {
+	if c.cfg.Log == nil {
+		return os.Stderr
 	}
-	fmt.Fprintf(log, "klockstat: warning: %s\n", w)
+	return c.cfg.Log
 }
 
 // backendError is why one backend could not be used.
@@ -466,6 +494,9 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	if err := fillCgroupFilter(obj.maps.CgroupFilter, c.cfg.Cgroups); err != nil {
 		obj.close()
 		return err
+	}
+	if c.checkSpin {
+		c.spinErr = SpinlockWaits()
 	}
 	att, err := b.Attach(obj)
 	if err != nil {

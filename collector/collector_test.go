@@ -928,17 +928,24 @@ func TestOwnersOfMutexConvoy(t *testing.T) {
 // other lets it go, while three page writers, woken at a release, find the
 // lock taken again and go back to sleep, with no contention_begin in
 // between (rwsem_down_write_slowpath announces its wait once). The owner is
-// read again as it goes back to sleep, so the charges to known owners
-// outnumber the waits: some wait went to two owners at least (one to each
-// wait before that re-read). And the charges add up to the waits exactly:
+// read again as it goes back to sleep, so the charges outnumber the waits:
+// some wait went to two owners at least (one to each wait before that
+// re-read). Charges of every reason count, not only those to a known
+// owner: a writer that meets the lock as its owner lets it go (up_write
+// clears the owner before it releases the count) is charged to no owner
+// (capture.OwnerNone) until a re-read, and such charges can outnumber the
+// re-reads, leaving fewer charges to known owners than waits (6764 for
+// 6912 in one capture on a 2-CPU guest) although waits were split; every
+// wait is charged once at least (checked here, as TestOwnersOfMutexConvoy
+// does of the pipe's mutex), so more charges than waits is a re-read,
+// whoever it found. And the charges add up to the waits exactly:
 // the workload has ended when the capture stops, so no wait of the file is
 // open, and a wait split between owners is split whole. How often the lock
 // changes hands under a sleeping writer depends on what else the machine
 // runs, so a capture without it is taken again, a few times at most (with
 // one page writer instead of three, half the captures had none). The
 // function probes read the owner at the acquire's entry, where a quarter of
-// the waits found none yet (Linux 5.10): there, the charges of every reason
-// outnumber the waits, each charged once before the re-read.
+// the waits found none yet (Linux 5.10).
 func TestOwnersOfRelay(t *testing.T) {
 	testenv.RequireRoot(t)
 	if preemptRT(t) {
@@ -969,7 +976,7 @@ func TestOwnersOfRelay(t *testing.T) {
 		if len(byLock) == 0 {
 			t.Fatalf("no rwsem:W waits of the relay workload among %d events", cp.Meta.Events.Begin)
 		}
-		var waited, charged, charges, known uint64
+		var waited, charged, charges, known, none uint64
 		ended = 0
 		for _, r := range cp.Records {
 			if r.Lock == file && r.Type == "rwsem:W" {
@@ -984,20 +991,23 @@ func TestOwnersOfRelay(t *testing.T) {
 			}
 			charged += o.TotalNS
 			charges += o.Count
-			if o.Reason == "" {
+			switch o.Reason {
+			case "":
 				known += o.Count
 				owners[o.Comm] += o.Count
+			case capture.OwnerNone:
+				none += o.Count
 			}
 		}
-		split = known
-		if cp.Meta.Acquire != nil {
-			split = charges
-		}
-		t.Logf("capture %d, %s: %d waits of the file, %d ns; %d ns charged to owners, %d charges, %d to known owners %v",
-			try, cp.Meta.Probe, ended, waited, charged, charges, known, owners)
+		split = charges
+		t.Logf("capture %d, %s: %d waits of the file, %d ns; %d ns charged to owners, %d charges, %d to known owners %v, %d to none",
+			try, cp.Meta.Probe, ended, waited, charged, charges, known, owners, none)
 		lost := cp.Meta.LostTotal() + cp.Meta.Events.UnmatchedBegin + cp.Meta.Events.UnmatchedEnd
 		if charged != waited && (lost == 0 || charged > waited) {
 			t.Errorf("%d ns charged to the file's owners, for %d ns waited (%d events lost or unmatched)", charged, waited, lost)
+		}
+		if charges < ended && lost == 0 {
+			t.Errorf("%d charges to owners for %d ended waits: some went uncharged", charges, ended)
 		}
 		if owners["ct-rel-relay0"] == 0 || owners["ct-rel-relay1"] == 0 {
 			t.Errorf("the relay's threads are not both owners of the file: %v", owners)

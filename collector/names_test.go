@@ -92,6 +92,10 @@ func TestLockNames(t *testing.T) {
 		if functionProbes {
 			t.Skipf("the %s backend leaves spinlocks to the tracepoints, which this kernel lacks", cp.Meta.Probe)
 		}
+		requireSpinlockWaits(t)
+		if reason, unseen := cp.Meta.UnseenOf("spinlock"); unseen {
+			t.Errorf("the capture says spinlock waits cannot be seen (%s), which SpinlockWaits saw", reason)
+		}
 		// __schedule locks its runqueue through raw_spin_rq_lock, inlined.
 		throughRunqueue := func(r capture.Record) bool {
 			return r.Type == "spinlock" && hasFrame([]string{r.Caller}, "raw_spin_rq_lock", "raw_spin_rq_lock_nested", "__schedule")
@@ -189,6 +193,7 @@ func TestMemoryLockNames(t *testing.T) {
 	// Spinlocks only: the function-probe backends leave them to the
 	// tracepoints, so no backend works where the kernel lacks these.
 	requireClaimed(t, "rawtp")
+	requireSpinlockWaits(t)
 	cfg := defaultConfig(t)
 	cfg.Spec = loadSpec(t, "spinlock")
 	kinds := []struct {

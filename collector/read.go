@@ -42,6 +42,7 @@ func (c *Collector) assembly(start time.Time, coverage statsCoverage) assembly {
 		staticFrom: c.staticFrom,
 		locks:      c.obj.kernel,
 		cgroups:    c.cgroups,
+		unseen:     c.unseen,
 		// The rate the owners were sampled at, if they were.
 		ownerSampleHz: c.att.sampler.rate(),
 		// Turned on by Start, or not at all.

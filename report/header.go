@@ -121,6 +121,10 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 	}
 	hs = append(hs, contended)
 	health := highlight{Label: "Capture health", Value: "complete", Detail: "probe cost " + probeCost(m)}
+	if len(m.Unseen) > 0 {
+		health.Value, health.Bad = unseenTypes(m)+" waits unseen", true
+		health.Detail = strings.Join(unseenLines(m), "; ") + "; " + health.Detail
+	}
 	if lost := m.LostTotal(); lost > 0 {
 		health.Value, health.Bad = fmt.Sprintf("%d events lost", lost), true
 	}
@@ -233,6 +237,9 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		{Label: "Stacks", Value: fmt.Sprintf("%d walked, %d recognised without a walk, %d failed", m.Stacks.Walked, m.Stacks.Known, m.Stacks.Failed), Bad: m.Stacks.Failed > 0},
 		{Label: "Lost events", Value: lost, Bad: m.LostTotal() > 0},
 		{Label: "Probe cost", Value: probeCost(m), Title: strings.Join(programs, "\n")},
+	}
+	if unseen := unseenLines(m); len(unseen) > 0 {
+		health = slices.Insert(health, 0, field{Label: "Unseen lock types", Value: strings.Join(unseen, "; "), Bad: true})
 	}
 	return captured, settings, health
 }

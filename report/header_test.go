@@ -54,3 +54,31 @@ func TestHeaderProgramsSampled(t *testing.T) {
 		t.Errorf("measured throughout: title %q says sampled", got)
 	}
 }
+
+// The page's health card and its highlight say which lock types the kernel could not show, and
+// why; a capture that saw them all says nothing of it.
+func TestHealthUnseen(t *testing.T) {
+	c := summaryCapture()
+	c.Meta.Unseen = unseenSpin
+	const want = "spinlock waits cannot be seen on this kernel: this guest spins in virt_spin_lock() without paravirtual spinlocks, before the contention tracepoint"
+	_, _, health := headerFields(c.Meta)
+	if len(health) == 0 || health[0].Label != "Unseen lock types" || health[0].Value != want || !health[0].Bad {
+		t.Errorf("health card opens with %+v, want the unseen spinlocks, marked bad", health[0])
+	}
+	hs := highlights(c, nil, nil)
+	h := hs[len(hs)-1]
+	if h.Label != "Capture health" || h.Value != "spinlock waits unseen" || !h.Bad || !strings.HasPrefix(h.Detail, want+"; probe cost ") {
+		t.Errorf("health highlight %+v, want it to say the spinlock waits unseen", h)
+	}
+
+	c.Meta.Unseen = nil
+	_, _, health = headerFields(c.Meta)
+	for _, f := range health {
+		if f.Label == "Unseen lock types" {
+			t.Errorf("a capture that saw every type has %+v", f)
+		}
+	}
+	if hs := highlights(c, nil, nil); hs[len(hs)-1].Value != "complete" {
+		t.Errorf("health highlight %+v, want complete", hs[len(hs)-1])
+	}
+}

@@ -155,7 +155,8 @@ func variousIfMixed(g capture.Group, field capture.Fields, value string) string 
 // o.Fields names (contended, total wait, max wait, avg wait, then spinning, by default; for the
 // function-probe backends, acquire times instead of waits), sorted by o.Sort. Then, when filtered,
 // how much the filters kept; one health line with events, waits, lost events (with reasons when
-// any), and probe cost per event and as a share of CPU; then the capture's warnings, one per line.
+// any), and probe cost per event and as a share of CPU; then the lock types the kernel could not
+// show, with why (unseenLines), and the capture's warnings, one per line.
 // When there are more groups than o.Top it says how many were omitted. Groups of holds only, without
 // a contended acquire, are not contention and are left out. It closes with the next commands that
 // fit what was captured (nextSteps). o.RowsOnly leaves all but the rows out; o.Separator writes
@@ -198,6 +199,8 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 		}
 	case !o.filtered():
 		notes.printf("no lock contention recorded")
+	case filtersUnseen(c.Meta, o.Types):
+		notes.printf("no contention matches the filters, and %s waits cannot be seen on this kernel (below)", unseenTypes(c.Meta))
 	default:
 		notes.printf("no contention matches the filters")
 	}
@@ -320,6 +323,9 @@ func writeHealth(l lineWriter, m capture.Meta) {
 	}
 	l.b.WriteString("\n")
 	l.printf("%s", healthLine(m))
+	for _, line := range unseenLines(m) {
+		l.printf("%s", line)
+	}
 	for _, warning := range m.Warnings {
 		l.printf("warning: %s", sanitize(warning))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -256,5 +257,34 @@ func TestHookRunsCountsOneAsOne(t *testing.T) {
 		if got := hookRuns(c.event, c.n); got != c.want {
 			t.Errorf("hookRuns(%q, %d) = %q, want %q", c.event, c.n, got, c.want)
 		}
+	}
+}
+
+// unseenSpin is the reason a capture of a guest without paravirtual spinlocks gives.
+var unseenSpin = []capture.UnseenType{{Type: "spinlock", Reason: "this guest spins in virt_spin_lock() without paravirtual spinlocks, before the contention tracepoint"}}
+
+// A capture whose kernel could not show spinlock waits says so after its health line, in plain
+// words, and a summary filtered to spinlocks does not pass their absence for no contention.
+func TestWriteSummaryUnseen(t *testing.T) {
+	c := summaryCapture()
+	c.Records = slices.DeleteFunc(c.Records, func(r capture.Record) bool { return r.Type == "spinlock" })
+	c.Meta.Unseen = unseenSpin
+	out := summary(t, c, 0)
+	const want = "\nspinlock waits cannot be seen on this kernel: this guest spins in virt_spin_lock() without paravirtual spinlocks, before the contention tracepoint\nwarning: "
+	if !strings.Contains(out, want) {
+		t.Errorf("want %q between the health line and the warnings in:\n%s", want, out)
+	}
+	filtered := written(t, func(w io.Writer) error { return WriteSummary(w, c, SummaryOptions{Types: []string{"spinlock"}}) })
+	if !strings.Contains(filtered, "no contention matches the filters, and spinlock waits cannot be seen on this kernel (below)\n") {
+		t.Errorf("a spinlock filter on a capture that could not see them:\n%s", filtered)
+	}
+	mutexes := written(t, func(w io.Writer) error { return WriteSummary(w, c, SummaryOptions{Types: []string{"rwsem:W"}}) })
+	if !strings.Contains(mutexes, "no contention matches the filters\n") {
+		t.Errorf("a filter on a type the kernel shows blames the unseen spinlocks:\n%s", mutexes)
+	}
+
+	c.Meta.Unseen = nil
+	if out := summary(t, c, 0); strings.Contains(out, "cannot be seen") {
+		t.Errorf("a capture that saw every type says one is unseen:\n%s", out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -63,9 +64,34 @@ func uname() (*unix.Utsname, bool) {
 // CPUModel is the first "model name" of a /proc/cpuinfo, or "" when it has
 // none.
 func CPUModel(cpuinfo io.Reader) string {
+	return cpuinfoField(cpuinfo, "model name")
+}
+
+// Hypervisor reports whether a /proc/cpuinfo has the x86 "hypervisor" flag,
+// which a CPU has when the kernel runs as a guest of a hypervisor. arm64
+// kernels print no such flag.
+func Hypervisor(cpuinfo io.Reader) bool {
+	return slices.Contains(strings.Fields(cpuinfoField(cpuinfo, "flags")), "hypervisor")
+}
+
+// InGuest reports whether this kernel runs as a guest of a hypervisor
+// (Hypervisor of /proc/cpuinfo); false when that cannot be read.
+func InGuest() bool {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return Hypervisor(f)
+}
+
+// cpuinfoField is the value of the first line of a /proc/cpuinfo with that
+// key, or "" when none has it.
+func cpuinfoField(cpuinfo io.Reader, key string) string {
 	sc := bufio.NewScanner(cpuinfo)
+	sc.Buffer(nil, 1<<20) // a flags line of a recent x86 CPU runs past a kilobyte
 	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == key {
 			return strings.TrimSpace(v)
 		}
 	}

@@ -48,3 +48,23 @@ func TestReadMatchesProc(t *testing.T) {
 		t.Errorf("Read() = %+v: want CPUs and Arch", info)
 	}
 }
+
+func TestHypervisor(t *testing.T) {
+	for _, tc := range []struct {
+		name, cpuinfo string
+		want          bool
+	}{
+		{"guest", "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr hypervisor lahf_lm\n", true},
+		{"guest, flag last", "flags\t\t: fpu hypervisor\n", true},
+		{"bare metal", "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr lahf_lm\n", false},
+		{"a longer flag only", "flags\t\t: fpu hypervisor_x\n", false},
+		{"not in flags", "model name\t: hypervisor\nflags\t\t: fpu\n", false},
+		{"arm64 prints no flags", "processor\t: 0\nFeatures\t: fp asimd\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Hypervisor(strings.NewReader(tc.cpuinfo)); got != tc.want {
+				t.Errorf("Hypervisor = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

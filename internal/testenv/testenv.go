@@ -14,6 +14,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,4 +105,35 @@ func ModuleRoot() string {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// RequireSpinlockWaits skips a test that needs the kernel to announce
+// spinlock waits when check proved that it cannot (SpinlockWaitsSeen).
+func RequireSpinlockWaits(tb testing.TB, check func() error, unseen error) {
+	tb.Helper()
+	if err := check(); !SpinlockWaitsSeen(tb, check, unseen) {
+		tb.Skipf("skipping: the test needs spinlock waits, and %v", err)
+	}
+}
+
+// SpinlockWaitsSeen reports whether the kernel announces spinlock waits,
+// as check answers (collector.SpinlockWaits): false only when it proved
+// that it cannot (an error matching unseen, collector.ErrSpinlockWaitsUnseen),
+// which no kernel setting would change, so a test may then skip or pick
+// another lock in CI too. A check that could not tell fails the test in CI,
+// which must not pass by skipping, and skips it elsewhere; both say why.
+func SpinlockWaitsSeen(tb testing.TB, check func() error, unseen error) bool {
+	tb.Helper()
+	err := check()
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, unseen):
+		return false
+	case InCI():
+		tb.Fatalf("the test needs to know whether this kernel shows spinlock waits, and the check could not tell (CI refuses to skip): %v", err)
+	default:
+		tb.Skipf("skipping: the test needs to know whether this kernel shows spinlock waits, and the check could not tell: %v", err)
+	}
+	return false
 }

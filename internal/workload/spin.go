@@ -1,42 +1,20 @@
 package workload
 
-import (
-	"encoding/binary"
-	"fmt"
+import "github.com/klockstat/klockstat/internal/eventfd"
 
-	"golang.org/x/sys/unix"
-)
-
-// spinLoad contends a spinlock: eventfd_write and eventfd_read take the
-// eventfd's ctx->wqh.lock with spin_lock_irq, so workers adding to and
-// draining one shared non-blocking eventfd queue on it.
+// spinLoad contends a spinlock: the wait-queue lock of one shared eventfd
+// that workers add to and drain (package eventfd, which klockstat's own
+// check of spinlock visibility drives too).
 type spinLoad struct {
-	fd int
+	*eventfd.Shared
 }
 
 func newSpin(Options) (generator, error) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	s, err := eventfd.Open()
 	if err != nil {
-		return nil, fmt.Errorf("creating the shared eventfd: %w", err)
+		return nil, err
 	}
-	return &spinLoad{fd: fd}, nil
+	return spinLoad{s}, nil
 }
 
-func (s *spinLoad) op(int) func() error {
-	one := binary.NativeEndian.AppendUint64(nil, 1)
-	counter := make([]byte, 8)
-	return func() error {
-		if _, err := unix.Write(s.fd, one); err != nil && !retryable(err) {
-			return fmt.Errorf("adding to the eventfd: %w", err)
-		}
-		// EAGAIN: another worker drained the counter first.
-		if _, err := unix.Read(s.fd, counter); err != nil && !retryable(err) {
-			return fmt.Errorf("reading the eventfd: %w", err)
-		}
-		return nil
-	}
-}
-
-func (s *spinLoad) Close() error {
-	return unix.Close(s.fd)
-}
+func (s spinLoad) op(int) func() error { return s.Op() }
