@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,5 +97,35 @@ func TestReportVmlinux(t *testing.T) {
 	}
 	if _, err := run([]string{"report", in, "--vmlinux-force"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "without --vmlinux") {
 		t.Errorf("--vmlinux-force alone: %v, want a usage error", err)
+	}
+}
+
+// TestVmlinuxRefusedAtOnce: a FIFO, a compression bomb and a truncated image given to --vmlinux are
+// refused in one line, at once, naming the file.
+func TestVmlinuxRefusedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.json")
+	sourceCapture(t, in, srclinetest.Build(t, "-g"), "")
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bomb := filepath.Join(dir, "bomb")
+	srclinetest.WriteELF(t, bomb,
+		srclinetest.Section{Name: ".debug_info", Type: elf.SHT_PROGBITS, Data: []byte("x"), Inflated: 4 << 30},
+		srclinetest.Section{Name: ".debug_line", Type: elf.SHT_PROGBITS, Data: []byte("x")})
+	for path, want := range map[string]string{
+		fifo: fifo + ": a named pipe (FIFO), not a regular file: give the vmlinux file itself",
+		bomb: "section .debug_info: 4 GiB once inflated, more than the 2 GiB klockstat reads",
+	} {
+		start := time.Now()
+		var stdout, stderr bytes.Buffer
+		_, err := run([]string{"report", in, "--vmlinux", path, "-o", ""}, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--vmlinux %s: %v, want one line with %q", filepath.Base(path), err, want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("--vmlinux %s: refused after %v", filepath.Base(path), d)
+		}
 	}
 }
