@@ -110,6 +110,9 @@ func (s *sourceFlags) resolve(inv invocation, c *capture.Capture, quiet bool) er
 		return nil
 	}
 	c.Sources = &capture.Sources{BuildID: im.BuildID(), Frames: resolved}
+	if w := c.SourcesWarning(); w != "" {
+		fmt.Fprintf(inv.stderr, "klockstat: warning: %s\n", w)
+	}
 	if quiet {
 		return nil
 	}

@@ -205,7 +205,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 		notes.printf("filters keep %d of %d records: %s of the %s waited", len(shown.Records), len(c.Records),
 			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
 	}
-	writeHealth(notes, c.Meta)
+	writeHealth(notes, c)
 	writeNextSteps(people, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())
 	return err
@@ -267,7 +267,7 @@ func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error 
 		b.Write(table.Bytes())
 		writeCriticalSections(&b, shown, o.Top)
 	}
-	writeHealth(lines, c.Meta)
+	writeHealth(lines, c)
 	writeNextSteps(lines, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())
 	return err
@@ -311,13 +311,13 @@ func withAddressIDs(c *capture.Capture, o SummaryOptions) *capture.Capture {
 }
 
 // writeHealth ends a summary with the capture's health line and its warnings, after a blank line.
-func writeHealth(l lineWriter, m capture.Meta) {
+func writeHealth(l lineWriter, c *capture.Capture) {
 	if l.off {
 		return
 	}
 	l.b.WriteString("\n")
-	l.printf("%s", healthLine(m))
-	for _, warning := range m.Warnings {
+	l.printf("%s", healthLine(c.Meta))
+	for _, warning := range c.Warnings() {
 		l.printf("warning: %s", sanitize(warning))
 	}
 }
