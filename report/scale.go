@@ -562,12 +562,17 @@ func readSweep(data []byte, limit int64) (*capture.Sweep, bool, error) {
 	if err != nil {
 		return nil, true, fmt.Errorf("the scaling report's sweep is not gzip: %w", err)
 	}
-	inflated, err := io.ReadAll(io.LimitReader(zr, limit+1))
-	if err != nil {
+	// The limits of a report's page data, checked while inflating: a bomb is refused before it is
+	// held, and the blank space klockstat does not write is dropped.
+	bounded := &pageDataReader{r: zr, limit: limit, what: "the scaling report's sweep", instead: "read the sweep JSON the report was made from (klockstat scale --json)"}
+	inflated, err := io.ReadAll(bounded)
+	switch {
+	case bounded.err != nil:
+		return nil, true, bounded.err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, true, errors.New("the scaling report's sweep is truncated: its compressed data ends early (a download or copy cut short?); read the whole page, or the sweep JSON")
+	case err != nil:
 		return nil, true, fmt.Errorf("inflating the scaling report's sweep: %w", err)
-	}
-	if int64(len(inflated)) > limit {
-		return nil, true, fmt.Errorf("the scaling report's sweep inflates to more than %d bytes", limit)
 	}
 	s, err := capture.ParseSweep(inflated)
 	return s, true, err

@@ -1,0 +1,62 @@
+package report
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// sweepPage is a scaling report whose sweep element holds the gzip of head followed by n bytes
+// of fill, written as it streams: a page of kilobytes whose sweep inflates to gigabytes.
+func sweepPage(t testing.TB, head string, fill byte, n int64, truncate bool) []byte {
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	io.WriteString(zw, head)
+	if _, err := io.Copy(zw, io.LimitReader(repeatReader(fill), n)); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	data := z.Bytes()
+	if truncate {
+		data = data[:len(data)/2]
+	}
+	return []byte(`<!DOCTYPE html><script type="text/plain" id="` + sweepElementID + `" data-encoding="gzip+base64">` +
+		base64.StdEncoding.EncodeToString(data) + `</script>`)
+}
+
+// TestReadSweepBounded: a scaling page's sweep inflates under the limits of a report's page data,
+// refused as soon as it breaks one, never held whole.
+func TestReadSweepBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		page  []byte
+		limit int64
+		want  string
+	}{
+		{"a string of 64 MiB", sweepPage(t, `{"sweep_version":1,"tool":"`, 'a', 64<<20, false), MaxInputSize,
+			"the scaling report's sweep holds a string longer than 262144 bytes"},
+		{"a list of 64 Mi elements", sweepPage(t, `{"sweep_version":1,"levels":[0`, ',', 64<<20, false), MaxInputSize,
+			"the scaling report's sweep holds more than 2097152 elements in one list"},
+		{"64 MiB of blank space over a limit of 16", sweepPage(t, `{"sweep_version":1,"levels":[`, ' ', 64<<20, false), 16 << 20,
+			"the scaling report's sweep inflates to more than 16 MiB, the most klockstat reads; read the sweep JSON"},
+		{"truncated", sweepPage(t, `{"sweep_version":1,"levels":[`, ' ', 1<<20, true), MaxInputSize,
+			"the scaling report's sweep is truncated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, ok, err := readSweep(tc.page, tc.limit)
+			runtime.ReadMemStats(&after)
+			if !ok || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v (a sweep: %v), want %q", err, ok, tc.want)
+			}
+			if a := after.TotalAlloc - before.TotalAlloc; a > 32<<20 {
+				t.Errorf("reading it allocated %d MiB", a>>20)
+			}
+		})
+	}
+}
