@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -95,6 +96,23 @@ func (l SweepLevel) Representative() *SweepRun {
 	return &l.Runs[ok[(len(ok)-1)/2]]
 }
 
+// Kernels are the distinct kernels and architectures ("6.1.0-13-amd64 x86_64") the sweep's runs
+// were captured on, in the order first met: more than one, and their figures do not compare.
+func (s *Sweep) Kernels() []string {
+	var out []string
+	for _, l := range s.Levels {
+		for _, r := range l.Runs {
+			if r.Capture == nil {
+				continue
+			}
+			if k := strings.TrimSpace(r.Capture.Meta.Kernel + " " + r.Capture.Meta.Arch); !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
 // ScaleAnalysis is what a sweep shows: per level, throughput and wait; the culprits.
 type ScaleAnalysis struct {
 	Levels []LevelStats `json:"levels"`
@@ -104,6 +122,9 @@ type ScaleAnalysis struct {
 	// from the lowest level to the highest, ranked by how much.
 	Locks   []Culprit `json:"locks"`
 	Callers []Culprit `json:"callers"`
+	// Saturated: the waits of a level, a type or a culprit add up to more than a uint64 holds, and
+	// stopped at math.MaxUint64. Only a corrupt or forged sweep gets there.
+	Saturated bool `json:"saturated,omitempty"`
 }
 
 // LevelStats are one level's figures, over its runs that count.
@@ -172,11 +193,18 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 				if rec.TotalNS == 0 {
 					continue
 				}
-				waits[i] += rec.TotalNS
-				typeWait[i][rec.Type] += rec.TotalNS
-				typeTotals[rec.Type] += rec.TotalNS
-				locks.add(i, lockKeyOf(rec), rec)
-				callers.add(i, ByCaller(rec), rec)
+				add := func(sum *uint64) {
+					var saturated bool
+					*sum, saturated = addSaturating(*sum, rec.TotalNS)
+					a.Saturated = a.Saturated || saturated
+				}
+				add(&waits[i])
+				tw, tt := typeWait[i][rec.Type], typeTotals[rec.Type]
+				add(&tw)
+				add(&tt)
+				typeWait[i][rec.Type], typeTotals[rec.Type] = tw, tt
+				add(locks.sum(i, lockKeyOf(rec), rec))
+				add(callers.sum(i, ByCaller(rec), rec))
 			}
 		}
 		if st.Runs > 0 {
@@ -253,13 +281,14 @@ func newCulpritSet(levels int) *culpritSet {
 	return &culpritSet{levels: levels, byKey: map[string]*culpritSums{}}
 }
 
-func (s *culpritSet) add(level int, key string, r Record) {
+// sum is the wait of the culprit of key at level, which r is one record of, to add r's to.
+func (s *culpritSet) sum(level int, key string, r Record) *uint64 {
 	c := s.byKey[key]
 	if c == nil {
 		c = &culpritSums{first: r, wait: make([]uint64, s.levels)}
 		s.byKey[key] = c
 	}
-	c.wait[level] += r.TotalNS
+	return &c.wait[level]
 }
 
 // culprits ranks the set: by Growth, then by the wait at the highest level, then by name; those

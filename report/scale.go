@@ -155,7 +155,7 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	p.AddrHashed = hashed
 	p.WarningsTitle = "Warnings"
 	p.FooterNote = "the sweep is embedded: klockstat report reads this file back"
-	p.Warnings = sweepWarnings(s)
+	p.Warnings = sweepWarnings(s, an)
 	p.Levels = levelRows(s, an)
 	levels := make([]int, len(s.Levels))
 	for i, l := range s.Levels {
@@ -202,9 +202,10 @@ func runCaptures(s *capture.Sweep) []*capture.Capture {
 	return out
 }
 
-// sweepWarnings are what the page says first: an interrupted sweep, failed runs.
-func sweepWarnings(s *capture.Sweep) []string {
-	var out []string
+// sweepWarnings are what the page says first: an interrupted sweep, failed runs, and
+// sweepDataWarnings.
+func sweepWarnings(s *capture.Sweep, an capture.ScaleAnalysis) []string {
+	out := sweepDataWarnings(s, an)
 	if s.Interrupted {
 		out = append(out, "The sweep was interrupted: the report shows the runs done until then.")
 	}
@@ -221,6 +222,19 @@ func sweepWarnings(s *capture.Sweep) []string {
 	}
 	if !strings.Contains(strings.Join(s.Command, " "), "{N}") {
 		out = append(out, "The command has no {N}: every level ran the same command, unless it reads KLOCKSTAT_LEVEL.")
+	}
+	return out
+}
+
+// sweepDataWarnings say that the sweep's figures are wrong, which the summary says too: waits that
+// add up to more than a uint64 holds, runs of different kernels or architectures.
+func sweepDataWarnings(s *capture.Sweep, an capture.ScaleAnalysis) []string {
+	var out []string
+	if an.Saturated {
+		out = append(out, fmt.Sprintf("The sweep's waits add up to more than a 64-bit number holds: it is corrupt, and its sums show as that maximum, %d.", uint64(math.MaxUint64)))
+	}
+	if k := s.Kernels(); len(k) > 1 {
+		out = append(out, fmt.Sprintf("The runs were captured on %d different kernels or architectures (%s): their figures do not compare.", len(k), sanitize(strings.Join(k, ", "))))
 	}
 	return out
 }

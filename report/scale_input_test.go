@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -58,5 +59,33 @@ func TestReadSweepBounded(t *testing.T) {
 				t.Errorf("reading it allocated %d MiB", a>>20)
 			}
 		})
+	}
+}
+
+// A forged sweep whose waits overflow, or whose runs are of different kernels, is written with a
+// warning on the page and in the summary, never with wrapped sums.
+func TestScaleForgedNumbersWarned(t *testing.T) {
+	s := scaleSweep(t)
+	for _, l := range s.Levels {
+		for _, r := range l.Runs {
+			if r.Capture != nil && len(r.Capture.Records) > 0 {
+				r.Capture.Records[0].TotalNS = math.MaxUint64
+			}
+		}
+	}
+	last := s.Levels[len(s.Levels)-1].Runs[0].Capture
+	last.Meta.Kernel, last.Meta.Arch = "6.1.0-other", "arm64"
+	var sum bytes.Buffer
+	if err := WriteScaleSummary(&sum, s, 5); err != nil {
+		t.Fatal(err)
+	}
+	page := string(writeScale(t, s, HTMLOptions{}))
+	for _, want := range []string{"add up to more than a 64-bit number holds: it is corrupt", "different kernels or architectures", "6.1.0-other arm64"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("the summary does not say %q:\n%s", want, sum.String())
+		}
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
 	}
 }

@@ -40,6 +40,9 @@ func WriteScaleSummary(w io.Writer, s *capture.Sweep, top int) error {
 		if s.Interrupted {
 			b.WriteString("(interrupted: the runs done until then)\n")
 		}
+		for _, w := range sweepDataWarnings(s, an) {
+			fmt.Fprintf(b, "warning: %s\n", w)
+		}
 		b.WriteString("\nScaling culprits: locks whose wait per unit of work grows most from the lowest level to the highest\n\n")
 		if len(an.Locks) == 0 {
 			b.WriteString("No lock contention was recorded.\n")
