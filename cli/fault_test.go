@@ -195,6 +195,16 @@ func fixed(args ...string) func(*testing.T, string) []string {
 	return func(*testing.T, string) []string { return args }
 }
 
+// withFIFO makes a FIFO named fifo in the case's directory, and gives args.
+func withFIFO(args ...string) func(*testing.T, string) []string {
+	return func(t *testing.T, dir string) []string {
+		if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return args
+	}
+}
+
 // fileIn opens path under dir as klockstat's stdin.
 func fileIn(path string) func(*testing.T, string) *os.File {
 	return func(t *testing.T, dir string) *os.File { return openFile(t, filepath.Join(dir, path)) }
@@ -593,15 +603,40 @@ func faults() []fault {
 			stderr: []string{"klockstat: /dev/zero: a character device, not a regular file"},
 		},
 		{
-			name: "report of a FIFO is refused, not waited on",
-			args: func(t *testing.T, dir string) []string {
-				if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return []string{"report", "fifo", "-o", ""}
-			},
+			name:   "report of a FIFO is refused, not waited on",
+			args:   withFIFO("report", "fifo", "-o", ""),
 			status: 1,
 			stderr: []string{"klockstat: fifo: a named pipe (FIFO), not a regular file"},
+		},
+		{
+			name: "report -o FIFO whose reader never reads ends on SIGTERM, the JSON kept",
+			args: func(t *testing.T, dir string) []string {
+				fifo := filepath.Join(dir, "fifo")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0) // and never reads
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { reader.Close() })
+				return []string{"report", "x.json", "--json", "out.json", "-o", "fifo"}
+			},
+			during: func(t *testing.T, r *faultRun) {
+				time.Sleep(2 * time.Second) // the report fills the pipe in far less
+				r.proc.Signal(syscall.SIGTERM)
+			},
+			status: 1,
+			stderr: []string{"klockstat: writing --output fifo: interrupted by SIGTERM: a named pipe (FIFO) blocked, its reader not reading"},
+			check: func(t *testing.T, r *faultRun) {
+				readCaptureFile(t, filepath.Join(r.dir, "out.json"))
+			},
+		},
+		{
+			name:   "report -o FIFO without a reader is refused at once",
+			args:   withFIFO("report", "x.json", "-o", "fifo"),
+			status: 1,
+			stderr: []string{"klockstat: --output fifo: a named pipe (FIFO) that no program reads: start its reader first"},
 		},
 		{
 			name:   "report - reads stdin",
