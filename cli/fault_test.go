@@ -639,6 +639,25 @@ func faults() []fault {
 			stderr: []string{"klockstat: --output fifo: a named pipe (FIFO) that no program reads: start its reader first"},
 		},
 		{
+			name: "diff of a sweep says it is one",
+			args: func(t *testing.T, dir string) []string {
+				writeText(t, filepath.Join(dir, "sweep.json"), `{"sweep_version":1,"levels":[]}`)
+				return []string{"diff", "sweep.json", "x.json", "-o", ""}
+			},
+			status: 1,
+			stderr: []string{"klockstat: sweep.json: this is a sweep of klockstat scale, not a capture: `klockstat report FILE`"},
+		},
+		{
+			name: "report - of a sweep says it is one",
+			args: fixed("report", "-", "-o", ""),
+			stdin: func(t *testing.T, dir string) *os.File {
+				writeText(t, filepath.Join(dir, "sweep.json"), `{"sweep_version":1,"levels":[]}`)
+				return openFile(t, filepath.Join(dir, "sweep.json"))
+			},
+			status: 1,
+			stderr: []string{"klockstat: stdin: this is a sweep of klockstat scale, not a capture"},
+		},
+		{
 			name:   "report - reads stdin",
 			args:   fixed("report", "-", "-o", "r.html"),
 			stdin:  fileIn("x.json"),
