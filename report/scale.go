@@ -446,8 +446,8 @@ func nonNilAny(v []any) []any {
 // round3 keeps three decimals, enough for a chart and a third of the JSON.
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// embeddedPages are the level reports and the diffs of every two levels, each page's HTML without
-// ECharts, gzip-compressed and base64-encoded.
+// embeddedPages are the level reports and the diffs of two levels (diffPairs), each page's HTML
+// without ECharts, gzip-compressed and base64-encoded.
 type embeddedPages struct {
 	Levels []embeddedPage `json:"levels"`
 	Diffs  []embeddedPage `json:"diffs"`
@@ -480,7 +480,10 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 		shown = append(shown, l)
 	}
 	for i, before := range shown {
-		for _, after := range shown[i+1:] {
+		for j, after := range shown[i+1:] {
+			if !diffPair(len(shown), i, i+1+j) {
+				continue
+			}
 			d := capture.Compare(before.Representative().Capture, after.Representative().Capture, capture.DiffOptions{Top: o.Top})
 			page, err := embedPage(a, func(w io.Writer) error { return writeDiffHTML(w, d, o, o.AddressKey) })
 			if err != nil {
@@ -495,6 +498,16 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 	}
 	// JSON of base64 strings and numbers: nothing HTML treats specially.
 	return template.HTML(`<script type="application/json" id="klockstat-scale-pages">` + string(b) + `</script>`), nil
+}
+
+// maxAllPairsLevels is the most levels whose every two levels the page holds the diff of. The diffs
+// are most of a page's size (a 64-level sweep held 2016 of them, 77 MB): beyond it, the page holds
+// those of each level with the lowest and with the next, and scale.js says how to get the others.
+const maxAllPairsLevels = 8
+
+// diffPair reports whether the page holds the diff of the shown levels i < j of n.
+func diffPair(n, i, j int) bool {
+	return n <= maxAllPairsLevels || i == 0 || j == i+1
 }
 
 // embedPage renders a page with write and returns it without its ECharts, compressed.

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/klockstat/klockstat/capture"
 )
 
 // sweepPage is a scaling report whose sweep element holds the gzip of head followed by n bytes
@@ -86,6 +88,43 @@ func TestScaleForgedNumbersWarned(t *testing.T) {
 		}
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+// wideSweep is a sweep of levels 1 to n, runs runs each, of scaleSweep's level-1 capture.
+func wideSweep(t testing.TB, n, runs int) *capture.Sweep {
+	base := scaleSweep(t)
+	var enc bytes.Buffer
+	if err := base.Levels[0].Runs[0].Capture.Write(&enc); err != nil {
+		t.Fatal(err)
+	}
+	base.Levels = nil
+	for level := 1; level <= n; level++ {
+		l := capture.SweepLevel{N: level}
+		for range runs {
+			c, err := capture.Parse(enc.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			metric := float64(1000 * level)
+			l.Runs = append(l.Runs, capture.SweepRun{Argv: []string{"work"}, WallNS: 1e9, Metric: &metric, Capture: c})
+		}
+		base.Levels = append(base.Levels, l)
+	}
+	return base
+}
+
+// A page of many levels holds the diffs of each level with the lowest and with the next, not of
+// every two levels, whose number grows as the square of the levels.
+func TestScaleHTMLManyLevelsDiffs(t *testing.T) {
+	pages := scalePages(t, writeScale(t, wideSweep(t, 16, 1), HTMLOptions{}))
+	if len(pages.Levels) != 16 || len(pages.Diffs) != 15+14 {
+		t.Fatalf("%d level pages and %d diffs, want 16 and 29", len(pages.Levels), len(pages.Diffs))
+	}
+	for _, d := range pages.Diffs {
+		if d.A != 1 && d.B != d.A+1 {
+			t.Errorf("the diff of levels %d and %d, neither the lowest nor neighbours", d.A, d.B)
 		}
 	}
 }
