@@ -957,3 +957,40 @@ func writeText(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBlockedStdoutEndsOnSignal: `report -o -` into a pipe whose reader never reads blocks in its
+// write, which SIGTERM ends with one line, promptly.
+func TestBlockedStdoutEndsOnSignal(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	dir := t.TempDir()
+	writeCapture(t, filepath.Join(dir, "x.json"), 1000)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // and never read
+	cmd := exec.Command(bin, "report", "x.json", "-o", "-")
+	cmd.Dir, cmd.Stdout = dir, w
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(2 * time.Second) // the page fills the pipe in far less
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if status := exitStatus(t, err); status != 1 {
+			t.Errorf("exit status %d, want 1", status)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still blocked 10 s after SIGTERM")
+	}
+	if want := "klockstat: writing to stdout: interrupted by SIGTERM: stdout blocked, its reader not reading"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+}

@@ -247,6 +247,47 @@ func interruptWrites(f *os.File) (stop func() os.Signal) {
 	}
 }
 
+// guardStdout returns inv with a stdout that a stop signal ends klockstat in, with one line, when
+// stdout is a pipe, a FIFO or a terminal: a write to it blocks while its reader does not read, and
+// cannot be interrupted otherwise. The files written before are whole. The function returned
+// stops the guard.
+func (inv invocation) guardStdout() (invocation, func()) {
+	f, ok := inv.stdout.(*os.File)
+	if !ok {
+		return inv, func() {}
+	}
+	if st, err := f.Stat(); err != nil || st.Mode().IsRegular() {
+		return inv, func() {}
+	}
+	g := &stdoutGuard{w: f, stderr: inv.stderr, signals: make(chan os.Signal, 1)}
+	signal.Notify(g.signals, stopSignals...)
+	inv.stdout = g
+	return inv, func() { signal.Stop(g.signals) }
+}
+
+// stdoutGuard is a stdout that exits klockstat on a stop signal that comes before or during a write.
+type stdoutGuard struct {
+	w, stderr io.Writer
+	signals   chan os.Signal
+}
+
+func (g *stdoutGuard) Write(p []byte) (int, error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case sig := <-g.signals:
+			fmt.Fprintf(g.stderr, "klockstat: writing to stdout: interrupted by %s: stdout blocked, its reader not reading (the files before it are written)\n", signalName(sig))
+			os.Exit(1)
+		case <-done:
+		}
+	})
+	n, err := g.w.Write(p)
+	close(done)
+	wg.Wait()
+	return n, err
+}
+
 // A file is written beside the file it replaces, then renamed over it. It has no name while it is
 // written where the file system allows it (O_TMPFILE), so that a kill mid-write leaves nothing
 // behind; it gets one for the rename, and has one from the start elsewhere. That name,

@@ -192,6 +192,8 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 
 // write writes every output of o.sweep and the summary, and reports every failure.
 func (o *sweepOutputs) write(inv invocation) error {
+	inv, unguard := inv.guardStdout()
+	defer unguard()
 	f := o.flags
 	err := writeAll(o.outs, f.dests, inv.stdout)
 	html := f.dests[len(o.outs)-1] // plan puts --output last
