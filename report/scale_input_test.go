@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"math"
 	"runtime"
@@ -127,4 +128,26 @@ func TestScaleHTMLManyLevelsDiffs(t *testing.T) {
 			t.Errorf("the diff of levels %d and %d, neither the lowest nor neighbours", d.A, d.B)
 		}
 	}
+}
+
+// FuzzReadSweep reads forged sweeps and scaling pages within a small limit: refused or read, never
+// a panic, and what is read analyses to numbers a page can hold.
+func FuzzReadSweep(f *testing.F) {
+	s := scaleSweep(f)
+	f.Add(writeScale(f, s, HTMLOptions{}))
+	var js bytes.Buffer
+	if err := s.Write(&js); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(js.Bytes())
+	f.Add(sweepPage(f, `{"sweep_version":1,"levels":[`, ' ', 1<<10, false))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, ok, err := readSweep(data, 1<<20)
+		if err != nil || !ok {
+			return
+		}
+		if _, err := json.Marshal(s.Analyze()); err != nil {
+			t.Errorf("the analysis does not encode: %v", err)
+		}
+	})
 }
