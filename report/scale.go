@@ -345,12 +345,12 @@ func formatPerWork(ns float64) string {
 	return FormatDuration(ns)
 }
 
-// FormatNumber writes a throughput with three significant digits and a k, M or G suffix.
+// FormatNumber writes a throughput with three significant digits and a k, M, G, T, P or E suffix.
 func FormatNumber(v float64) string {
 	for _, u := range []struct {
 		div    float64
 		suffix string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+	}{{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
 		if math.Abs(v) >= u.div {
 			return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.suffix
 		}

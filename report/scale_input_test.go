@@ -151,3 +151,12 @@ func FuzzReadSweep(f *testing.F) {
 		}
 	})
 }
+
+// The largest metric a sweep takes (capture.MaxSweepMetric) reads with a unit, not an exponent.
+func TestFormatNumberUpToTheLargestMetric(t *testing.T) {
+	for v, want := range map[float64]string{999: "999", 1500: "1.5k", 2.5e9: "2.5G", 3e12: "3T", 4e15: "4P", capture.MaxSweepMetric: "1E"} {
+		if got := FormatNumber(v); got != want {
+			t.Errorf("FormatNumber(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
