@@ -199,6 +199,9 @@ type StackStats struct {
 type Lost struct {
 	Reason string `json:"reason"`
 	Count  uint64 `json:"count"`
+	// Map is the BPF map (a key of Meta.MapSizes) that was full, for a reason of that kind; ""
+	// for another reason, or in a capture of before it was recorded.
+	Map string `json:"map,omitempty"`
 }
 
 // ProgramStats are the kernel's run statistics of one of klockstat's BPF programs. Runs and run time

@@ -336,7 +336,7 @@ func TestMetaDerived(t *testing.T) {
 	m := Meta{
 		CPUs: 4, DurationNS: 2_000_000_000,
 		Events:   Events{Begin: 100},
-		Lost:     []Lost{{"aggregation map full", 3}, {"stack map full", 4}},
+		Lost:     []Lost{{Reason: "aggregation map full", Count: 3}, {Reason: "stack map full", Count: 4}},
 		Programs: []ProgramStats{{Name: "begin", RunTimeNS: 6000}, {Name: "end", RunTimeNS: 2000}},
 	}
 	if got := m.LostTotal(); got != 7 {

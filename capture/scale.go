@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -104,6 +105,23 @@ func (l SweepLevel) Representative() *SweepRun {
 	return &l.Runs[ok[(len(ok)-1)/2]]
 }
 
+// Kernels are the distinct kernels and architectures ("6.1.0-13-amd64 x86_64") the sweep's runs
+// were captured on, in the order first met: more than one, and their figures do not compare.
+func (s *Sweep) Kernels() []string {
+	var out []string
+	for _, l := range s.Levels {
+		for _, r := range l.Runs {
+			if r.Capture == nil {
+				continue
+			}
+			if k := strings.TrimSpace(r.Capture.Meta.Kernel + " " + r.Capture.Meta.Arch); !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
 // ScaleAnalysis is what a sweep shows: per level, throughput and wait; the culprits.
 type ScaleAnalysis struct {
 	Levels []LevelStats `json:"levels"`
@@ -113,6 +131,9 @@ type ScaleAnalysis struct {
 	// from the lowest level to the highest, ranked by how much.
 	Locks   []Culprit `json:"locks"`
 	Callers []Culprit `json:"callers"`
+	// Saturated: the waits of a level, a type or a culprit add up to more than a uint64 holds, and
+	// stopped at math.MaxUint64. Only a corrupt or forged sweep gets there.
+	Saturated bool `json:"saturated,omitempty"`
 }
 
 // LevelStats are one level's figures, over its runs that count.
@@ -215,6 +236,12 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 	runWork := make([]map[int]float64, len(s.Levels)) // per level, by run
 	waits := make([]uint64, len(s.Levels))
 	typeWait := make([]map[string]uint64, len(s.Levels))
+	// Sums saturate: a forged record of 2^64-1 ns marks the sweep corrupt instead of wrapping.
+	add := func(sum *uint64, v uint64) {
+		var saturated bool
+		*sum, saturated = addSaturating(*sum, v)
+		a.Saturated = a.Saturated || saturated
+	}
 	for i, l := range s.Levels {
 		st := LevelStats{N: l.N, Oversubscribed: s.CPUs > 0 && l.N > s.CPUs, Own: true}
 		typeWait[i], runWork[i] = map[string]uint64{}, map[int]float64{}
@@ -242,16 +269,18 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 					continue
 				}
 				if !ownWait(r.Capture, rec) {
-					st.OthersWaitNS += rec.TotalNS
+					add(&st.OthersWaitNS, rec.TotalNS)
 					continue
 				}
-				runWait += rec.TotalNS
-				typeWait[i][rec.Type] += rec.TotalNS
-				typeTotals[rec.Type] += rec.TotalNS
-				locks.add(i, j, lockKeyOf(rec), rec)
-				callers.add(i, j, ByCaller(rec), rec)
+				add(&runWait, rec.TotalNS)
+				tw, tt := typeWait[i][rec.Type], typeTotals[rec.Type]
+				add(&tw, rec.TotalNS)
+				add(&tt, rec.TotalNS)
+				typeWait[i][rec.Type], typeTotals[rec.Type] = tw, tt
+				locks.add(i, j, lockKeyOf(rec), rec, add)
+				callers.add(i, j, ByCaller(rec), rec, add)
 			}
-			waits[i] += runWait
+			add(&waits[i], runWait)
 			widen(&st.ThroughputLo, &st.ThroughputHi, r.Throughput(), st.Runs == 1)
 			widen(&st.WaitShareLo, &st.WaitShareHi, float64(runWait)/tns, st.Runs == 1)
 		}
@@ -361,17 +390,20 @@ func newCulpritSet(levels int) *culpritSet {
 	return &culpritSet{levels: levels, byKey: map[string]*culpritSums{}}
 }
 
-func (s *culpritSet) add(level, run int, key string, r Record) {
+// add adds r's wait to the culprit of key at level and in run there, with add, which saturates.
+func (s *culpritSet) add(level, run int, key string, r Record, add func(sum *uint64, v uint64)) {
 	c := s.byKey[key]
 	if c == nil {
 		c = &culpritSums{first: r, wait: make([]uint64, s.levels), runs: make([]map[int]uint64, s.levels)}
 		s.byKey[key] = c
 	}
-	c.wait[level] += r.TotalNS
+	add(&c.wait[level], r.TotalNS)
 	if c.runs[level] == nil {
 		c.runs[level] = map[int]uint64{}
 	}
-	c.runs[level][run] += r.TotalNS
+	w := c.runs[level][run]
+	add(&w, r.TotalNS)
+	c.runs[level][run] = w
 }
 
 // culprits ranks the set: by Growth, then by the wait at the highest level, then by name; those

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -252,7 +253,10 @@ func TestParseSweepRefuses(t *testing.T) {
 		{"levels decreasing", strings.Replace(valid, `"n": 4`, `"n": 1`, 1), "levels must increase", nil},
 		{"level 0", strings.Replace(valid, `"n": 1`, `"n": 0`, 1), "out of range", nil},
 		{"negative metric", strings.Replace(valid, `"metric": 1000,`, `"metric": -1,`, 1), "metric -1", nil},
-		{"negative run time", strings.Replace(valid, `"wall_ns": 1000000000`, `"wall_ns": -1`, 1), "run time -1", nil},
+		{"negative run time", strings.Replace(valid, `"wall_ns": 1000000000`, `"wall_ns": -1`, 1), "wall_ns -1", nil},
+		{"a metric of 1.7e308", strings.Replace(valid, `"metric": 1000,`, `"metric": 1.7e308,`, 1), "level 1 run 1: metric 1.7e+308, want 0 or a number from 1e-09 to 1e+18", nil},
+		{"a metric of 1e-300", strings.Replace(valid, `"metric": 1000,`, `"metric": 1e-300,`, 1), "metric 1e-300", nil},
+		{"a negative cost", strings.Replace(valid, `"start_ns": 0`, `"start_ns": -1`, 1), "cost start_ns -1, between_ns 0: want 0 or more", nil},
 		{"an invalid capture", strings.Replace(valid, `"version": 1`, `"version": 9`, 1), "level 1 run 1", ErrUnsupportedVersion},
 		{"too many levels", `{"sweep_version":1,"levels":[` + strings.Repeat(`{"n":1},`, MaxSweepLevels) + `{"n":1}]}`, "65 levels", nil},
 	} {
@@ -282,6 +286,9 @@ func FuzzParseSweep(f *testing.F) {
 		a := s.Analyze()
 		if len(a.Levels) != len(s.Levels) {
 			t.Errorf("%d levels analysed of %d", len(a.Levels), len(s.Levels))
+		}
+		if _, err := json.Marshal(a); err != nil { // a number that is not finite
+			t.Errorf("the analysis does not encode: %v", err)
 		}
 		first := encodeSweep(t, s)
 		again, err := ParseSweep(first)
@@ -448,5 +455,39 @@ func TestAMetricOfZeroDoesNotCount(t *testing.T) {
 	a := s.Analyze()
 	if st := a.Levels[0]; st.Runs != 0 || st.Failed != 1 || a.Levels[1].Speedup != 1 {
 		t.Errorf("level 1 with a metric of 0: %d runs count, %d failed, level 2 speedup %v; want 0, 1 and 1 (level 2 the base)", st.Runs, st.Failed, a.Levels[1].Speedup)
+	}
+}
+
+// Waits that add up past a uint64 stop at its maximum and mark the analysis, as a capture's sums
+// do, instead of wrapping.
+func TestAnalyzeSaturates(t *testing.T) {
+	s := testSweep(t)
+	for _, l := range s.Levels {
+		for i := range l.Runs[0].Capture.Records {
+			l.Runs[0].Capture.Records[i].TotalNS = math.MaxUint64
+		}
+	}
+	a := s.Analyze()
+	if !a.Saturated {
+		t.Error("not marked saturated")
+	}
+	for _, st := range a.Levels {
+		if st.Runs > 0 && st.WaitNS != math.MaxUint64 {
+			t.Errorf("level %d: wait %d, want the maximum", st.N, st.WaitNS)
+		}
+	}
+	if testSweep(t).Analyze().Saturated {
+		t.Error("a sound sweep marked saturated")
+	}
+}
+
+func TestSweepKernels(t *testing.T) {
+	s := testSweep(t)
+	if k := s.Kernels(); len(k) != 1 {
+		t.Errorf("kernels %q of one kernel", k)
+	}
+	s.Levels[2].Runs[0].Capture.Meta.Kernel, s.Levels[2].Runs[0].Capture.Meta.Arch = "6.1.0", "arm64"
+	if k := s.Kernels(); len(k) != 2 || k[1] != "6.1.0 arm64" {
+		t.Errorf("kernels %q, want 2, the second 6.1.0 arm64", k)
 	}
 }

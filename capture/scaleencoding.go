@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
@@ -25,6 +24,11 @@ const (
 	MaxSweepRuns   = 1024 // over all levels
 	MaxSweepLevel  = 1 << 20
 	maxTailLines   = 100
+	// MinSweepMetric and MaxSweepMetric bound a run's metric (besides 0), far beyond a throughput
+	// that a command prints, so that every figure derived from it (work, speedup, wait per unit of
+	// work) stays a finite number.
+	MinSweepMetric = 1e-9
+	MaxSweepMetric = 1e18
 )
 
 // ErrUnsupportedSweepVersion is returned by ParseSweep for a sweep of another format version.
@@ -122,6 +126,9 @@ func ParseSweep(data []byte) (*Sweep, error) {
 	if in.CPUs < 0 {
 		return nil, fmt.Errorf("invalid sweep: %d CPUs", in.CPUs)
 	}
+	if in.Cost.StartNS < 0 || in.Cost.BetweenNS < 0 {
+		return nil, fmt.Errorf("invalid sweep: cost start_ns %d, between_ns %d: want 0 or more", in.Cost.StartNS, in.Cost.BetweenNS)
+	}
 	s := &Sweep{
 		Version: *in.Version, Tool: in.Tool, ToolVersion: in.ToolVersion, CommandLine: in.CommandLine, Command: in.Command,
 		Metric: in.Metric, CPUs: in.CPUs, Start: in.Start, Interrupted: in.Interrupted, Cost: in.Cost,
@@ -164,9 +171,9 @@ func ParseSweep(data []byte) (*Sweep, error) {
 func (r SweepRun) validate() error {
 	switch {
 	case r.WallNS < 0 || r.OverheadNS < 0:
-		return fmt.Errorf("run time %d ns, overhead %d ns", r.WallNS, r.OverheadNS)
-	case r.Metric != nil && (*r.Metric < 0 || math.IsNaN(*r.Metric) || math.IsInf(*r.Metric, 0)):
-		return fmt.Errorf("metric %v, want a finite number of 0 or more", *r.Metric)
+		return fmt.Errorf("wall_ns %d, overhead_ns %d: want 0 or more", r.WallNS, r.OverheadNS)
+	case r.Metric != nil && !(*r.Metric == 0 || *r.Metric >= MinSweepMetric && *r.Metric <= MaxSweepMetric):
+		return fmt.Errorf("metric %g, want 0 or a number from %g to %g", *r.Metric, MinSweepMetric, MaxSweepMetric)
 	case len(r.Tail) > maxTailLines:
 		return fmt.Errorf("%d lines of output, at most %d", len(r.Tail), maxTailLines)
 	case strings.ContainsRune(r.Failed, '\n') || strings.ContainsRune(r.Stop, '\n') || strings.ContainsRune(r.Matched, '\n'):

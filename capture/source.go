@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -41,6 +42,28 @@ const (
 	// than this are not written by any compiler of the kernel.
 	MaxInlineDepth = 64
 )
+
+// SourcesWarning says that c's source lines may not match its frames, because they were read from a
+// vmlinux whose build id is not the captured kernel's (--vmlinux-force); "" when c has no lines, or
+// they are the captured kernel's as far as the capture says.
+func (c *Capture) SourcesWarning() string {
+	if c.Sources == nil || c.Meta.KernelBuildID == "" || c.Sources.BuildID == c.Meta.KernelBuildID {
+		return ""
+	}
+	image := c.Sources.BuildID
+	if image == "" {
+		image = "none"
+	}
+	return fmt.Sprintf("the source lines are from a vmlinux of build id %s, not the captured kernel's %s (--vmlinux-force): they may not match the frames", image, c.Meta.KernelBuildID)
+}
+
+// Warnings are the capture's warnings (Meta.Warnings), and SourcesWarning when there is one.
+func (c *Capture) Warnings() []string {
+	if w := c.SourcesWarning(); w != "" {
+		return append(slices.Clip(c.Meta.Warnings), w)
+	}
+	return c.Meta.Warnings
+}
 
 // Lines returns the lines of frame, or nil when it has none or s is nil (a capture without sources).
 func (s *Sources) Lines(frame string) []SourceLine {

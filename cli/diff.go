@@ -83,10 +83,12 @@ func (inv invocation) runDiff(args []string) (int, error) {
 	html.write = func(w io.Writer) error {
 		return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: page.top, RawAddresses: page.rawAddrs})
 	}
-	writeErr := writeAll([]output{html}, dests, inv.stdout)
-	writeErr = errors.Join(writeErr, page.writeSummary(inv, dests, dests[0], "diff", func(w io.Writer) error {
+	out, unguard := inv.guardStdout()
+	writeErr := writeAll([]output{html}, dests, out.stdout)
+	writeErr = errors.Join(writeErr, page.writeSummary(out, dests, dests[0], "diff", func(w io.Writer) error {
 		return report.WriteDiffSummary(w, d, page.top)
 	}))
+	unguard()
 	if writeErr != nil {
 		return 0, writeErr
 	}

@@ -195,6 +195,16 @@ func fixed(args ...string) func(*testing.T, string) []string {
 	return func(*testing.T, string) []string { return args }
 }
 
+// withFIFO makes a FIFO named fifo in the case's directory, and gives args.
+func withFIFO(args ...string) func(*testing.T, string) []string {
+	return func(t *testing.T, dir string) []string {
+		if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return args
+	}
+}
+
 // fileIn opens path under dir as klockstat's stdin.
 func fileIn(path string) func(*testing.T, string) *os.File {
 	return func(t *testing.T, dir string) *os.File { return openFile(t, filepath.Join(dir, path)) }
@@ -593,15 +603,59 @@ func faults() []fault {
 			stderr: []string{"klockstat: /dev/zero: a character device, not a regular file"},
 		},
 		{
-			name: "report of a FIFO is refused, not waited on",
-			args: func(t *testing.T, dir string) []string {
-				if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return []string{"report", "fifo", "-o", ""}
-			},
+			name:   "report of a FIFO is refused, not waited on",
+			args:   withFIFO("report", "fifo", "-o", ""),
 			status: 1,
 			stderr: []string{"klockstat: fifo: a named pipe (FIFO), not a regular file"},
+		},
+		{
+			name: "report -o FIFO whose reader never reads ends on SIGTERM, the JSON kept",
+			args: func(t *testing.T, dir string) []string {
+				fifo := filepath.Join(dir, "fifo")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0) // and never reads
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { reader.Close() })
+				return []string{"report", "x.json", "--json", "out.json", "-o", "fifo"}
+			},
+			during: func(t *testing.T, r *faultRun) {
+				time.Sleep(2 * time.Second) // the report fills the pipe in far less
+				r.proc.Signal(syscall.SIGTERM)
+			},
+			status: 1,
+			stderr: []string{"klockstat: writing --output fifo: interrupted by SIGTERM: a named pipe (FIFO) blocked, its reader not reading"},
+			check: func(t *testing.T, r *faultRun) {
+				readCaptureFile(t, filepath.Join(r.dir, "out.json"))
+			},
+		},
+		{
+			name:   "report -o FIFO without a reader is refused at once",
+			args:   withFIFO("report", "x.json", "-o", "fifo"),
+			status: 1,
+			stderr: []string{"klockstat: --output fifo: a named pipe (FIFO) that no program reads: start its reader first"},
+		},
+		{
+			name: "diff of a sweep says it is one",
+			args: func(t *testing.T, dir string) []string {
+				writeText(t, filepath.Join(dir, "sweep.json"), `{"sweep_version":1,"levels":[]}`)
+				return []string{"diff", "sweep.json", "x.json", "-o", ""}
+			},
+			status: 1,
+			stderr: []string{"klockstat: sweep.json: this is a sweep of klockstat scale, not a capture: `klockstat report FILE`"},
+		},
+		{
+			name: "report - of a sweep says it is one",
+			args: fixed("report", "-", "-o", ""),
+			stdin: func(t *testing.T, dir string) *os.File {
+				writeText(t, filepath.Join(dir, "sweep.json"), `{"sweep_version":1,"levels":[]}`)
+				return openFile(t, filepath.Join(dir, "sweep.json"))
+			},
+			status: 1,
+			stderr: []string{"klockstat: stdin: this is a sweep of klockstat scale, not a capture"},
 		},
 		{
 			name:   "report - reads stdin",
@@ -901,5 +955,42 @@ func writeText(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBlockedStdoutEndsOnSignal: `report -o -` into a pipe whose reader never reads blocks in its
+// write, which SIGTERM ends with one line, promptly.
+func TestBlockedStdoutEndsOnSignal(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	dir := t.TempDir()
+	writeCapture(t, filepath.Join(dir, "x.json"), 1000)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // and never read
+	cmd := exec.Command(bin, "report", "x.json", "-o", "-")
+	cmd.Dir, cmd.Stdout = dir, w
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(2 * time.Second) // the page fills the pipe in far less
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if status := exitStatus(t, err); status != 1 {
+			t.Errorf("exit status %d, want 1", status)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still blocked 10 s after SIGTERM")
+	}
+	if want := "klockstat: writing to stdout: interrupted by SIGTERM: stdout blocked, its reader not reading"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 }

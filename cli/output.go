@@ -8,11 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -168,9 +171,9 @@ func planOutputs(outs []output, ins []input) ([]destination, error) {
 // existing file as it was.
 func checkWritable(d destination) error {
 	if d.inPlace {
-		f, err := os.OpenFile(d.path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		f, err := openInPlace(d.path)
 		if err != nil {
-			return fmt.Errorf("output file not writable: %w", err)
+			return err
 		}
 		return f.Close()
 	}
@@ -183,6 +186,106 @@ func checkWritable(d destination) error {
 		return fmt.Errorf("cannot create output file in %s: %w", filepath.Dir(d.path), err)
 	}
 	return f.discard()
+}
+
+// openInPlace opens a FIFO or a character device for writing without blocking: a FIFO that no
+// program reads fails at once instead of waiting for a reader. Its writes wait in the runtime's
+// poller, where interruptWrites can end them.
+func openInPlace(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENXIO) && kindOf(path) == "a named pipe (FIFO)" {
+		return nil, errors.New("a named pipe (FIFO) that no program reads: start its reader first (e.g. cat FIFO), or give a regular file")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output file not writable: %w", err)
+	}
+	return f, nil
+}
+
+// kindOf names what path is, for a message: "a named pipe (FIFO)", "a character device", "a file".
+func kindOf(path string) string {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil || st.Mode().IsRegular():
+		return "a file"
+	case st.Mode()&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case st.Mode()&fs.ModeCharDevice != 0:
+		return "a character device"
+	}
+	return "a special file"
+}
+
+// signalName is "SIGTERM" for syscall.SIGTERM.
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok && unix.SignalName(s) != "" {
+		return unix.SignalName(s)
+	}
+	return sig.String()
+}
+
+// interruptWrites makes a stop signal (SIGINT, SIGTERM, SIGHUP) end the writes to f that wait for
+// its reader, which then fail. The returned function stops that and returns the signal, if one came.
+func interruptWrites(f *os.File) (stop func() os.Signal) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, stopSignals...)
+	done := make(chan struct{})
+	var got os.Signal
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case got = <-signals:
+			f.SetWriteDeadline(time.Now()) // a file outside the poller never blocks a write
+		case <-done:
+		}
+	})
+	return func() os.Signal {
+		signal.Stop(signals)
+		close(done)
+		wg.Wait()
+		return got
+	}
+}
+
+// guardStdout returns inv with a stdout that a stop signal ends klockstat in, with one line, when
+// stdout is a pipe, a FIFO or a terminal: a write to it blocks while its reader does not read, and
+// cannot be interrupted otherwise. The files written before are whole. The function returned
+// stops the guard.
+func (inv invocation) guardStdout() (invocation, func()) {
+	f, ok := inv.stdout.(*os.File)
+	if !ok {
+		return inv, func() {}
+	}
+	if st, err := f.Stat(); err != nil || st.Mode().IsRegular() {
+		return inv, func() {}
+	}
+	g := &stdoutGuard{w: f, stderr: inv.stderr, signals: make(chan os.Signal, 1)}
+	signal.Notify(g.signals, stopSignals...)
+	inv.stdout = g
+	return inv, func() { signal.Stop(g.signals) }
+}
+
+// stdoutGuard is a stdout that exits klockstat on a stop signal that comes before or during a write.
+type stdoutGuard struct {
+	w, stderr io.Writer
+	signals   chan os.Signal
+}
+
+func (g *stdoutGuard) Write(p []byte) (int, error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case sig := <-g.signals:
+			fmt.Fprintf(g.stderr, "klockstat: writing to stdout: interrupted by %s: stdout blocked, its reader not reading (the files before it are written)\n", signalName(sig))
+			os.Exit(1)
+		case <-done:
+		}
+	})
+	n, err := g.w.Write(p)
+	close(done)
+	wg.Wait()
+	return n, err
 }
 
 // A file is written beside the file it replaces, then renamed over it. It has no name while it is
@@ -302,11 +405,16 @@ func writeOutput(o output, d destination, stdout io.Writer) error {
 	case d.stdout:
 		return o.write(stdout)
 	case d.inPlace:
-		f, err := os.OpenFile(d.path, os.O_WRONLY, 0)
+		f, err := openInPlace(d.path)
 		if err != nil {
 			return err
 		}
-		if err := o.write(f); err != nil {
+		stop := interruptWrites(f)
+		err = o.write(f)
+		if sig := stop(); sig != nil && err != nil {
+			err = fmt.Errorf("interrupted by %s: %s blocked, its reader not reading (the outputs before it are written)", signalName(sig), kindOf(d.path))
+		}
+		if err != nil {
 			f.Close()
 			return err
 		}

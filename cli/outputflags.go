@@ -138,6 +138,8 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	if err := o.sources.resolve(inv, c, o.quiet); err != nil {
 		return err
 	}
+	inv, unguard := inv.guardStdout()
+	defer unguard()
 	// One key for the report, the exports and the summary, so that they name a lock by the same id.
 	key := newAddressKey()
 	outs := o.outputs(c, key)

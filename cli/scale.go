@@ -205,6 +205,8 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 // write writes every output of o.sweep and the summary, and reports every failure. A level with no
 // run that counts (it failed, or never ran) has no export files.
 func (o *sweepOutputs) write(inv invocation) error {
+	inv, unguard := inv.guardStdout()
+	defer unguard()
 	f := o.flags
 	outs := slices.Clone(o.outs)
 	for i, n := range o.levelOf {

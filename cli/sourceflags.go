@@ -52,12 +52,19 @@ func (s *sourceFlags) open() error {
 	return nil
 }
 
-// checkKernel refuses --vmlinux when it is not the kernel of build id buildID, unless forced.
+// checkKernel refuses --vmlinux when it is not the kernel of build id buildID, unless forced, and
+// then reads its symbols and DWARF: an image of another kernel is refused before they are read.
 func (s *sourceFlags) checkKernel(buildID string) error {
-	if s.image == nil || s.force || buildID == "" || s.image.BuildID() == buildID {
+	if s.image == nil {
 		return nil
 	}
-	return usagef("--vmlinux %s: build id %s, but the captured kernel's is %s (--vmlinux-force uses it anyway, its lines likely wrong)", s.vmlinux, orNone(s.image.BuildID()), buildID)
+	if !s.force && buildID != "" && s.image.BuildID() != buildID {
+		return usagef("--vmlinux %s: build id %s, but the captured kernel's is %s (--vmlinux-force uses it anyway, its lines likely wrong)", s.vmlinux, orNone(s.image.BuildID()), buildID)
+	}
+	if err := s.image.Load(); err != nil {
+		return usagef("--vmlinux: reading %s: %v", s.vmlinux, err)
+	}
+	return nil
 }
 
 // dataSymbols reads the data symbols of the running kernel's image, of build id buildID and
@@ -144,6 +151,9 @@ func (s *sourceFlags) resolve(inv invocation, c *capture.Capture, quiet bool) er
 		return nil
 	}
 	c.Sources = &capture.Sources{BuildID: im.BuildID(), Frames: resolved}
+	if w := c.SourcesWarning(); w != "" {
+		fmt.Fprintf(inv.stderr, "klockstat: warning: %s\n", w)
+	}
 	if quiet {
 		return nil
 	}

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,6 +138,67 @@ func TestDataSymbols(t *testing.T) {
 		}
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+// TestVmlinuxForceIsRecorded: a capture given the lines of another build with --vmlinux-force
+// keeps both build ids, and the run, a later summary and the page all say the lines may not match.
+func TestVmlinuxForceIsRecorded(t *testing.T) {
+	bin := srclinetest.Build(t, "-g", "-O2")
+	dir := t.TempDir()
+	in, out, page := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json"), filepath.Join(dir, "page.html")
+	kernel := strings.Repeat("ab", 20)
+	sourceCapture(t, in, bin, kernel)
+	var stdout, stderr bytes.Buffer
+	if _, err := run([]string{"report", in, "--vmlinux", bin, "--vmlinux-force", "--json", out, "-o", ""}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	const mayNotMatch = "(--vmlinux-force): they may not match the frames"
+	if !strings.Contains(stderr.String(), "warning: the source lines are from a vmlinux of build id") || !strings.Contains(stderr.String(), mayNotMatch) {
+		t.Errorf("the forced run does not warn:\n%s", stderr.String())
+	}
+	if c := readCaptureFile(t, out); c.Meta.KernelBuildID != kernel || c.Sources == nil || c.Sources.BuildID == kernel {
+		t.Fatalf("the capture does not keep both build ids: kernel %q, sources %+v", c.Meta.KernelBuildID, c.Sources)
+	}
+	stdout.Reset()
+	if _, err := run([]string{"report", out, "-o", page}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), mayNotMatch) {
+		t.Errorf("the summary of the forced capture does not warn:\n%s", stdout.String())
+	}
+	if html, err := os.ReadFile(page); err != nil || !strings.Contains(string(html), mayNotMatch) {
+		t.Errorf("the page of the forced capture does not warn (%v)", err)
+	}
+}
+
+// TestVmlinuxRefusedAtOnce: a FIFO, a compression bomb and a truncated image given to --vmlinux are
+// refused in one line, at once, naming the file.
+func TestVmlinuxRefusedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.json")
+	sourceCapture(t, in, srclinetest.Build(t, "-g"), "")
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bomb := filepath.Join(dir, "bomb")
+	srclinetest.WriteELF(t, bomb,
+		srclinetest.Section{Name: ".debug_info", Type: elf.SHT_PROGBITS, Data: []byte("x"), Inflated: 4 << 30},
+		srclinetest.Section{Name: ".debug_line", Type: elf.SHT_PROGBITS, Data: []byte("x")})
+	for path, want := range map[string]string{
+		fifo: fifo + ": a named pipe (FIFO), not a regular file: give the vmlinux file itself",
+		bomb: "section .debug_info: 4 GiB once inflated, more than the 2 GiB klockstat reads",
+	} {
+		start := time.Now()
+		var stdout, stderr bytes.Buffer
+		_, err := run([]string{"report", in, "--vmlinux", path, "-o", ""}, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--vmlinux %s: %v, want one line with %q", filepath.Base(path), err, want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("--vmlinux %s: refused after %v", filepath.Base(path), d)
 		}
 	}
 }

@@ -55,19 +55,21 @@ type slabFieldNamer interface {
 }
 
 // lostReasons names the counters that mean an event was not recorded.
+// A reason of a full map names the map, all of them sized by --map-nr-entries.
 var lostReasons = []struct {
 	counter lockstatCounter
 	reason  string
+	mapName string // the map that was full, "" for another reason
 }{
-	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (an entry per thread, lock and stack: raise --map-nr-entries, or narrow the capture with -p, --comm or -Y)"},
-	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (more live threads waited than --map-nr-entries: raise it)"},
-	{lockstatCounterCNT_LOST_NEST_DEPTH, fmt.Sprintf("more than %d nested waits on one CPU", maxNest)},
-	{lockstatCounterCNT_LOST_LEVELS, fmt.Sprintf("probes nested more than %d deep on one CPU", maxLevels)},
-	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-nr-entries)"},
-	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-nr-entries)"},
-	{lockstatCounterCNT_LOST_OWNER_FULL, "wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)"},
-	{lockstatCounterCNT_LOST_OWNER_SAMPLE, "owner sample not stored: owner sample map full (an entry per lock, owner and stack: raise --map-nr-entries)"},
-	{lockstatCounterCNT_LOST_CHAIN_FULL, "wait not charged to its chain of owners: chain map full (an entry per chain: raise --map-nr-entries)"},
+	{lockstatCounterCNT_LOST_AGG_FULL, "aggregation map full (an entry per thread, lock and stack: raise --map-nr-entries, or narrow the capture with -p, --comm or -Y)", lockstatMapAggregate},
+	{lockstatCounterCNT_LOST_WAIT_FULL, "per-thread wait map full (more live threads waited than --map-nr-entries: raise it)", lockstatMapThreadWaits},
+	{lockstatCounterCNT_LOST_NEST_DEPTH, fmt.Sprintf("more than %d nested waits on one CPU", maxNest), ""},
+	{lockstatCounterCNT_LOST_LEVELS, fmt.Sprintf("probes nested more than %d deep on one CPU", maxLevels), ""},
+	{lockstatCounterCNT_LOST_HOLD_FULL, "hold not timed: per-lock hold map full (raise --map-nr-entries)", lockstatMapHolds},
+	{lockstatCounterCNT_LOST_HOLD_AGG_FULL, "hold not stored: hold aggregation map full (raise --map-nr-entries)", lockstatMapHoldAggregate},
+	{lockstatCounterCNT_LOST_OWNER_FULL, "wait not charged to its owner: owner map full (an entry per lock and owner: raise --map-nr-entries)", lockstatMapOwners},
+	{lockstatCounterCNT_LOST_OWNER_SAMPLE, "owner sample not stored: owner sample map full (an entry per lock, owner and stack: raise --map-nr-entries)", lockstatMapOwnerSamples},
+	{lockstatCounterCNT_LOST_CHAIN_FULL, "wait not charged to its chain of owners: chain map full (an entry per chain: raise --map-nr-entries)", lockstatMapOwnerChains},
 }
 
 // assemble builds the capture of a snapshot: records with symbolized
@@ -212,7 +214,7 @@ func meta(snap snapshot, in assembly, inProgress uint64) capture.Meta {
 	}
 	for _, l := range lostReasons {
 		if n := counters[l.counter]; n > 0 {
-			m.Lost = append(m.Lost, capture.Lost{Reason: l.reason, Count: n})
+			m.Lost = append(m.Lost, capture.Lost{Reason: l.reason, Count: n, Map: l.mapName})
 		}
 	}
 	// A wait is lost when its begin is: a missed end leaves the begin

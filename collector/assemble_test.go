@@ -714,3 +714,13 @@ func TestAssembleRunTimeNotMeasured(t *testing.T) {
 		}
 	}
 }
+
+// Every reason of a full map names the map, which the summary's next step sizes by, and no other
+// reason names one.
+func TestLostReasonsNameTheirMap(t *testing.T) {
+	for _, l := range lostReasons {
+		if full := strings.Contains(l.reason, "map full"); full != (l.mapName != "") {
+			t.Errorf("%q: map %q", l.reason, l.mapName)
+		}
+	}
+}

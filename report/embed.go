@@ -232,7 +232,7 @@ func decodePageData(content []byte, limit int64) (*capture.Capture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the report's page data is not gzip: %w", err)
 	}
-	data := &pageDataReader{r: zr, limit: limit}
+	data := &pageDataReader{r: zr, limit: limit, what: "the report's page data", instead: readJSONInstead}
 	var d embeddedData
 	// Names twice in an object are refused by capture.Parse, in the capture; elsewhere, keeping the
 	// names of the page data's objects would cost more memory than their values ("shown").
@@ -269,10 +269,12 @@ func decodePageData(content []byte, limit int64) (*capture.Capture, error) {
 // its members ("shown" has an entry a string). It follows the JSON text only as far as strings and
 // nesting.
 type pageDataReader struct {
-	r     io.Reader
-	limit int64
-	read  int64
-	err   error // the limit broken, kept: later reads fail with it too
+	r       io.Reader
+	limit   int64
+	what    string // what the data is, for messages: "the report's page data"
+	instead string // what to read instead of data over a limit
+	read    int64
+	err     error // the limit broken, kept: later reads fail with it too
 
 	inString  bool
 	escape    int         // bytes left of an escape sequence in a string
@@ -287,7 +289,7 @@ func (p *pageDataReader) Read(b []byte) (int, error) {
 	for {
 		n, err := p.r.Read(b)
 		if p.read += int64(n); p.read > p.limit {
-			p.err = fmt.Errorf("the report's page data inflates to more than %s, the most klockstat reads; %s", inputfile.Bytes(p.limit), readJSONInstead)
+			p.err = fmt.Errorf("%s inflates to more than %s, the most klockstat reads; %s", p.what, inputfile.Bytes(p.limit), p.instead)
 			return 0, p.err
 		}
 		if n, p.err = p.scan(b[:n]); p.err != nil {
@@ -339,7 +341,7 @@ func (p *pageDataReader) scan(b []byte) (int, error) {
 				continue
 			}
 			if p.stringLen++; p.stringLen > capture.MaxStringLen {
-				return 0, fmt.Errorf("the report's page data holds a string longer than %d bytes, a capture's longest; %s", capture.MaxStringLen, readJSONInstead)
+				return 0, fmt.Errorf("%s holds a string longer than %d bytes, a capture's longest; %s", p.what, capture.MaxStringLen, p.instead)
 			}
 			continue
 		}
@@ -359,7 +361,7 @@ func (p *pageDataReader) scan(b []byte) (int, error) {
 		case ',':
 			if top := len(p.open) - 1; top >= 0 {
 				if p.open[top].commas++; p.open[top].commas >= p.open[top].limit {
-					return 0, fmt.Errorf("the report's page data holds more than %d elements in one list or object; %s", p.open[top].limit, readJSONInstead)
+					return 0, fmt.Errorf("%s holds more than %d elements in one list or object; %s", p.what, p.open[top].limit, p.instead)
 				}
 			}
 		}

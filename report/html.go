@@ -67,7 +67,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		Lost:      m.Lost,
 		LostTotal: m.LostTotal(),
 	}
-	p.Warnings, p.WarningsTitle = m.Warnings, "Warnings"
+	p.Warnings, p.WarningsTitle = c.Warnings(), "Warnings"
 	p.Empty = len(c.Records) == 0
 	p.AddrHashed = m.AddressesHashed
 	p.FooterNote = fmt.Sprintf("%d %s · the capture is embedded: klockstat can read this file back", len(c.Records), plural(len(c.Records), "record", "records"))

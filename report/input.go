@@ -101,7 +101,11 @@ func parseInput(data []byte, limit int64) (*capture.Capture, error) {
 	case len(text) == 0:
 		return nil, notCapture("the input is empty")
 	case text[0] == '{':
-		return oneLine(capture.Parse(text))
+		c, err := capture.Parse(text)
+		if err != nil && capture.IsSweep(text) {
+			return nil, ErrSweep
+		}
+		return oneLine(c, err)
 	}
 	content, err := embeddedElement(text, dataElementID)
 	switch {
@@ -116,6 +120,9 @@ func parseInput(data []byte, limit int64) (*capture.Capture, error) {
 	case !errors.Is(err, errNoElement):
 		return nil, notCapture(err.Error())
 	}
+	if _, err := embeddedElement(text, sweepElementID); !errors.Is(err, errNoElement) {
+		return nil, ErrSweep
+	}
 	js, err := embeddedElement(text, captureElementID)
 	if errors.Is(err, errNoElement) { // nor a report of an earlier version: name today's element
 		return nil, notCapture(fmt.Sprintf("HTML without a <script id=%q> element (a report's page data)", dataElementID))
@@ -129,6 +136,10 @@ func parseInput(data []byte, limit int64) (*capture.Capture, error) {
 	}
 	return c, nil
 }
+
+// ErrSweep is the error of ReadInput for a sweep of klockstat scale (its JSON or its scaling report),
+// which holds a capture per run, not one.
+var ErrSweep = errors.New("this is a sweep of klockstat scale, not a capture: `klockstat report FILE` writes its scaling report, `klockstat report FILE --level N` the report of level N (from a file, not stdin)")
 
 // trimLeading drops a UTF-8 byte-order mark and the blank space before a JSON document or a page.
 func trimLeading(data []byte) []byte {

@@ -85,6 +85,8 @@ func TestReadInputErrors(t *testing.T) {
 		{"JSON without version", `{"meta":{}}`, `decoding capture: no "version" field`},
 		{"JSON of another version", `{"version":2}`, "unsupported capture format version 2"},
 		{"invalid capture", `{"version":1,"records":[{"type":"mutex","count":0}]}`, "invalid capture: record 0: count and hold_count are 0"},
+		{"a sweep JSON", `{"sweep_version":1,"levels":[]}`, "this is a sweep of klockstat scale, not a capture: `klockstat report FILE` writes its scaling report, `klockstat report FILE --level N`"},
+		{"a scaling report", `<html><script type="text/plain" id="` + sweepElementID + `">H4sI</script></html>`, "this is a sweep of klockstat scale"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,31 +35,47 @@ func nextSteps(c *capture.Capture, o SummaryOptions) []nextStep {
 	return steps
 }
 
-// mapSizeStep: events were lost to a full BPF map, so the capture again with maps four times the
-// largest of them.
+// mapSizeStep: events were lost to a full BPF map, so the capture again with --map-nr-entries four
+// times the size of the largest map that was full, replacing the -M the capture was given.
 func mapSizeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
-	var lost uint64
+	var lost, size uint64
+	var full []string // the maps that were full, with their sizes
 	for _, l := range c.Meta.Lost {
-		if strings.Contains(l.Reason, "map full") {
+		switch {
+		case l.Map != "":
+			lost += l.Count
+			if n, ok := c.Meta.MapSizes[l.Map]; ok && !slices.Contains(full, fmt.Sprintf("%s (%d entries)", l.Map, n)) {
+				full = append(full, fmt.Sprintf("%s (%d entries)", l.Map, n))
+				size = max(size, uint64(n))
+			}
+		case strings.Contains(l.Reason, "map full"): // a capture that does not name the map
 			lost += l.Count
 		}
 	}
-	var largest uint64
-	for _, size := range c.Meta.MapSizes {
-		largest = max(largest, uint64(size))
+	if lost == 0 {
+		return nextStep{}, false
 	}
-	if lost == 0 || largest == 0 {
+	if len(full) == 0 { // none named: the largest map, as before the maps were named
+		for _, n := range c.Meta.MapSizes {
+			size = max(size, uint64(n))
+		}
+	}
+	if size == 0 {
 		return nextStep{}, false
 	}
 	events := "events"
 	if lost == 1 {
 		events = "event"
 	}
-	return nextStep{
-		command: recapture(c.Meta, nil, "-M", strconv.FormatUint(min(4*largest, math.MaxUint32), 10)),
-		why:     fmt.Sprintf("%d %s lost to full maps of %d entries", lost, events, largest),
-	}, true
+	why := fmt.Sprintf("%d %s lost to full maps of %d entries", lost, events, size)
+	if len(full) > 0 {
+		why = fmt.Sprintf("%d %s lost to full maps: %s, which -M (--map-nr-entries) sizes", lost, events, strings.Join(full, ", "))
+	}
+	return nextStep{command: recapture(c.Meta, mapSizeFlags, "-M", strconv.FormatUint(min(4*size, math.MaxUint32), 10)), why: why}, true
 }
+
+// mapSizeFlags are the names of --map-nr-entries, which mapSizeStep replaces.
+var mapSizeFlags = []string{"map-nr-entries", "map-size", "M"}
 
 // stacksStep: the capture took no stacks (--max-stack 0), so its waits have no caller.
 func stacksStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
@@ -237,8 +253,7 @@ func recapture(m capture.Meta, drop []string, add ...string) string {
 	}
 	out := []string{argv[0]}
 	for i := 1; i < dash; i++ {
-		name, _, withValue := strings.Cut(strings.TrimPrefix(argv[i], "--"), "=")
-		if strings.HasPrefix(argv[i], "--") && slices.Contains(drop, name) {
+		if dropped, withValue := droppedFlag(argv[i], drop); dropped {
 			if !withValue {
 				i++ // the value is the next argument
 			}
@@ -248,6 +263,19 @@ func recapture(m capture.Meta, drop []string, add ...string) string {
 	}
 	out = append(out, add...)
 	return shellJoin(append(out, argv[dash:]...))
+}
+
+// droppedFlag reports whether arg is one of the flags drop names ("max-stack" for --max-stack, "M"
+// for -M), and whether it holds its value ("--max-stack=0", "-M64").
+func droppedFlag(arg string, drop []string) (dropped, withValue bool) {
+	if long, ok := strings.CutPrefix(arg, "--"); ok {
+		name, _, withValue := strings.Cut(long, "=")
+		return slices.Contains(drop, name), withValue
+	}
+	if short, ok := strings.CutPrefix(arg, "-"); ok && len(short) > 0 && slices.Contains(drop, short[:1]) {
+		return true, len(short) > 1
+	}
+	return false, false
 }
 
 // writeNextSteps writes the steps under a "next steps:" line: each a shell comment that says why,

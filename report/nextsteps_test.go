@@ -50,6 +50,16 @@ func TestMapSizeStep(t *testing.T) {
 		{name: "a full map", change: func(c *capture.Capture) {
 			c.Meta.Lost = []capture.Lost{{Reason: mapFull, Count: 17}, {Reason: "kernel skipped the probe", Count: 4}}
 		}, want: klockstatArgs + " -M 262144 " + stressNG, wantWhy: "17 events lost to full maps of 65536 entries"},
+		{name: "a named map, -M given, a larger map not sized by -M", change: func(c *capture.Capture) {
+			c.Meta.Lost = []capture.Lost{{Reason: mapFull, Count: 222, Map: "aggregate"}}
+			c.Meta.MapSizes = map[string]uint32{"aggregate": 64, "command_tree": 32768}
+			c.Meta.CommandLine = slices.Insert(slices.Clone(c.Meta.CommandLine), 1, "-M", "64")
+		}, want: klockstatArgs + " -M 256 " + stressNG, wantWhy: "222 events lost to full maps: aggregate (64 entries), which -M (--map-nr-entries) sizes"},
+		{name: "-M64 and --map-nr-entries=64 replaced", change: func(c *capture.Capture) {
+			c.Meta.Lost = []capture.Lost{{Reason: mapFull, Count: 2, Map: "aggregate"}, {Reason: "per-thread wait map full", Count: 1, Map: "thread_waits"}}
+			c.Meta.MapSizes = map[string]uint32{"aggregate": 64, "thread_waits": 128}
+			c.Meta.CommandLine = slices.Insert(slices.Clone(c.Meta.CommandLine), 1, "-M64", "--map-nr-entries=64")
+		}, want: klockstatArgs + " -M 512 " + stressNG, wantWhy: "3 events lost to full maps: aggregate (64 entries), thread_waits (128 entries), which -M"},
 		{name: "an older capture's map", change: func(c *capture.Capture) {
 			c.Meta.Lost = []capture.Lost{{Reason: "per-thread wait map full (more live threads waited than --map-size: raise it)", Count: 1}}
 			c.Meta.MapSizes["thread_waits"] = 100_000

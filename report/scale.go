@@ -163,7 +163,7 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	p.AddrHashed = hashed
 	p.WarningsTitle = "Warnings"
 	p.FooterNote = "the sweep is embedded: klockstat report reads this file back"
-	p.Warnings = sweepWarnings(s)
+	p.Warnings = sweepWarnings(s, an)
 	p.Levels = levelRows(s, an, "×")
 	p.Own, p.NoCulprits = ownFigures(an), noCulprits(an)
 	levels := make([]int, len(s.Levels))
@@ -252,9 +252,10 @@ func runCaptures(s *capture.Sweep) []*capture.Capture {
 	return out
 }
 
-// sweepWarnings are what the page says first: an interrupted sweep, failed runs.
-func sweepWarnings(s *capture.Sweep) []string {
-	var out []string
+// sweepWarnings are what the page says first: an interrupted sweep, failed runs, and
+// sweepDataWarnings.
+func sweepWarnings(s *capture.Sweep, an capture.ScaleAnalysis) []string {
+	out := sweepDataWarnings(s, an)
 	if s.Interrupted {
 		out = append(out, "The sweep was interrupted: the report shows the runs done until then.")
 	}
@@ -271,6 +272,19 @@ func sweepWarnings(s *capture.Sweep) []string {
 	}
 	if !strings.Contains(strings.Join(s.Command, " "), "{N}") {
 		out = append(out, "The command has no {N}: every level ran the same command, unless it reads KLOCKSTAT_LEVEL.")
+	}
+	return out
+}
+
+// sweepDataWarnings say that the sweep's figures are wrong, which the summary says too: waits that
+// add up to more than a uint64 holds, runs of different kernels or architectures.
+func sweepDataWarnings(s *capture.Sweep, an capture.ScaleAnalysis) []string {
+	var out []string
+	if an.Saturated {
+		out = append(out, fmt.Sprintf("The sweep's waits add up to more than a 64-bit number holds: it is corrupt, and its sums show as that maximum, %d.", uint64(math.MaxUint64)))
+	}
+	if k := s.Kernels(); len(k) > 1 {
+		out = append(out, fmt.Sprintf("The runs were captured on %d different kernels or architectures (%s): their figures do not compare.", len(k), sanitize(strings.Join(k, ", "))))
 	}
 	return out
 }
@@ -411,12 +425,12 @@ func formatPerWork(ns float64) string {
 	return FormatDuration(ns)
 }
 
-// FormatNumber writes a throughput with three significant digits and a k, M or G suffix.
+// FormatNumber writes a throughput with three significant digits and a k, M, G, T, P or E suffix.
 func FormatNumber(v float64) string {
 	for _, u := range []struct {
 		div    float64
 		suffix string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+	}{{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
 		if math.Abs(v) >= u.div {
 			return strconv.FormatFloat(v/u.div, 'g', 3, 64) + u.suffix
 		}
@@ -512,8 +526,8 @@ func nonNilAny(v []any) []any {
 // round3 keeps three decimals, enough for a chart and a third of the JSON.
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// embeddedPages are the level reports and the diffs of every two levels, each page's HTML without
-// ECharts, gzip-compressed and base64-encoded.
+// embeddedPages are the level reports and the diffs of two levels (diffPairs), each page's HTML
+// without ECharts, gzip-compressed and base64-encoded.
 type embeddedPages struct {
 	Levels []embeddedPage `json:"levels"`
 	Diffs  []embeddedPage `json:"diffs"`
@@ -546,7 +560,10 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 		shown = append(shown, l)
 	}
 	for i, before := range shown {
-		for _, after := range shown[i+1:] {
+		for j, after := range shown[i+1:] {
+			if !diffPair(len(shown), i, i+1+j) {
+				continue
+			}
 			d := capture.Compare(before.Representative().Capture, after.Representative().Capture, capture.DiffOptions{Top: o.Top})
 			page, err := embedPage(a, func(w io.Writer) error { return writeDiffHTML(w, d, o, o.AddressKey) })
 			if err != nil {
@@ -561,6 +578,16 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 	}
 	// JSON of base64 strings and numbers: nothing HTML treats specially.
 	return template.HTML(`<script type="application/json" id="klockstat-scale-pages">` + string(b) + `</script>`), nil
+}
+
+// maxAllPairsLevels is the most levels whose every two levels the page holds the diff of. The diffs
+// are most of a page's size (a 64-level sweep held 2016 of them, 77 MB): beyond it, the page holds
+// those of each level with the lowest and with the next, and scale.js says how to get the others.
+const maxAllPairsLevels = 8
+
+// diffPair reports whether the page holds the diff of the shown levels i < j of n.
+func diffPair(n, i, j int) bool {
+	return n <= maxAllPairsLevels || i == 0 || j == i+1
 }
 
 // embedPage renders a page with write and returns it without its ECharts, compressed.
@@ -642,12 +669,17 @@ func readSweep(data []byte, limit int64) (*capture.Sweep, bool, error) {
 	if err != nil {
 		return nil, true, fmt.Errorf("the scaling report's sweep is not gzip: %w", err)
 	}
-	inflated, err := io.ReadAll(io.LimitReader(zr, limit+1))
-	if err != nil {
+	// The limits of a report's page data, checked while inflating: a bomb is refused before it is
+	// held, and the blank space klockstat does not write is dropped.
+	bounded := &pageDataReader{r: zr, limit: limit, what: "the scaling report's sweep", instead: "read the sweep JSON the report was made from (klockstat scale --json)"}
+	inflated, err := io.ReadAll(bounded)
+	switch {
+	case bounded.err != nil:
+		return nil, true, bounded.err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, true, errors.New("the scaling report's sweep is truncated: its compressed data ends early (a download or copy cut short?); read the whole page, or the sweep JSON")
+	case err != nil:
 		return nil, true, fmt.Errorf("inflating the scaling report's sweep: %w", err)
-	}
-	if int64(len(inflated)) > limit {
-		return nil, true, fmt.Errorf("the scaling report's sweep inflates to more than %d bytes", limit)
 	}
 	s, err := capture.ParseSweep(inflated)
 	return s, true, err

@@ -71,6 +71,9 @@ func WriteScaleSummary(w io.Writer, s *capture.Sweep, o ScaleSummaryOptions) err
 		if s.Interrupted {
 			notes.printf("(interrupted: the runs done until then)")
 		}
+		for _, w := range sweepDataWarnings(s, an) {
+			fmt.Fprintf(b, "warning: %s\n", w)
+		}
 		b.WriteString("\n")
 		notes.printf("Scaling culprits: locks whose wait per unit of work grows most from the lowest level to the highest\n")
 		if len(an.Locks) == 0 {

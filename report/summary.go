@@ -211,7 +211,7 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	if note := staticNote(c, shown.Records); note != "" {
 		notes.printf("%s", sanitize(note))
 	}
-	writeHealth(notes, c.Meta)
+	writeHealth(notes, c)
 	writeNextSteps(people, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())
 	return err
@@ -273,7 +273,7 @@ func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error 
 		b.Write(table.Bytes())
 		writeCriticalSections(&b, shown, o.Top)
 	}
-	writeHealth(lines, c.Meta)
+	writeHealth(lines, c)
 	writeNextSteps(lines, nextSteps(c, o))
 	_, err := w.Write(b.Bytes())
 	return err
@@ -317,16 +317,16 @@ func withAddressIDs(c *capture.Capture, o SummaryOptions) *capture.Capture {
 }
 
 // writeHealth ends a summary with the capture's health line and its warnings, after a blank line.
-func writeHealth(l lineWriter, m capture.Meta) {
+func writeHealth(l lineWriter, c *capture.Capture) {
 	if l.off {
 		return
 	}
 	l.b.WriteString("\n")
-	l.printf("%s", healthLine(m))
-	for _, line := range unseenLines(m) {
+	l.printf("%s", healthLine(c.Meta))
+	for _, line := range unseenLines(c.Meta) {
 		l.printf("%s", line)
 	}
-	for _, warning := range m.Warnings {
+	for _, warning := range c.Warnings() {
 		l.printf("warning: %s", sanitize(warning))
 	}
 }

@@ -16,9 +16,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"slices"
 	"syscall"
+
+	"github.com/klockstat/klockstat/internal/inputfile"
 )
 
 // Image is a vmlinux (or a program) with DWARF, open for resolving frames. It is not safe for
@@ -26,6 +30,7 @@ import (
 type Image struct {
 	path    string
 	file    *os.File
+	size    int64  // of the file
 	mapped  []byte // the whole file, mapped read-only; nil when it could not be
 	elf     *elf.File
 	dwarf   *dwarf.Data
@@ -33,6 +38,8 @@ type Image struct {
 	symbols map[string][]symbol     // function symbols by name
 	units   []unitRange             // address ranges of the compile units, sorted by start
 	names   map[dwarf.Offset]string // names of abstract functions, by their entry
+	loaded  bool                    // Load has run, with loadErr
+	loadErr error
 }
 
 type symbol struct{ addr, size uint64 }
@@ -47,11 +54,19 @@ type unitRange struct {
 // without CONFIG_DEBUG_INFO, or a stripped one such as /boot's.
 var ErrNoDWARF = errors.New("no DWARF debug information")
 
-// Open opens the image at path. Its debug sections are mapped, not read, where they are not
-// compressed, so that only the pages of the compile units a lookup touches take memory.
+// Open opens the image at path and reads its build id, from its notes. Its symbols and DWARF
+// are read by Load, or the first Resolve, so that an image refused for its build id costs nothing
+// more; Open checks already that they are there and within the file and the limits (bounds.go).
+// Debug sections are mapped, not read, where they are not compressed, so that only the pages of
+// the compile units a lookup touches take memory. Anything but a regular file is refused without
+// blocking.
 func Open(path string) (*Image, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.OpenRegular(path)
 	if err != nil {
+		var notRegular *inputfile.NotRegularError
+		if errors.As(err, &notRegular) {
+			return nil, fmt.Errorf("%w: give the vmlinux file itself", err)
+		}
 		return nil, fmt.Errorf("opening the vmlinux: %w", err)
 	}
 	im := &Image{path: path, file: f, names: map[dwarf.Offset]string{}}
@@ -67,6 +82,7 @@ func (im *Image) open() error {
 	if err != nil {
 		return err
 	}
+	im.size = st.Size()
 	if st.Size() > 0 && st.Size() == int64(int(st.Size())) {
 		if m, err := syscall.Mmap(int(im.file.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_PRIVATE); err == nil {
 			im.mapped = m
@@ -74,17 +90,75 @@ func (im *Image) open() error {
 	}
 	im.elf, err = elf.NewFile(im.file)
 	var notELF *elf.FormatError
-	if errors.As(err, &notELF) {
+	switch {
+	case errors.As(err, &notELF):
 		return fmt.Errorf("not an ELF file, so not a vmlinux (the kernel's debug image, e.g. /usr/lib/debug/boot/vmlinux-RELEASE): %w", err)
-	}
-	if err != nil {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("the ELF headers end past the file's %d bytes: the file is truncated (a download or copy cut short?)", im.size)
+	case err != nil:
 		return err
-	}
-	if im.elf.Type == elf.ET_REL {
+	case im.elf.Type == elf.ET_REL:
 		return errors.New("a relocatable object, not a linked image")
 	}
-	im.buildID = elfBuildID(im.elf, st.Size())
-	if err := im.readSymbols(st.Size()); err != nil {
+	if im.buildID, err = elfBuildID(im.elf, im.size); err != nil {
+		return err
+	}
+	return im.checkSections()
+}
+
+// checkSections checks, before any is read, that the sections Load reads are there, lie within
+// the file, and fit the limits of bounds.go.
+func (im *Image) checkSections() error {
+	if s := im.elf.SectionByType(elf.SHT_SYMTAB); s != nil {
+		if err := CheckSection(s, im.size, MaxSymbolTable); err != nil {
+			return err
+		}
+		if int(s.Link) < len(im.elf.Sections) && s.Link > 0 {
+			if err := CheckSection(im.elf.Sections[s.Link], im.size, MaxSymbolTable); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range []string{"info", "line"} {
+		if s := im.elf.Section(".debug_" + name); s == nil || s.Type == elf.SHT_NOBITS {
+			return ErrNoDWARF
+		}
+	}
+	inflated := uint64(0)
+	for _, name := range dwarfSections {
+		s := im.elf.Section(".debug_" + name)
+		if s == nil {
+			continue
+		}
+		limit := uint64(math.MaxUint64) // mapped: the file's size bounds it
+		if s.Flags&elf.SHF_COMPRESSED != 0 || im.mapped == nil {
+			limit = MaxInflated - inflated
+		}
+		if err := CheckSection(s, im.size, limit); err != nil {
+			return err
+		}
+		if limit != math.MaxUint64 {
+			inflated += s.Size
+		}
+	}
+	return nil
+}
+
+// dwarfSections are the DWARF sections, less ".debug_", that lines and inlined functions need.
+// A kernel's location lists and call frames are as large as the rest and not needed here.
+var dwarfSections = []string{"abbrev", "info", "line", "ranges", "str", "addr", "line_str", "rnglists", "str_offsets"}
+
+// Load reads the image's symbols and indexes its DWARF compile units, once; Resolve calls it.
+func (im *Image) Load() error {
+	if !im.loaded {
+		im.loaded = true
+		im.loadErr = im.load()
+	}
+	return im.loadErr
+}
+
+func (im *Image) load() error {
+	if err := im.readSymbols(); err != nil {
 		return err
 	}
 	if err := im.readDWARF(); err != nil {
@@ -125,11 +199,10 @@ func (im *Image) section(name string) ([]byte, error) {
 	return b, nil
 }
 
-// readDWARF reads the sections that lines and inlined functions need, and no other: a kernel's
-// location lists and call frames are as large as the rest and not needed here.
+// readDWARF reads the sections that lines and inlined functions need (dwarfSections), and no other.
 func (im *Image) readDWARF() error {
 	get := map[string][]byte{}
-	for _, name := range []string{"abbrev", "info", "line", "ranges", "str", "addr", "line_str", "rnglists", "str_offsets"} {
+	for _, name := range dwarfSections {
 		b, err := im.section(".debug_" + name)
 		if err != nil {
 			return err
@@ -154,9 +227,9 @@ func (im *Image) readDWARF() error {
 	return nil
 }
 
-// readSymbols indexes the function symbols of .symtab by name; fileSize bounds what is read.
-func (im *Image) readSymbols(fileSize int64) error {
-	syms, err := readSymtab(im.elf, fileSize)
+// readSymbols indexes the function symbols of .symtab by name, read within MaxSymbolTable.
+func (im *Image) readSymbols() error {
+	syms, err := readSymtab(im.elf, im.size)
 	if err != nil {
 		return fmt.Errorf("reading the symbol table: %w", err)
 	}

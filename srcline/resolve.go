@@ -26,8 +26,11 @@ func (u Unresolved) Total() int { return u.Module + u.NoSymbol + u.Ambiguous + u
 // Resolve finds the source lines of frames, given as a capture writes them. A frame is a return
 // address (the instruction after a call), so its line is that of the address before it: the
 // call's, as perf and addr2line users expect. Frames are looked up once each, grouped by compile
-// unit, so that a unit is read once however many frames it holds.
+// unit, so that a unit is read once however many frames it holds. The image is loaded first (Load).
 func (im *Image) Resolve(frames []string) (map[string]capture.SourceFrame, Unresolved, error) {
+	if err := im.Load(); err != nil {
+		return nil, Unresolved{}, err
+	}
 	var skipped Unresolved
 	out := map[string]capture.SourceFrame{}
 	type want struct {

@@ -11,17 +11,6 @@ import (
 	"github.com/klockstat/klockstat/kallsyms"
 )
 
-// MaxSymtabSize bounds each of the two sections of an image's symbol table that are read into
-// memory, .symtab and its string table, as they are once decompressed. Debian's 6.1 cloud vmlinux
-// has about 110,000 symbols (2.6 MB of entries, 3 MB of names); an allyesconfig kernel a few times
-// more. Past it an image is refused before anything is read: a file claiming a 4 GiB section is
-// hostile or broken, and would take that much memory.
-const MaxSymtabSize = 256 << 20
-
-// maxNotesSize bounds a note section read for the build id: a vmlinux's notes are a few hundred
-// bytes.
-const maxNotesSize = 1 << 20
-
 // ErrNoSymtab is returned by ReadSymbols for an image without a symbol table (.symtab): a
 // stripped one such as /boot's vmlinuz holds none.
 var ErrNoSymtab = errors.New("no symbol table (.symtab)")
@@ -38,7 +27,7 @@ type elfSymbol struct {
 // objects (STT_OBJECT) and the linker's markers (STT_NOTYPE, "_text", "_end"), in kallsyms' form
 // (nm's type letter from their section, their size), at the addresses the image was linked at; and
 // the image's build id ("" when it has none). It needs no DWARF. Its memory is bounded: see
-// MaxSymtabSize.
+// MaxSymbolTable.
 func ReadSymbols(path string) (syms []kallsyms.Symbol, buildID string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -53,7 +42,9 @@ func ReadSymbols(path string) (syms []kallsyms.Symbol, buildID string, err error
 	if err != nil {
 		return nil, "", fmt.Errorf("reading %s: not an ELF image: %w", path, err)
 	}
-	buildID = elfBuildID(ef, st.Size())
+	if buildID, err = elfBuildID(ef, st.Size()); err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", path, err)
+	}
 	all, err := readSymtab(ef, st.Size())
 	if err != nil {
 		return nil, buildID, fmt.Errorf("reading %s: %w", path, err)
@@ -97,7 +88,7 @@ func nmType(f *elf.File, s elfSymbol) byte {
 	return c
 }
 
-// readSymtab reads f's .symtab and its names, refusing sections larger than MaxSymtabSize or than
+// readSymtab reads f's .symtab and its names, refusing sections larger than MaxSymbolTable or than
 // the file (of fileSize bytes) before reading them.
 func readSymtab(f *elf.File, fileSize int64) ([]elfSymbol, error) {
 	tab := f.SectionByType(elf.SHT_SYMTAB)
@@ -110,11 +101,11 @@ func readSymtab(f *elf.File, fileSize int64) ([]elfSymbol, error) {
 	if int(tab.Link) >= len(f.Sections) || tab.Link == 0 || f.Sections[tab.Link].Type != elf.SHT_STRTAB {
 		return nil, fmt.Errorf("symbol table %s links to no string table (section %d)", tab.Name, tab.Link)
 	}
-	entries, err := readSection(tab, fileSize, MaxSymtabSize)
+	entries, err := readSection(tab, fileSize, MaxSymbolTable)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := readSection(f.Sections[tab.Link], fileSize, MaxSymtabSize)
+	raw, err := readSection(f.Sections[tab.Link], fileSize, MaxSymbolTable)
 	if err != nil {
 		return nil, err
 	}
@@ -139,18 +130,15 @@ func readSymtab(f *elf.File, fileSize int64) ([]elfSymbol, error) {
 	return syms, nil
 }
 
-// readSection reads a section whole, decompressed, after checking that the file holds what its
-// header says it stores (fileSize bytes in all) and that it is at most limit bytes once
+// readSection reads a section whole, decompressed, once CheckSection has found that the file holds
+// what its header says it stores (fileSize bytes in all) and that it is at most limit bytes once
 // decompressed: a hostile header is refused in one line, before any memory is taken for it.
 func readSection(s *elf.Section, fileSize int64, limit uint64) ([]byte, error) {
 	if s.Type == elf.SHT_NOBITS {
 		return nil, fmt.Errorf("section %s holds no data", s.Name)
 	}
-	if s.Offset > uint64(fileSize) || s.FileSize > uint64(fileSize)-s.Offset {
-		return nil, fmt.Errorf("section %s claims %d bytes at offset %d of a file of %d: truncated or corrupt", s.Name, s.FileSize, s.Offset, fileSize)
-	}
-	if s.Size > limit {
-		return nil, fmt.Errorf("section %s claims %d bytes, more than the %d read from an image", s.Name, s.Size, limit)
+	if err := CheckSection(s, fileSize, limit); err != nil {
+		return nil, err
 	}
 	b := make([]byte, s.Size)
 	// Size is the decompressed size a compressed section declares: no more is inflated.
@@ -160,18 +148,20 @@ func readSection(s *elf.Section, fileSize int64, limit uint64) ([]byte, error) {
 	return b, nil
 }
 
-// elfBuildID is the GNU build id of f's notes, in hex; each note section is read through
-// readSection.
-func elfBuildID(f *elf.File, fileSize int64) string {
+// elfBuildID is the GNU build id of f's notes, in hex, "" when it has none; each note section is
+// read through readSection, first of all the image's sections.
+func elfBuildID(f *elf.File, fileSize int64) (string, error) {
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		if b, err := readSection(s, fileSize, maxNotesSize); err == nil {
-			if id := ParseBuildID(b, f.ByteOrder); id != "" {
-				return id
-			}
+		b, err := readSection(s, fileSize, MaxNotes)
+		if err != nil {
+			return "", err
+		}
+		if id := ParseBuildID(b, f.ByteOrder); id != "" {
+			return id, nil
 		}
 	}
-	return ""
+	return "", nil
 }

@@ -77,6 +77,10 @@
       const [lo, hi] = a < b ? [a, b] : [b, a];
       const d = pages.diffs.find((x) => x.a === lo && x.b === hi);
       if (!d) {
+        // report/scale.go's diffPair: a page of many levels holds the diffs with the lowest
+        // level and between neighbours only.
+        shown.textContent = "The page holds the comparisons of each level with the lowest and with the next only: " +
+          "for levels " + lo + " and " + hi + ", run klockstat report on the sweep with --level " + lo + " and --level " + hi + ", then klockstat diff.";
         return;
       }
       tabButtons.forEach((t) => t.setAttribute("aria-selected", "false"));

@@ -5,6 +5,7 @@ package inputfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,6 +32,29 @@ func Open(path string, stdin io.Reader, limit int64) (io.ReadCloser, error) {
 	if path == Stdin {
 		return io.NopCloser(stdin), nil
 	}
+	f, err := OpenRegular(path)
+	if err != nil {
+		var notRegular *NotRegularError
+		if errors.As(err, &notRegular) {
+			return nil, fmt.Errorf("%w (give a file, or pipe the data to %q)", err, Stdin)
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() > limit {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, &TooLargeError{Limit: limit, Size: st.Size()})
+	}
+	return f, nil
+}
+
+// OpenRegular opens path for reading without ever blocking: anything but a regular file (after
+// following symlinks) is refused with a *NotRegularError.
+func OpenRegular(path string) (*os.File, error) {
 	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the
 	// type check below could refuse it. It changes nothing for a regular file.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -44,13 +68,19 @@ func Open(path string, stdin io.Reader, limit int64) (io.ReadCloser, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: %s, not a regular file (give a file, or pipe the data to %q)", path, kind(st.Mode()), Stdin)
-	}
-	if st.Size() > limit {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, &TooLargeError{Limit: limit, Size: st.Size()})
+		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
 	}
 	return f, nil
+}
+
+// NotRegularError is a path that is not a regular file where one is read.
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s: %s, not a regular file", e.Path, kind(e.Mode))
 }
 
 // kind names a non-regular file type for a message.
