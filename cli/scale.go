@@ -343,23 +343,51 @@ const tailLines = 10
 // sweepRun runs the command once at level n and cuts its round: the run, and the signal that
 // interrupted it, if one did. An error is the capture's: a failing command is a failed run.
 func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int, signals <-chan os.Signal) (capture.SweepRun, os.Signal, error) {
-	run := capture.SweepRun{Argv: substitute(o.command, n)}
 	began := time.Now()
 	if err := rounds.Begin(); err != nil {
-		return run, nil, err
+		return capture.SweepRun{Argv: substitute(o.command, n)}, nil, err
 	}
-	run.OverheadNS = time.Since(began).Nanoseconds()
+	overhead := time.Since(began).Nanoseconds()
+	timed := timedCommand{out: o.commandOut, limit: o.duration, limited: o.durationSet, metric: o.metric}
+	run, interrupted, finish := inv.timedRun(timed, substitute(o.command, n), signals, "KLOCKSTAT_LEVEL="+strconv.Itoa(n))
+	start := time.Now()
+	c, err := rounds.End()
+	if err != nil {
+		return run, interrupted, err
+	}
+	inv.fillMeta(&c.Meta, o.captureOptions, run.Exit)
+	c.Meta.CommandLine, c.Meta.Workload = o.commandLine, run.Argv
+	run.Capture = c
+	run.OverheadNS = overhead + time.Since(start).Nanoseconds()
+	finish(&run)
+	return run, interrupted, nil
+}
+
+// timedCommand is how timedRun runs a command: where its stdout goes, the limit on its run time,
+// the --metric that reads its work.
+type timedCommand struct {
+	out     io.Writer
+	limit   time.Duration
+	limited bool
+	metric  *regexp.Regexp
+}
+
+// timedRun runs argv once, without stdin, its output to t.out and klockstat's stderr, and returns
+// the run timed (Argv, WallNS, Exit, Failed), the signal that interrupted it if one did, and
+// finish, which reads the metric and the tail of the output into the run once the caller has done
+// what follows the command.
+func (inv invocation) timedRun(t timedCommand, argv []string, signals <-chan os.Signal, env ...string) (capture.SweepRun, os.Signal, func(*capture.SweepRun)) {
+	run := capture.SweepRun{Argv: argv}
 	out := &outputTail{limit: 1 << 20}
-	// No stdin: the command runs many times. Its output goes to klockstat's and to the tail.
-	stdio := invocation{stdout: io.MultiWriter(o.commandOut, out), stderr: io.MultiWriter(inv.stderr, out)}
+	stdio := invocation{stdout: io.MultiWriter(t.out, out), stderr: io.MultiWriter(inv.stderr, out)}
 	start := time.Now()
 	var interrupted os.Signal
-	if w, err := startWorkload(run.Argv, stdio, "KLOCKSTAT_LEVEL="+strconv.Itoa(n)); err != nil {
+	if w, err := startWorkload(run.Argv, stdio, env...); err != nil {
 		run.Failed = err.Error()
 	} else {
 		var deadline <-chan time.Time
-		if o.durationSet {
-			timer := time.NewTimer(o.duration)
+		if t.limited {
+			timer := time.NewTimer(t.limit)
 			defer timer.Stop()
 			deadline = timer.C
 		}
@@ -383,31 +411,23 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 			}
 		}
 		run.WallNS = time.Since(start).Nanoseconds()
-		start = time.Now()
 		switch {
 		case interrupted != nil:
 			run.Failed = "interrupted by " + interrupted.String()
 		case timedOut:
-			run.Failed = fmt.Sprintf("ran longer than --duration %v, stopped", o.duration)
+			run.Failed = fmt.Sprintf("ran longer than --duration %v, stopped", t.limit)
 		case *run.Exit != 0:
 			run.Failed = fmt.Sprintf("exit status %d", *run.Exit)
 		}
 	}
-	c, err := rounds.End()
-	if err != nil {
-		return run, interrupted, err
+	return run, interrupted, func(r *capture.SweepRun) {
+		if t.metric != nil && r.Failed == "" {
+			r.Metric, r.Failed = metricOf(t.metric, out.bytes())
+		}
+		if r.Failed != "" {
+			r.Tail = out.lastLines(tailLines)
+		}
 	}
-	inv.fillMeta(&c.Meta, o.captureOptions, run.Exit)
-	c.Meta.CommandLine, c.Meta.Workload = o.commandLine, run.Argv
-	run.Capture = c
-	run.OverheadNS += time.Since(start).Nanoseconds()
-	if o.metric != nil && run.Failed == "" {
-		run.Metric, run.Failed = metricOf(o.metric, out.bytes())
-	}
-	if run.Failed != "" {
-		run.Tail = out.lastLines(tailLines)
-	}
-	return run, interrupted, nil
 }
 
 // metricOf is the first group of re's last match in output as a number, or why there is none.

@@ -92,6 +92,17 @@ type Counters struct {
 	HoldMinNS     uint64 `json:"hold_min_ns"`
 }
 
+// add sums two runs' counters but the shortest hold, which it leaves as c's.
+func (c Counters) add(o Counters) Counters {
+	return Counters{
+		Matched: c.Matched + o.Matched, Fired: c.Fired + o.Fired, AddedNS: c.AddedNS + o.AddedNS,
+		RefusedBudget: c.RefusedBudget + o.RefusedBudget, RefusedSpin: c.RefusedSpin + o.RefusedSpin,
+		SkippedLocked: c.SkippedLocked + o.SkippedLocked, FiredLocked: c.FiredLocked + o.FiredLocked,
+		NoStack: c.NoStack + o.NoStack, HoldSamples: c.HoldSamples + o.HoldSamples, HoldNS: c.HoldNS + o.HoldNS,
+		HoldMinNS: c.HoldMinNS,
+	}
+}
+
 // OK reports whether the run counts.
 func (r Run) OK() bool { return r.Failed == "" && r.WallNS > 0 && (r.Metric == nil || *r.Metric > 0) }
 

@@ -34,8 +34,29 @@ type Prediction struct {
 	GainHi float64 `json:"gain_hi"`
 }
 
+// Size is the runs of one delay size that count, averaged, and their counters summed.
+type Size struct {
+	DelayNS      uint64  `json:"delay_ns"`
+	Runs         int     `json:"runs"`
+	Failed       int     `json:"failed"`
+	TimePerWork  float64 `json:"time_per_work_ns"`
+	AddedPerWork float64 `json:"added_per_work_ns"`
+	Throughput   float64 `json:"throughput"` // units of work a second
+	// Counters summed over the runs; HoldMinNS the least.
+	Counters Counters `json:"counters"`
+}
+
+// HoldMeanNS is the mean contended hold measured, 0 without one.
+func (s Size) HoldMeanNS() float64 {
+	if s.Counters.HoldSamples == 0 {
+		return 0
+	}
+	return float64(s.Counters.HoldNS) / float64(s.Counters.HoldSamples)
+}
+
 // Reading is what an experiment shows.
 type Reading struct {
+	Sizes  []Size  `json:"sizes"` // in the order of Experiment.DelaysNS
 	Points []Point `json:"points"`
 	// Fit is time per unit of work against added hold time per unit of work; nil with fewer than
 	// three points at two delays, FitError says why.
@@ -61,7 +82,7 @@ type Reading struct {
 
 // Read fits the experiment's runs that count and predicts from the fit.
 func (e *Experiment) Read() Reading {
-	r := Reading{Points: []Point{}, Predictions: []Prediction{}, Notes: []string{}}
+	r := Reading{Sizes: e.sizes(), Points: []Point{}, Predictions: []Prediction{}, Notes: []string{}}
 	var x, y []float64
 	var baseWork, baseMatched, holdNS, holdN float64
 	for i, run := range e.Runs {
@@ -111,6 +132,39 @@ func (e *Experiment) Read() Reading {
 	}
 	r.Notes = append(r.Notes, e.notes(r)...)
 	return r
+}
+
+// sizes averages the runs of each delay size.
+func (e *Experiment) sizes() []Size {
+	out := make([]Size, 0, len(e.DelaysNS))
+	for _, d := range e.DelaysNS {
+		sz := Size{DelayNS: d}
+		for _, run := range e.Runs {
+			switch {
+			case run.DelayNS != d:
+				continue
+			case !run.OK():
+				sz.Failed++
+				continue
+			}
+			sz.Runs++
+			sz.TimePerWork += run.TimePerWork()
+			sz.AddedPerWork += run.AddedPerWork()
+			sz.Throughput += 1e9 / run.TimePerWork()
+			min := sz.Counters.HoldMinNS
+			if m := run.Counters.HoldMinNS; m != 0 && (min == 0 || m < min) {
+				min = m
+			}
+			sz.Counters = sz.Counters.add(run.Counters)
+			sz.Counters.HoldMinNS = min
+		}
+		if sz.Runs > 0 {
+			n := float64(sz.Runs)
+			sz.TimePerWork, sz.AddedPerWork, sz.Throughput = sz.TimePerWork/n, sz.AddedPerWork/n, sz.Throughput/n
+		}
+		out = append(out, sz)
+	}
+	return out
 }
 
 // predict is the gain if the hold per unit of work shrank by shrink: time per unit of work goes
