@@ -80,7 +80,7 @@ func (inv invocation) parseWhatifFlags(args []string) (*whatifOptions, error) {
 	fs.StringVar(&o.caller, "caller", "", "only the lock's waits whose caller frame contains `SUBSTRING` (do_renameat2)")
 	fs.StringVar(&o.from, "from", "", "choose the lock among those of this capture or sweep (`FILE`, JSON or HTML) instead of a baseline run")
 	fs.IntVar(&o.level, "level", 0, "with a sweep in --from, the level whose capture to read, and the {N} of COMMAND (default the highest)")
-	fs.StringVar(&delays, "delays", "", "delays to add, comma `LIST` of durations, 0 for none (default 0 and 0.5x, 1x, 2x the lock's average wait, at least 10us, 20us, 40us, at most 25us, 50us, 100us)")
+	fs.StringVar(&delays, "delays", "", "delays to add, comma `LIST` of durations, 0 for none (default 0 and 0.5x, 1x, 2x the lock's average wait, at least 10us, 20us, 40us, at most 25us, 50us, 100us and half of --budget over the lock's waits a second)")
 	fs.IntVar(&o.repeat, "repeat", 3, "runs per delay")
 	fs.StringVar(&metric, "metric", "", "regular expression whose first group, in the last match in the command's output, is the run's throughput")
 	fs.StringVar(&o.unit, "unit", "", "what a unit of work is called in the reading (rename; default \"run\" without --metric)")
@@ -159,9 +159,14 @@ func parseDelays(s string) ([]uint64, error) {
 
 // defaultDelays are 0 and a quarter, half and all of twice the lock's average wait, at least
 // 10, 20 and 40 us (smaller effects are lost in the run-to-run noise of runs of a few seconds),
-// the largest at most the bound.
-func defaultDelays(meanWaitNS float64) []uint64 {
+// the largest at most the bound, and at most what keeps the delays of the lock's contended
+// acquisitions a second (as the capture counted them) within half the budget of the CPUs: past it
+// the kernel refuses delays, and the sizes would add the same time.
+func defaultDelays(meanWaitNS, waitsPerSecond float64, budgetNS uint64, cpus int) []uint64 {
 	top := min(uint64(2*max(meanWaitNS, 20e3)), collector.MaxDelayNS)
+	if waitsPerSecond > 0 {
+		top = min(top, max(uint64(0.5*float64(budgetNS)*float64(cpus)/waitsPerSecond), 4000))
+	}
 	return []uint64{0, top / 4, top / 2, top}
 }
 
@@ -220,7 +225,7 @@ func (inv invocation) runWhatif(args []string) (int, error) {
 	}
 	e.DelaysNS = o.delays
 	if e.DelaysNS == nil {
-		e.DelaysNS = defaultDelays(target.MeanWaitNS)
+		e.DelaysNS = defaultDelays(target.MeanWaitNS, target.WaitsPerSecond, cfg.BudgetNS, machine.CPUs)
 	}
 	o.experiment = e
 
@@ -298,7 +303,7 @@ func whatifCounters(c collector.DelayCounters) whatif.Counters {
 	return whatif.Counters{
 		Matched: c.Matched, Fired: c.Fired, AddedNS: c.AddedNs, RefusedBudget: c.RefusedBudget, RefusedSpin: c.RefusedSpin,
 		SkippedLocked: c.SkippedLocked, FiredLocked: c.FiredLocked, NoStack: c.NoStack,
-		HoldSamples: c.HoldSamples, HoldNS: c.HoldNs, HoldMinNS: c.HoldMinNs,
+		HoldSamples: c.HoldSamples, HoldNS: c.HoldNs, HoldMinNS: c.HoldMinNs, HoldMaxNS: c.HoldMaxNs, HoldSpun: c.HoldSpun, HoldSpunNS: c.HoldSpunNs,
 	}
 }
 
@@ -440,6 +445,9 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 		t.WaitShare = float64(t.WaitNS) / float64(total)
 	}
 	t.MeanWaitNS = float64(t.WaitNS) / float64(t.Waits)
+	if c.Meta.DurationNS > 0 {
+		t.WaitsPerSecond = float64(t.Waits) / (float64(c.Meta.DurationNS) / 1e9)
+	}
 	if len(t.Callers) == 1 {
 		t.Label += " at " + t.Callers[0]
 	}

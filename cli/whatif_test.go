@@ -38,9 +38,16 @@ func TestDefaultDelays(t *testing.T) {
 		{46000, []uint64{0, 23000, 46000, 92000}},  // the rename mutex's, in the README
 		{2.7e6, []uint64{0, 25000, 50000, 100000}}, // a long wait: the bound
 	} {
-		if got := defaultDelays(c.wait); !slices.Equal(got, c.want) {
+		if got := defaultDelays(c.wait, 0, collector.MaxBudgetNS, 2); !slices.Equal(got, c.want) {
 			t.Errorf("defaultDelays(%v) = %v, want %v", c.wait, got, c.want)
 		}
+	}
+	// 4000 contended acquisitions a second on 2 CPUs: 50 us each fill half of 2 × 200 ms.
+	if got, want := defaultDelays(46000, 4000, collector.MaxBudgetNS, 2), []uint64{0, 12500, 25000, 50000}; !slices.Equal(got, want) {
+		t.Errorf("within the budget: %v, want %v", got, want)
+	}
+	if got, want := defaultDelays(46000, 1e7, collector.MaxBudgetNS, 2), []uint64{0, 1000, 2000, 4000}; !slices.Equal(got, want) {
+		t.Errorf("a budget too small: %v, want %v", got, want)
 	}
 }
 

@@ -12,12 +12,13 @@
  * return address of target_callers (when match_callers): a call site names
  * the lock across its instances (a file's i_rwsem, new every run).
  *
- * Where it spins: a mutex acquired after sleeping (its last contention_begin
- * without LCB_F_SPIN) reaches contention_end in __mutex_lock_common with
- * lock->wait_lock held and interrupts off, so the spin also keeps other
- * waiters from queueing; those delays are counted apart (fired_locked), and
- * unlocked_only skips them to measure the difference. A mutex acquired by
- * optimistic spinning, and an rwsem, reach it with no spinlock held. A
+ * Where it spins: a mutex acquired in the wait loop of __mutex_lock_common
+ * (after a second contention_begin: it slept, or spun again as the first
+ * waiter) reaches contention_end with lock->wait_lock held and interrupts
+ * off, so the spin also keeps other waiters from queueing; those delays are
+ * counted apart (fired_locked), and unlocked_only skips them to measure the
+ * difference. A mutex acquired by its first optimistic spin, and an rwsem,
+ * reach it with no spinlock held. A
  * spinning lock (spinlock, rwlock) is delayed only when allow_spin is set.
  *
  * Bounds, whatever user space sets: one delay at most DELAY_MAX_NS, and at
@@ -25,13 +26,18 @@
  * second of ktime; refused delays are counted. enabled == 0 stops the delays
  * at once while the programs stay attached.
  *
- * The contended hold (measured with or without delays): from a waiter's
- * acquisition of a chosen lock (contention_end) to the moment it wakes a
- * waiter of the same lock (sched_waking by the holder of a thread whose wait
- * on that lock is in progress), as its release does. A hold released with
- * no sleeping waiter to wake is not measured; one that took the lock again
- * without contention before such a release is measured from the first
- * acquisition, which makes the mean an upper bound.
+ * The contended hold (measured with or without delays) runs from a waiter's
+ * acquisition of a chosen lock (contention_end) to its release, which no
+ * tracepoint shows. It is measured where another waiter W waited for the
+ * lock since before the hold began, and ends at the first of
+ *  - W, spinning on the lock since it began to wait (a mutex's first
+ *    optimistic spin, one contention_begin with LCB_F_SPIN), acquires it: a
+ *    spinner takes the lock as it is let go, so these are tight (hold_spun);
+ *  - the holder wakes W (sched_waking by the holder of a thread whose wait
+ *    on that lock is in progress), as a release with sleeping waiters does.
+ *    If the lock was let go and taken without contention in between (a woken
+ *    waiter loses it to a newcomer), this sample spans those holds too.
+ * Any other acquisition of the lock by a waiter ends the hold unmeasured.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -88,6 +94,13 @@ struct {
 } holders SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64); /* lock address */
+	__type(value, struct delay_holder);
+	__uint(max_entries, 1024);
+} last_holder SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct delay_counters);
@@ -122,12 +135,15 @@ static __always_inline int on_begin(__u64 lock, __u32 flags)
 	w = bpf_map_lookup_elem(&waits, &tid);
 	if (w && w->active && w->lock == lock) {
 		w->flags = flags; /* a mutex's optimistic spin, then its sleep */
+		if (w->begins < 0xffff)
+			w->begins++;
 		return 0;
 	}
 	fresh.begin_ns = bpf_ktime_get_ns();
 	fresh.lock = lock;
 	fresh.flags = flags;
 	fresh.active = 1;
+	fresh.begins = 1;
 	bpf_map_update_elem(&waits, &tid, &fresh, BPF_ANY);
 	return 0;
 }
@@ -186,11 +202,44 @@ static __always_inline __u64 spin(__u64 now, __u64 want, struct delay_counters *
 	return added;
 }
 
-/* held starts the contended hold of lock by this thread. */
-static __always_inline void held(__u32 tid, __u64 lock, __u64 now)
+/* count_hold counts one contended hold of ns, ended by a spinner or not. */
+static __always_inline void count_hold(__u64 ns, bool spun)
+{
+	struct delay_counters *c = counts();
+
+	if (!c)
+		return;
+	c->hold_samples++;
+	c->hold_ns += ns;
+	if (!c->hold_min_ns || ns < c->hold_min_ns)
+		c->hold_min_ns = ns;
+	if (ns > c->hold_max_ns)
+		c->hold_max_ns = ns;
+	if (spun) {
+		c->hold_spun++;
+		c->hold_spun_ns += ns;
+	}
+}
+
+/* held ends the previous contended hold of lock, if another thread's, and
+ * starts this thread's. */
+static __always_inline void held(__u32 tid, __u64 lock, __u64 now, struct delay_wait *w)
 {
 	struct delay_hold h = {.lock = lock, .acquired_ns = now};
+	struct delay_holder me = {.tid = tid, .acquired_ns = now};
+	struct delay_holder *prev = bpf_map_lookup_elem(&last_holder, &lock);
 
+	if (prev && prev->tid != tid) {
+		__u32 prev_tid = prev->tid;
+		struct delay_hold *ph = bpf_map_lookup_elem(&holders, &prev_tid);
+
+		if (ph && ph->lock == lock && ph->acquired_ns == prev->acquired_ns) {
+			if (w && (w->flags & LCB_F_SPIN) && w->begins == 1 && w->begin_ns <= ph->acquired_ns)
+				count_hold(now - ph->acquired_ns, true);
+			bpf_map_delete_elem(&holders, &prev_tid);
+		}
+	}
+	bpf_map_update_elem(&last_holder, &lock, &me, BPF_ANY);
 	bpf_map_update_elem(&holders, &tid, &h, BPF_ANY);
 }
 
@@ -202,7 +251,6 @@ static __always_inline int on_waking(struct task_struct *p)
 	__u32 wakee;
 	struct delay_hold *h = bpf_map_lookup_elem(&holders, &tid);
 	struct delay_wait *w;
-	struct delay_counters *c;
 
 	if (!h)
 		return 0;
@@ -210,15 +258,8 @@ static __always_inline int on_waking(struct task_struct *p)
 	w = bpf_map_lookup_elem(&waits, &wakee);
 	if (!w || !w->active || w->lock != h->lock)
 		return 0;
-	c = counts();
-	if (c) {
-		__u64 ns = bpf_ktime_get_ns() - h->acquired_ns;
-
-		c->hold_samples++;
-		c->hold_ns += ns;
-		if (!c->hold_min_ns || ns < c->hold_min_ns)
-			c->hold_min_ns = ns;
-	}
+	if (w->begin_ns <= h->acquired_ns)
+		count_hold(bpf_ktime_get_ns() - h->acquired_ns, false);
 	bpf_map_delete_elem(&holders, &tid);
 	return 0;
 }
@@ -243,13 +284,15 @@ static __always_inline int on_end(void *ctx, __u64 lock, int ret)
 		return 0;
 	now = bpf_ktime_get_ns();
 	c->matched++;
-	held(tid, lock, now);
+	held(tid, lock, now, w);
 	want = delay_ns;
 	if (!want)
 		return 0;
 	/* Without its begin the lock's kind is unknown: treated as spinning. */
 	spinning = !w || (w->flags & (LCB_F_SPIN | LCB_F_MUTEX)) == LCB_F_SPIN;
-	locked = w && w->flags == LCB_F_MUTEX;
+	/* Past its first contention_begin a mutex waiter is in the wait loop,
+	 * whose exit takes wait_lock before contention_end. */
+	locked = w && (w->flags & LCB_F_MUTEX) && w->begins > 1;
 	if (spinning && !allow_spin) {
 		c->refused_spin++;
 		return 0;

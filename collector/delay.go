@@ -42,10 +42,10 @@ type DelayConfig struct {
 // delays added and refused, the time added, contended holds measured.
 type DelayCounters = delayDelayCounters
 
-// Sub is c less an earlier reading. The shortest hold cannot be taken apart: use a reading of a
-// run whose counters were reset (ResetCounters).
+// Sub is c less an earlier reading. The shortest and longest holds cannot be taken apart: use a
+// reading of a run whose counters were reset (ResetCounters).
 func (c DelayCounters) Sub(before DelayCounters) DelayCounters {
-	return DelayCounters{HoldMinNs: c.HoldMinNs,
+	return DelayCounters{HoldMinNs: c.HoldMinNs, HoldMaxNs: c.HoldMaxNs, HoldSpun: c.HoldSpun - before.HoldSpun, HoldSpunNs: c.HoldSpunNs - before.HoldSpunNs,
 		Matched: c.Matched - before.Matched, Fired: c.Fired - before.Fired,
 		AddedNs: c.AddedNs - before.AddedNs, RefusedBudget: c.RefusedBudget - before.RefusedBudget,
 		RefusedSpin: c.RefusedSpin - before.RefusedSpin, SkippedLocked: c.SkippedLocked - before.SkippedLocked,
@@ -192,6 +192,7 @@ func (c DelayCounters) add(o DelayCounters) DelayCounters {
 	if c.HoldMinNs == 0 || o.HoldMinNs != 0 && o.HoldMinNs < c.HoldMinNs {
 		sum.HoldMinNs = o.HoldMinNs
 	}
+	sum.HoldMaxNs = max(c.HoldMaxNs, o.HoldMaxNs)
 	return sum
 }
 

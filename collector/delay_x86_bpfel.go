@@ -32,12 +32,22 @@ type delayDelayCounters struct {
 	HoldSamples   uint64
 	HoldNs        uint64
 	HoldMinNs     uint64
+	HoldMaxNs     uint64
+	HoldSpun      uint64
+	HoldSpunNs    uint64
 }
 
 type delayDelayHold struct {
 	_          structs.HostLayout
 	Lock       uint64
 	AcquiredNs uint64
+}
+
+type delayDelayHolder struct {
+	_          structs.HostLayout
+	AcquiredNs uint64
+	Tid        uint32
+	Pad        uint32
 }
 
 type delayDelayLimits uint32
@@ -52,7 +62,8 @@ type delayDelayWait struct {
 	BeginNs uint64
 	Lock    uint64
 	Flags   uint32
-	Active  uint32
+	Active  uint16
+	Begins  uint16
 }
 
 // Names of all BPF objects in the ELF.
@@ -62,6 +73,7 @@ const (
 	delayMapBudget            = "budget"
 	delayMapCounters          = "counters"
 	delayMapHolders           = "holders"
+	delayMapLastHolder        = "last_holder"
 	delayMapTargetCallers     = "target_callers"
 	delayMapTargetLocks       = "target_locks"
 	delayMapWaits             = "waits"
@@ -138,6 +150,7 @@ type delayMapSpecs struct {
 	Budget        *ebpf.MapSpec `ebpf:"budget"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	Holders       *ebpf.MapSpec `ebpf:"holders"`
+	LastHolder    *ebpf.MapSpec `ebpf:"last_holder"`
 	TargetCallers *ebpf.MapSpec `ebpf:"target_callers"`
 	TargetLocks   *ebpf.MapSpec `ebpf:"target_locks"`
 	Waits         *ebpf.MapSpec `ebpf:"waits"`
@@ -180,6 +193,7 @@ type delayMaps struct {
 	Budget        *ebpf.Map `ebpf:"budget"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	Holders       *ebpf.Map `ebpf:"holders"`
+	LastHolder    *ebpf.Map `ebpf:"last_holder"`
 	TargetCallers *ebpf.Map `ebpf:"target_callers"`
 	TargetLocks   *ebpf.Map `ebpf:"target_locks"`
 	Waits         *ebpf.Map `ebpf:"waits"`
@@ -190,6 +204,7 @@ func (m *delayMaps) Close() error {
 		m.Budget,
 		m.Counters,
 		m.Holders,
+		m.LastHolder,
 		m.TargetCallers,
 		m.TargetLocks,
 		m.Waits,

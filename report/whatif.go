@@ -83,8 +83,12 @@ func newWhatifView(e *whatif.Experiment, r whatif.Reading) whatifView {
 			f.Slope, r.SlopeCI, 100*whatif.Confidence, f.R2, f.N, f.Slope, unit, formatPerWork(f.Intercept), unit)
 	}
 	if r.HoldPerWork > 0 {
-		v.Hold = fmt.Sprintf("contended hold measured without delays: %s on average (an upper bound), %.3g contended acquisitions per %s, %s of contended hold per %s",
-			FormatDuration(r.HoldMeanNS), r.ContendedPerWork, unit, formatPerWork(r.HoldPerWork), unit)
+		how := "ended by spinners' acquisitions"
+		if !r.HoldFromSpinners {
+			how = "ended at wake-ups, an upper bound"
+		}
+		v.Hold = fmt.Sprintf("contended hold measured without delays: %s on average (%d holds %s), %.3g contended acquisitions per %s, %s of contended hold per %s",
+			FormatDuration(r.HoldMeanNS), r.HoldSamples, how, r.ContendedPerWork, unit, formatPerWork(r.HoldPerWork), unit)
 	}
 	for _, p := range r.Predictions {
 		v.Predictions = append(v.Predictions, whatifPredictionRow{

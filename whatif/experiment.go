@@ -53,6 +53,8 @@ type Target struct {
 	WaitNS     uint64  `json:"wait_ns"`
 	WaitShare  float64 `json:"wait_share"`
 	MeanWaitNS float64 `json:"mean_wait_ns"`
+	// WaitsPerSecond is Waits over the capture's duration.
+	WaitsPerSecond float64 `json:"waits_per_second"`
 }
 
 // Bounds are the limits the kernel program enforced.
@@ -90,16 +92,19 @@ type Counters struct {
 	HoldSamples   uint64 `json:"hold_samples"`
 	HoldNS        uint64 `json:"hold_ns"`
 	HoldMinNS     uint64 `json:"hold_min_ns"`
+	HoldMaxNS     uint64 `json:"hold_max_ns"`
+	HoldSpun      uint64 `json:"hold_spun"` // of HoldSamples, ended by a spinner's acquisition
+	HoldSpunNS    uint64 `json:"hold_spun_ns"`
 }
 
-// add sums two runs' counters but the shortest hold, which it leaves as c's.
+// add sums two runs' counters but the shortest hold, which it leaves as c's, and the longest.
 func (c Counters) add(o Counters) Counters {
 	return Counters{
 		Matched: c.Matched + o.Matched, Fired: c.Fired + o.Fired, AddedNS: c.AddedNS + o.AddedNS,
 		RefusedBudget: c.RefusedBudget + o.RefusedBudget, RefusedSpin: c.RefusedSpin + o.RefusedSpin,
 		SkippedLocked: c.SkippedLocked + o.SkippedLocked, FiredLocked: c.FiredLocked + o.FiredLocked,
 		NoStack: c.NoStack + o.NoStack, HoldSamples: c.HoldSamples + o.HoldSamples, HoldNS: c.HoldNS + o.HoldNS,
-		HoldMinNS: c.HoldMinNS,
+		HoldMinNS: c.HoldMinNS, HoldMaxNS: max(c.HoldMaxNS, o.HoldMaxNS), HoldSpun: c.HoldSpun + o.HoldSpun, HoldSpunNS: c.HoldSpunNS + o.HoldSpunNS,
 	}
 }
 

@@ -10,6 +10,10 @@ import (
 // Confidence is the level of every interval of a reading.
 const Confidence = 0.95
 
+// minSpunHolds is how many holds ended by spinners a mean hold is taken from, rather than from
+// all holds measured.
+const minSpunHolds = 30
+
 // Shrinks are the reductions of the lock's contended hold time a reading predicts the gain of: by
 // 10%, by half, and to nothing.
 var Shrinks = []float64{0.1, 0.5, 1}
@@ -63,9 +67,13 @@ type Reading struct {
 	Fit      *linfit.Line `json:"fit"`
 	FitError string       `json:"fit_error,omitempty"`
 	SlopeCI  float64      `json:"slope_ci"` // half-width at Confidence
-	// Of the runs without delay: the contended hold measured (mean, upper bound), the contended
+	// Of the runs without delay: the contended hold measured (mean), the contended
 	// acquisitions and their hold time per unit of work.
-	HoldMeanNS       float64      `json:"hold_mean_ns"`
+	HoldMeanNS  float64 `json:"hold_mean_ns"`
+	HoldSamples uint64  `json:"hold_samples"`
+	// HoldFromSpinners: the holds ended by a spinner's acquisition, tight; otherwise all, some of
+	// which ended at wake-ups and may span holds taken without contention (an upper bound).
+	HoldFromSpinners bool         `json:"hold_from_spinners"`
 	ContendedPerWork float64      `json:"contended_per_work"`
 	HoldPerWork      float64      `json:"hold_per_work_ns"`
 	Predictions      []Prediction `json:"predictions"`
@@ -84,7 +92,7 @@ type Reading struct {
 func (e *Experiment) Read() Reading {
 	r := Reading{Sizes: e.sizes(), Points: []Point{}, Predictions: []Prediction{}, Notes: []string{}}
 	var x, y []float64
-	var baseWork, baseMatched, holdNS, holdN float64
+	var baseWork, baseMatched, holdNS, holdN, spunNS, spunN float64
 	for i, run := range e.Runs {
 		if !run.OK() {
 			continue
@@ -98,6 +106,8 @@ func (e *Experiment) Read() Reading {
 			baseMatched += float64(c.Matched)
 			holdNS += float64(c.HoldNS)
 			holdN += float64(c.HoldSamples)
+			spunNS += float64(c.HoldSpunNS)
+			spunN += float64(c.HoldSpun)
 			continue
 		}
 		r.Fired += c.Fired
@@ -112,7 +122,13 @@ func (e *Experiment) Read() Reading {
 	if r.Fired > 0 {
 		r.LockedShare /= float64(r.Fired)
 	}
+	// A hold ended by a spinner's acquisition is tight; one ended by a wake-up may span holds
+	// taken without contention in between: the spinners' are taken when there are enough.
+	if spunN >= minSpunHolds {
+		holdNS, holdN, r.HoldFromSpinners = spunNS, spunN, true
+	}
 	if holdN > 0 && baseWork > 0 {
+		r.HoldSamples = uint64(holdN)
 		r.HoldMeanNS = holdNS / holdN
 		r.ContendedPerWork = baseMatched / baseWork
 		r.HoldPerWork = r.HoldMeanNS * r.ContendedPerWork
@@ -191,6 +207,9 @@ func (e *Experiment) notes(r Reading) []string {
 	}
 	if r.HoldPerWork == 0 {
 		notes = append(notes, "no contended hold of the lock was measured in the runs without delay (no holder woke a waiter): no prediction")
+	}
+	if r.HoldMeanNS > 0 && !r.HoldFromSpinners {
+		notes = append(notes, "the contended hold was measured to the holder's wake-up of a waiter, which may span holds taken without contention in between: an upper bound, and the predictions with it")
 	}
 	if r.RefusedBudget > 0 {
 		notes = append(notes, fmt.Sprintf("%d delays refused by the budget of %s per CPU a second: the added time counted is what was added", r.RefusedBudget, us(float64(e.Bounds.BudgetNS))))

@@ -27,6 +27,9 @@ struct delay_counters {
 	__u64 hold_samples;   /* contended holds measured */
 	__u64 hold_ns;        /* their sum */
 	__u64 hold_min_ns;    /* the shortest, 0 before the first */
+	__u64 hold_max_ns;    /* the longest */
+	__u64 hold_spun;      /* of hold_samples, ended by a spinner's acquisition */
+	__u64 hold_spun_ns;   /* their sum */
 };
 
 /* The waiter's wait in progress, per thread. */
@@ -34,13 +37,21 @@ struct delay_wait {
 	__u64 begin_ns;
 	__u64 lock;
 	__u32 flags;  /* contention_begin's last flags */
-	__u32 active; /* between begin and end */
+	__u16 active; /* between begin and end */
+	__u16 begins; /* contention_begin's of this wait: a mutex's second is in its slow path */
 };
 
 /* A contended hold in progress, per thread. */
 struct delay_hold {
 	__u64 lock;
 	__u64 acquired_ns;
+};
+
+/* The last contended acquisition of a lock: by whom, when. */
+struct delay_holder {
+	__u64 acquired_ns;
+	__u32 tid;
+	__u32 pad;
 };
 
 /* The budget of one CPU in the current second. */
