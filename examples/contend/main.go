@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ops := fs.Uint64("ops", 0, "stop each worker after this many operations; 0 = unlimited")
 	name := fs.String("name", "", "thread name prefix; workers are named PREFIX-<i> (default ct-<lock>)")
 	dir := fs.String("dir", "", "directory for the inode workload's file (default $TMPDIR or /tmp)")
-	writeSize := fs.Int("write-size", 0, "bytes of each write of the inode workload, which holds the file's i_rwsem for the copy (default a page)")
+	writeSize := fs.Int("write-size", 0, "bytes of each write of the inode workload and each message of the pipe workload, copied under the lock: the hold time (default a page, 64 bytes)")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -123,7 +123,8 @@ type Options struct {
 	// Dir holds the Inode workload's file; empty means os.TempDir().
 	Dir string
 	// WriteSize is the bytes of each write of the Inode workload, which holds the file's i_rwsem
-	// for the copy: the hold time as a parameter. 0 means one page.
+	// for the copy, and of each message of the Pipe workload, copied in and out under the pipe's
+	// mutex: the hold time as a parameter. 0 means one page, and 64 bytes.
 	WriteSize int
 	// Started, if set, is called with the worker thread IDs once every
 	// worker is running, just before the timed loop begins.
