@@ -208,6 +208,9 @@ func (e *Experiment) notes(r Reading) []string {
 	if r.HoldPerWork == 0 {
 		notes = append(notes, "no contended hold of the lock was measured in the runs without delay (no holder woke a waiter): no prediction")
 	}
+	if r.Fit != nil && r.HoldPerWork > r.Fit.Intercept {
+		notes = append(notes, fmt.Sprintf("the contended hold measured per %s (%s) exceeds the time per %s (%s), which holds of one lock taken in turn cannot: the holds measured are too long (long ones are more likely to have a waiter through them), and the predictions are upper bounds", e.UnitName(), us(r.HoldPerWork), e.UnitName(), us(r.Fit.Intercept)))
+	}
 	if r.HoldMeanNS > 0 && !r.HoldFromSpinners {
 		notes = append(notes, "the contended hold was measured to the holder's wake-up of a waiter, which may span holds taken without contention in between: an upper bound, and the predictions with it")
 	}

@@ -37,7 +37,11 @@ func main() {
 	klockstat := flag.String("klockstat", "", "the klockstat binary (default: built from this module)")
 	lock := flag.String("lock", "", "klockstat whatif --lock (default: its choice)")
 	extra := flag.String("whatif-flags", "", "more flags of klockstat whatif, space-separated")
+	keep := flag.String("json", "", "keep the experiment's JSON in `FILE`")
 	flag.Parse()
+	if *keep != "" {
+		*extra += " --json " + *keep
+	}
 	if err := run(*size, *metric, *unit, *repeat, *klockstat, *lock, strings.Fields(*extra), flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "whatif bench:", err)
 		os.Exit(1)
@@ -73,6 +77,11 @@ func run(size int, metric, unit string, repeat int, bin, lock string, extra, com
 
 	// The prediction, from delays at the normal size.
 	jsonPath := filepath.Join(dir, "whatif.json")
+	for i, f := range extra {
+		if f == "--json" && i+1 < len(extra) {
+			jsonPath = extra[i+1] // kept
+		}
+	}
 	args := []string{"whatif", "-q", "-o", "", "--json", jsonPath, "--metric", metric, "--unit", unit, "--repeat", strconv.Itoa(repeat)}
 	if lock != "" {
 		args = append(args, "--lock", lock)
@@ -134,14 +143,14 @@ func run(size int, metric, unit string, repeat int, bin, lock string, extra, com
 
 	m := host.Read()
 	fmt.Printf("%s, %s, %d CPUs\n\n", m.CPUModel, m.Kernel, m.CPUs)
-	fmt.Printf("| workload | lock | contended hold (mean) | slope (95%%) | R² | predicted gain, holds halved (95%%) | measured gain, size halved (95%%) |\n")
-	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("| workload | lock | contended per %s | contended hold (mean) | slope (95%%) | R² | predicted gain, holds halved (95%%) | measured gain, size halved (95%%) |\n", unit)
+	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	predicted := "none"
 	if half != nil {
 		predicted = fmt.Sprintf("%s (%s to %s)", whatif.FormatGain(half.Gain), whatif.FormatGain(half.GainLo), whatif.FormatGain(half.GainHi))
 	}
-	fmt.Printf("| `%s` | %s %s | %.1f us | %.2f ± %.2f | %.2f | %s | %+.1f%% ± %.1f%% |\n",
-		strings.Join(at(size), " "), e.Target.Type, e.Target.Label, r.HoldMeanNS/1e3, r.Fit.Slope, r.SlopeCI, r.Fit.R2, predicted, 100*gain, 100*ci)
+	fmt.Printf("| `%s` | %s %s | %.3g | %.1f us | %.2f ± %.2f | %.2f | %s | %+.1f%% ± %.1f%% |\n",
+		strings.Join(at(size), " "), e.Target.Type, e.Target.Label, r.ContendedPerWork, r.HoldMeanNS/1e3, r.Fit.Slope, r.SlopeCI, r.Fit.R2, predicted, 100*gain, 100*ci)
 	fmt.Printf("\n%s\n", e.Quote(r))
 	for _, n := range r.Notes {
 		fmt.Printf("note: %s\n", n)
