@@ -37,6 +37,9 @@ func (inv invocation) runReport(args []string) (int, error) {
 	if handled, err := inv.reportSweep(&o, inputPath, *level, fs.Changed("level"), fs.Changed("output")); handled {
 		return 0, err
 	}
+	if handled, err := inv.reportWhatif(&o, inputPath, fs.Changed("output")); handled {
+		return 0, err
+	}
 	if err := o.plan([]input{{"INPUT", inputPath}}); err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/collector"
 	"github.com/klockstat/klockstat/internal/host"
+	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/kallsyms"
 	"github.com/klockstat/klockstat/report"
 	"github.com/klockstat/klockstat/whatif"
@@ -37,7 +39,7 @@ that level's capture, and {N} in COMMAND is N), or else of a baseline capture of
 COMMAND; without them the lock with the most wait (of a sweep, the top scaling culprit).
 
 This perturbs the machine on purpose: each delay spins on a CPU for at most 100 us, at most
---budget per CPU a second, counted by the kernel. On a mutex acquired after sleeping, the spin runs
+--budget per CPU a second, counted by the kernel. On a mutex acquired in its wait loop, the spin runs
 with the mutex's wait_lock held and interrupts off (the report says how many did). A spinning lock
 is refused without --allow-spin. The delays stop when klockstat exits, on a signal or an error.
 Needs root.
@@ -86,7 +88,7 @@ func (inv invocation) parseWhatifFlags(args []string) (*whatifOptions, error) {
 	fs.StringVar(&o.unit, "unit", "", "what a unit of work is called in the reading (rename; default \"run\" without --metric)")
 	fs.DurationVar(&o.budget, "budget", time.Duration(collector.MaxBudgetNS), "time the delays may add per CPU a second, at most 200ms")
 	fs.BoolVar(&o.allowSpin, "allow-spin", false, "delay a spinning lock (spinlock, rwlock) too, perhaps with interrupts off: only if you know what it does to this machine")
-	fs.BoolVar(&o.unlockedOnly, "unlocked-only", false, "leave alone a mutex acquired after sleeping, whose contention_end runs with its wait_lock held, interrupts off")
+	fs.BoolVar(&o.unlockedOnly, "unlocked-only", false, "leave alone a mutex acquired in its wait loop (it slept, or spun again as the first waiter), whose contention_end runs with its wait_lock held, interrupts off")
 	fs.DurationVarP(&o.limit, "duration", "d", 0, "stop a run that takes longer than this (it fails)")
 	fs.StringVarP(&o.htmlPath, "output", "o", "klockstat-whatif.html", "write the HTML page to `FILE` (- for stdout, \"\" for none)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the experiment as JSON to `FILE`")
@@ -233,18 +235,23 @@ func (inv invocation) runWhatif(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return status, inv.writeWhatif(o)
+}
+
+// writeWhatif writes the outputs of o.experiment, then its summary.
+func (inv invocation) writeWhatif(o *whatifOptions) error {
 	writeErr := writeAll(o.outs, o.dests, inv.stdout)
 	summary := inv.stdout
 	if slices.ContainsFunc(o.dests, func(d destination) bool { return d.stdout }) {
 		summary = inv.stderr
 	}
-	if err := report.WriteWhatifSummary(summary, e); err != nil {
+	if err := report.WriteWhatifSummary(summary, o.experiment); err != nil {
 		writeErr = errors.Join(writeErr, fmt.Errorf("writing the summary: %w", err))
 	}
 	if html := o.dests[1]; o.htmlPath != "" && !html.stdout && html.written {
 		fmt.Fprintf(summary, "whatif page: %s\n", o.htmlPath)
 	}
-	return status, writeErr
+	return writeErr
 }
 
 // whatifRuns loads the delay and runs the command at every size, --repeat rounds, each round
@@ -492,4 +499,35 @@ func delayConfig(o *whatifOptions, t whatif.Target) (collector.DelayConfig, erro
 		return cfg, usagef("%s: %d call sites and %d addresses, at most 64 each: narrow it with --caller", t.Label, len(cfg.Callers), len(cfg.Locks))
 	}
 	return cfg, nil
+}
+
+// reportWhatif re-renders the experiment JSON at path (klockstat whatif --json) into its page and
+// summary. handled is false for an input that is no experiment; stdin is never taken to be one,
+// as it cannot be read twice.
+func (inv invocation) reportWhatif(o *captureOutputs, path string, outputGiven bool) (handled bool, err error) {
+	if path == "-" {
+		return false, nil
+	}
+	f, err := inputfile.Open(path, nil, report.MaxInputSize)
+	if err != nil {
+		return false, nil // the capture reader says why
+	}
+	defer f.Close()
+	data, err := inputfile.ReadAll(f, report.MaxInputSize, 0)
+	if err != nil || !bytes.Contains(data[:min(len(data), 4096)], []byte(`"whatif_version"`)) {
+		return false, nil
+	}
+	e, err := whatif.Parse(data)
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", inputfile.Name(path), err)
+	}
+	w := &whatifOptions{experiment: e, htmlPath: o.htmlPath}
+	if !outputGiven {
+		w.htmlPath = "klockstat-whatif.html"
+	}
+	w.from = path
+	if err := w.plan(); err != nil {
+		return true, err
+	}
+	return true, inv.writeWhatif(w)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/klockstat/klockstat/collector"
 	"github.com/klockstat/klockstat/internal/capturetest"
 	"github.com/klockstat/klockstat/internal/testenv"
+	"github.com/klockstat/klockstat/whatif"
 )
 
 func TestParseDelays(t *testing.T) {
@@ -163,5 +165,36 @@ func TestWhatifSignalsDetach(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestReportOfAnExperiment re-renders an experiment's JSON with klockstat report.
+func TestReportOfAnExperiment(t *testing.T) {
+	dir := t.TempDir()
+	e := &whatif.Experiment{Version: whatif.FormatVersion, Unit: "rename", CPUs: 2, DelaysNS: []uint64{0, 20000},
+		Target: whatif.Target{Label: "s_vfs_rename_mutex", Type: "mutex"}, Bounds: whatif.Bounds{MaxDelayNS: 100000, BudgetNS: 200e6}}
+	for i := range 6 {
+		d := e.DelaysNS[i%2]
+		metric := 1e9 / (10000 + float64(d)/2 + float64(i))
+		e.Runs = append(e.Runs, whatif.Run{DelayNS: d, WallNS: 1e9, Metric: &metric, Counters: whatif.Counters{AddedNS: uint64(metric) * d / 2}})
+	}
+	path := filepath.Join(dir, "e.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd, stdout, stderr := klockstat(t, "report", path, "-o", filepath.Join(dir, "e.html"))
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	if !strings.Contains(stdout.String(), "costs 1.00 us per rename") {
+		t.Errorf("summary:\n%s", stdout)
+	}
+	if page, err := os.ReadFile(filepath.Join(dir, "e.html")); err != nil || !strings.Contains(string(page), `id="whatif-fit"`) {
+		t.Errorf("page: %v", err)
 	}
 }

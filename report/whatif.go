@@ -60,7 +60,7 @@ func newWhatifView(e *whatif.Experiment, r whatif.Reading) whatifView {
 	}
 	v.Perturbed = fmt.Sprintf("the machine was perturbed on purpose: %d delays added %s in all, each at most %s, at most %s per CPU a second (the runs' highest: %.1f%% of a CPU)",
 		r.Fired, FormatDuration(float64(r.AddedNS)), FormatDuration(float64(e.Bounds.MaxDelayNS)), FormatDuration(float64(e.Bounds.BudgetNS)), 100*r.AddedPerCPUSecond)
-	v.Point = "each delay spins right after a waiter of the lock acquired it (lock:contention_end); on a mutex acquired after sleeping, with the mutex's wait_lock held and interrupts off"
+	v.Point = "each delay spins right after a waiter of the lock acquired it (lock:contention_end); on a mutex acquired in its wait loop (it slept, or spun again as the first waiter), with the mutex's wait_lock held and interrupts off"
 	if e.Bounds.UnlockedOnly {
 		v.Point += ", which --unlocked-only left alone"
 	} else if r.Fired > 0 {
@@ -195,7 +195,11 @@ func whatifChart(e *whatif.Experiment, r whatif.Reading) (string, error) {
 		points = append(points, []any{us(pt.AddedPerWork), us(pt.TimePerWork), FormatDuration(float64(pt.DelayNS))})
 		hiX = math.Max(hiX, pt.AddedPerWork)
 	}
-	series := []any{map[string]any{"name": "runs", "type": "scatter", "data": points, "symbolSize": 9}}
+	// Points are line series without their line: the pages' ECharts bundle has no scatter chart.
+	dots := func(name, symbol string, size int, data []any) map[string]any {
+		return map[string]any{"name": name, "type": "line", "data": data, "symbol": symbol, "symbolSize": size, "showSymbol": true, "lineStyle": map[string]any{"opacity": 0}}
+	}
+	series := []any{dots("runs", "circle", 9, points)}
 	if f := r.Fit; f != nil {
 		line := []any{[]any{0, us(f.Intercept)}, []any{us(hiX), us(f.Intercept + f.Slope*hiX)}}
 		series = append(series, map[string]any{"name": fmt.Sprintf("fit, slope %.2f", f.Slope), "type": "line", "data": line, "symbol": "none"})
@@ -208,7 +212,7 @@ func whatifChart(e *whatif.Experiment, r whatif.Reading) (string, error) {
 				x := -p.RemovedPerWork
 				preds = append(preds, []any{us(x), us(f.Intercept + f.Slope*x), whatifShrinkNames[p.Shrink]})
 			}
-			series = append(series, map[string]any{"name": "predictions", "type": "scatter", "symbol": "diamond", "symbolSize": 11, "data": nonNilAny(preds)})
+			series = append(series, dots("predictions", "diamond", 12, nonNilAny(preds)))
 		}
 	}
 	unit := e.UnitName()

@@ -63,7 +63,7 @@ type Bounds struct {
 	// BudgetNS is the most added per CPU in a second.
 	BudgetNS  uint64 `json:"budget_ns_per_cpu_second"`
 	AllowSpin bool   `json:"allow_spin"`
-	// UnlockedOnly: a mutex acquired after sleeping, whose contention_end runs with its wait_lock
+	// UnlockedOnly: a mutex acquired in its wait loop, whose contention_end runs with its wait_lock
 	// held and interrupts off, was not delayed.
 	UnlockedOnly bool `json:"unlocked_only"`
 }

@@ -50,12 +50,16 @@ type Size struct {
 	Counters Counters `json:"counters"`
 }
 
-// HoldMeanNS is the mean contended hold measured, 0 without one.
+// HoldMeanNS is the mean contended hold measured, of the spinner-ended holds when there are
+// enough of them (as Read takes them), 0 without one.
 func (s Size) HoldMeanNS() float64 {
-	if s.Counters.HoldSamples == 0 {
-		return 0
+	switch c := s.Counters; {
+	case c.HoldSpun >= minSpunHolds:
+		return float64(c.HoldSpunNS) / float64(c.HoldSpun)
+	case c.HoldSamples > 0:
+		return float64(c.HoldNS) / float64(c.HoldSamples)
 	}
-	return float64(s.Counters.HoldNS) / float64(s.Counters.HoldSamples)
+	return 0
 }
 
 // Reading is what an experiment shows.
@@ -266,5 +270,10 @@ func FormatGain(g float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*g)
 }
 
-// us writes nanoseconds in microseconds, the unit of the quote.
-func us(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
+// us writes nanoseconds in microseconds, the unit of the quote, or in milliseconds from one.
+func us(ns float64) string {
+	if ns >= 1e6 {
+		return fmt.Sprintf("%.1f ms", ns/1e6)
+	}
+	return fmt.Sprintf("%.1f us", ns/1e3)
+}
