@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,73 @@ func topCaller(t *testing.T, cp *capture.Capture, keep func(capture.Record) bool
 	return best
 }
 
+// callSite is the address in this kernel of the top caller of the records keep keeps.
+func callSite(t *testing.T, cp *capture.Capture, keep func(capture.Record) bool) uint64 {
+	t.Helper()
+	tab, err := kallsyms.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := CallSite(tab, topCaller(t, cp, keep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestDelayBounds asks the kernel program for more than it allows: 1 ms a delay (set on the
+// variable, past SetDelay's own cap) and a budget of 5 ms per CPU a second. Each delay stays
+// within MaxDelayNS, the time added within the budget, and the refusals are counted.
+func TestDelayBounds(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := startWorkload(t, "-lock", "inode", "-threads", "4", "-duration", "90s")
+	if _, err := w.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cp := capture1(t, defaultConfig(t), func() { time.Sleep(2 * time.Second) })
+	site := callSite(t, cp, func(r capture.Record) bool { return r.PID == w.pid && strings.HasSuffix(r.Field, "i_rwsem") })
+	const budget = 5 * time.Millisecond
+	d, err := StartDelay(DelayConfig{Callers: []uint64{site}, BudgetNS: uint64(budget)})
+	if err != nil {
+		t.Fatalf("starting the delay: %+v", err)
+	}
+	defer d.Close()
+	if err := d.SetDelay(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ResetCounters(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.vars.DelayNs.Set(uint64(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(3 * time.Second)
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	seconds := time.Since(start).Seconds()
+	c, err := d.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.2f s: %+v", seconds, c)
+	if c.Fired == 0 || c.RefusedBudget == 0 {
+		t.Fatalf("%d delays fired, %d refused: want both", c.Fired, c.RefusedBudget)
+	}
+	// A spin ends at the first check past its end, a few hundred ns late; preemption (an rwsem's
+	// contention_end runs preemptible) may add more, counted as added.
+	if per := float64(c.AddedNs) / float64(c.Fired); per > float64(MaxDelayNS)*1.5 {
+		t.Errorf("%.0f ns a delay, past the bound of %d ns", per, MaxDelayNS)
+	}
+	// Each CPU's windows of a second: those the run spans, and one more it may start in.
+	windows := float64(runtime.NumCPU()) * (math.Ceil(seconds) + 1)
+	if max := 1.5 * float64(budget) * windows; float64(c.AddedNs) > max {
+		t.Errorf("%d ns added in %.2f s, past %.0f ns: %v a CPU a second", c.AddedNs, seconds, max, budget)
+	}
+}
+
 // TestDelayOnlyChosenLock adds a delay to the contended acquisitions of contend's inode lock while
 // mmap_lock is contended beside it: the inode lock's holds lengthen, mmap_lock's do not, and the
 // kernel counts the delays it added.
@@ -59,17 +128,7 @@ func TestDelayOnlyChosenLock(t *testing.T) {
 	time.Sleep(time.Second)
 	window := func() { time.Sleep(3 * time.Second) }
 	before := capture1(t, defaultConfig(t), window)
-	tab, err := kallsyms.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	site := func(keep func(capture.Record) bool) uint64 {
-		a, err := CallSite(tab, topCaller(t, before, keep))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	site := func(keep func(capture.Record) bool) uint64 { return callSite(t, before, keep) }
 	chosen, err := StartDelay(DelayConfig{Callers: []uint64{site(inode)}})
 	if err != nil {
 		t.Fatalf("starting the delay: %+v", err)
