@@ -11,7 +11,8 @@ const reportUsage = `Usage: klockstat report INPUT [flags]
 
 Re-renders the HTML report and the summary from a capture JSON (--json) or
 from an earlier klockstat HTML report, which carries its capture; the
-scaling report from a sweep JSON or scaling report of klockstat scale.
+scaling report from a sweep JSON or scaling report of klockstat scale; the
+what-if page from an experiment JSON of klockstat whatif.
 
 Flags:
 %s`
