@@ -196,12 +196,12 @@ func (inv invocation) runWhatif(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	argv, base, source, culprit, err := inv.whatifBaseline(o, signals)
-	if err != nil {
-		return 0, err
-	}
+	argv, base, source, culprit, err := inv.whatifBaseline(o)
 	if sig := pendingSignal(signals); sig != nil {
 		return 128 + int(sig.(syscall.Signal)), fmt.Errorf("%v before the delays began: nothing delayed or written", sig)
+	}
+	if err != nil {
+		return 0, err
 	}
 	target, err := chooseTarget(base, o.locks, o.caller, culprit)
 	if err != nil {
@@ -317,7 +317,7 @@ func whatifCounters(c collector.DelayCounters) whatif.Counters {
 // whatifBaseline is the capture the lock is chosen from, its source, the command with {N}
 // replaced, and of a sweep its top scaling culprit: --from's, or a capture of one run of the
 // command.
-func (inv invocation) whatifBaseline(o *whatifOptions, signals <-chan os.Signal) (argv []string, c *capture.Capture, source string, culprit *capture.Culprit, err error) {
+func (inv invocation) whatifBaseline(o *whatifOptions) (argv []string, c *capture.Capture, source string, culprit *capture.Culprit, err error) {
 	argv = o.command
 	hasN := slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, "{N}") })
 	if o.from != "" {
