@@ -11,16 +11,49 @@ import (
 
 // Section is a section of a forged ELF file (WriteELF).
 type Section struct {
-	Name string
-	Type elf.SectionType
-	Data []byte
+	Name  string
+	Type  elf.SectionType
+	Flags elf.SectionFlag
+	Addr  uint64
+	Data  []byte
 	// Inflated, when not 0, makes the section compressed (SHF_COMPRESSED, zlib): Data is deflated
 	// and the section claims to inflate to Inflated bytes, whatever Data's size.
 	Inflated uint64
-	// Offset and Size, when not 0, replace the section's place in the file: a section past the
-	// file's end, or spanning a sparse file.
+	// Offset and Size, when not 0, replace the section's place in the file and the size its header
+	// declares instead of Data's: a section past the file's end, spanning a sparse file, claiming
+	// more than the file holds, or the size of a NOBITS section (.bss), which has no Data.
 	Offset, Size uint64
 	Link         uint32
+	// Entsize, when not 0, is the size of the section's entries; a SHT_SYMTAB's is otherwise 24,
+	// ELF64's.
+	Entsize uint64
+}
+
+// Symbol is a symbol of Symtab, in the section of index Section (0: undefined).
+type Symbol struct {
+	Name        string
+	Value, Size uint64
+	Bind        elf.SymBind
+	Type        elf.SymType
+	Section     elf.SectionIndex
+}
+
+// Symtab are the sections .symtab and .strtab of syms (after the null symbol), to be the sections
+// at index at and at+1 of WriteELF.
+func Symtab(syms []Symbol, at uint32) []Section {
+	strtab := []byte{0}
+	var tab bytes.Buffer
+	binary.Write(&tab, binary.LittleEndian, elf.Sym64{})
+	for _, s := range syms {
+		binary.Write(&tab, binary.LittleEndian, elf.Sym64{
+			Name: uint32(len(strtab)), Info: elf.ST_INFO(s.Bind, s.Type), Shndx: uint16(s.Section), Value: s.Value, Size: s.Size,
+		})
+		strtab = append(append(strtab, s.Name...), 0)
+	}
+	return []Section{
+		{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: tab.Bytes(), Link: at + 1, Entsize: elf.Sym64Size},
+		{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab},
+	}
 }
 
 // BuildIDNote is a note section holding the GNU build id id.
@@ -54,14 +87,14 @@ func WriteELF(tb testing.TB, path string, sections ...Section) {
 	body.Write(make([]byte, 64)) // the ELF header, written last
 	headers := make([]elf.Section64, 1, len(sections)+1)
 	for i, s := range sections {
-		data, flags := s.Data, uint64(0)
+		data, flags := s.Data, uint64(s.Flags)
 		if s.Inflated != 0 {
 			var z bytes.Buffer
 			binary.Write(&z, binary.LittleEndian, elf.Chdr64{Type: uint32(elf.COMPRESS_ZLIB), Size: s.Inflated, Addralign: 1})
 			zw := zlib.NewWriter(&z)
 			zw.Write(data)
 			zw.Close()
-			data, flags = z.Bytes(), uint64(elf.SHF_COMPRESSED)
+			data, flags = z.Bytes(), flags|uint64(elf.SHF_COMPRESSED)
 		}
 		off, size := uint64(body.Len()), uint64(len(data))
 		body.Write(data)
@@ -71,9 +104,11 @@ func WriteELF(tb testing.TB, path string, sections ...Section) {
 		if s.Size != 0 {
 			size = s.Size
 		}
-		h := elf.Section64{Name: nameOff[i], Type: uint32(s.Type), Flags: flags, Off: off, Size: size, Link: s.Link, Addralign: 1}
+		h := elf.Section64{Name: nameOff[i], Type: uint32(s.Type), Flags: flags, Addr: s.Addr, Off: off, Size: size, Link: s.Link, Addralign: 1, Entsize: s.Entsize}
 		if s.Type == elf.SHT_SYMTAB {
-			h.Entsize = 24
+			if h.Entsize == 0 {
+				h.Entsize = elf.Sym64Size
+			}
 			h.Info = 1
 		}
 		headers = append(headers, h)
