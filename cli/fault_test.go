@@ -97,6 +97,34 @@ func exists(dir, name string) bool {
 	return err == nil
 }
 
+// waitFIFOFull waits until the FIFO at path holds as much as it can: its writer is then blocked in
+// the write, whatever the machine's load made it take to get there.
+func waitFIFOFull(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	capacity, err := unix.FcntlInt(uintptr(fd), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		n, err := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= capacity {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the FIFO holds %d of its %d bytes after a minute: its writer never filled it", n, capacity)
+		}
+	}
+}
+
 // openTerminal opens a new pseudo-terminal: its master side, and the slave for the process.
 func openTerminal(t *testing.T) (master, slave *os.File) {
 	t.Helper()
@@ -623,7 +651,7 @@ func faults() []fault {
 				return []string{"report", "x.json", "--json", "out.json", "-o", "fifo"}
 			},
 			during: func(t *testing.T, r *faultRun) {
-				time.Sleep(2 * time.Second) // the report fills the pipe in far less
+				waitFIFOFull(t, filepath.Join(r.dir, "fifo"))
 				r.proc.Signal(syscall.SIGTERM)
 			},
 			status: 1,

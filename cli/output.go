@@ -412,7 +412,7 @@ func writeOutput(o output, d destination, stdout io.Writer) error {
 		stop := interruptWrites(f)
 		err = o.write(f)
 		if sig := stop(); sig != nil && err != nil {
-			err = fmt.Errorf("interrupted by %s: %s blocked, its reader not reading (the outputs before it are written)", signalName(sig), kindOf(d.path))
+			err = &interruptedWrite{sig: sig, what: kindOf(d.path)}
 		}
 		if err != nil {
 			f.Close()
@@ -440,6 +440,17 @@ func writeOutput(o output, d destination, stdout io.Writer) error {
 		f.discard()
 	}
 	return err
+}
+
+// interruptedWrite is a write to a device or pipe that a stop signal ended: klockstat stops there,
+// writing nothing more (the summary to stdout neither), so that its last line names what blocked.
+type interruptedWrite struct {
+	sig  os.Signal
+	what string // kindOf the destination
+}
+
+func (e *interruptedWrite) Error() string {
+	return fmt.Sprintf("interrupted by %s: %s blocked, its reader not reading (the outputs before it are written)", signalName(e.sig), e.what)
 }
 
 // writeAll writes every output it can, in order, marks those written in dests, and returns the

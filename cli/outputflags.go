@@ -144,6 +144,9 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	key := newAddressKey()
 	outs := o.outputs(c, key)
 	err := writeAll(outs, o.dests, inv.stdout)
+	if _, stopped := errors.AsType[*interruptedWrite](err); stopped {
+		return err
+	}
 	so := o.summary
 	so.Top, so.RowsOnly, so.RawAddresses, so.AddressKey = o.top, o.quiet, o.rawAddrs, key
 	so.Saved = savedCapture(outs, o.dests, o.ins)
