@@ -35,68 +35,92 @@ func TestScopeFollowsTheCommandsTree(t *testing.T) {
 			if tc.probe != "auto" {
 				requireClaimed(t, tc.probe)
 			}
-			outsider := startWorkload(t, "-lock", "mmap", "-threads", "2")
-			cfg := defaultConfig(t)
-			cfg.Scope, cfg.Probe = scope, tc.probe
-			c, err := Start(cfg)
-			if err != nil {
-				t.Fatalf("starting the collector: %v", err)
-			}
-			defer c.Close()
-			outsider.run(t)
-			// The shell is the command; both contends are its children, one in the background.
-			run := `"$0" -lock mmap -threads 2 -duration 3s -json & "$0" -lock mmap -threads 2 -duration 3s -json; wait`
-			command := exec.Command("/bin/sh", "-c", run, contend)
-			began := time.Now()
-			out, err := command.Output()
-			if err != nil {
-				t.Fatalf("%v: %v", command.Args, err)
-			}
-			ran := time.Since(began)
-			outsider.stop(t)
-			cp, err := c.Stop()
-			if err != nil {
-				t.Fatalf("stopping the collector: %v", err)
-			}
-			if err := cp.Validate(); err != nil {
-				t.Fatalf("captured data does not validate: %v", err)
-			}
-			children := contendPIDs(t, out)
-			tree := append([]uint32{uint32(command.Process.Pid)}, children...)
-			if cp.Meta.Scope != scope || cp.Meta.MapSizes["command_tree"] != commandTreeEntries {
-				t.Errorf("scope %q, command_tree size %d: want %q, %d", cp.Meta.Scope, cp.Meta.MapSizes["command_tree"], scope, commandTreeEntries)
-			}
-			// Exactly: contend's threads are not processes of the tree, nor is the outsider.
-			slices.Sort(tree)
-			if !slices.Equal(cp.Meta.CommandPIDs, tree) {
-				t.Errorf("command_pids %v, want the shell and its two contends %v (the outsider is %d)", cp.Meta.CommandPIDs, tree, outsider.pid)
-			}
-			// The shell and its two contends, each contend with its two workers and the Go
-			// runtime's threads; every thread alive at most from the shell's start to the end.
-			m := cp.Meta
-			if m.CommandProcesses != 3 || m.CommandThreads < 3+2*2 {
-				t.Errorf("the tree ran %d processes and %d threads, want 3 and at least 7", m.CommandProcesses, m.CommandThreads)
-			}
-			if lo, hi := 2*2*3*time.Second, time.Duration(m.CommandThreads)*(ran+time.Since(began)); time.Duration(m.CommandThreadNS) < lo || time.Duration(m.CommandThreadNS) > hi {
-				t.Errorf("thread time %v, want from the contends' workers' %v to %d threads × the run %v", time.Duration(m.CommandThreadNS), lo, m.CommandThreads, hi)
-			}
-			captured := map[uint32]bool{}
-			for _, r := range cp.Records {
-				captured[r.PID] = true
-				if scope == capture.ScopeCommand && !cp.Meta.InCommand(r.PID) {
-					t.Errorf("record of pid %d (%s) outside the command's tree captured", r.PID, r.Comm)
+			// On a loaded machine (the other packages' tests beside this one) a contend's two
+			// threads may meet on mmap_lock too seldom to wait in its 3 s: a capture where one
+			// that should be captured made no wait is taken again, as the tree is what is
+			// tested, not the workload's luck.
+			for round := 1; ; round++ {
+				if scopeRound(t, contend, scope, tc.probe, round == 3) {
+					return
 				}
-			}
-			for _, pid := range children {
-				if !captured[pid] {
-					t.Errorf("no waits of the command's contend %d", pid)
-				}
-			}
-			if captured[outsider.pid] != (scope == capture.ScopeSystem) {
-				t.Errorf("waits of the outsider %d captured: %v, under --scope %s", outsider.pid, captured[outsider.pid], scope)
+				t.Logf("round %d: a contend made no wait; again", round)
 			}
 		})
 	}
+}
+
+// scopeRound is one capture of TestScopeFollowsTheCommandsTree; it returns false, having checked
+// nothing else, when a contend of the command (or, where it is captured, the outsider) made no
+// captured wait and last is false.
+func scopeRound(t *testing.T, contend, scope, probe string, last bool) bool {
+	t.Helper()
+	outsider := startWorkload(t, "-lock", "mmap", "-threads", "2")
+	cfg := defaultConfig(t)
+	cfg.Scope, cfg.Probe = scope, probe
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("starting the collector: %v", err)
+	}
+	defer c.Close()
+	outsider.run(t)
+	// The shell is the command; both contends are its children, one in the background.
+	run := `"$0" -lock mmap -threads 2 -duration 3s -json & "$0" -lock mmap -threads 2 -duration 3s -json; wait`
+	command := exec.Command("/bin/sh", "-c", run, contend)
+	began := time.Now()
+	out, err := command.Output()
+	if err != nil {
+		t.Fatalf("%v: %v", command.Args, err)
+	}
+	ran := time.Since(began)
+	outsider.stop(t)
+	cp, err := c.Stop()
+	if err != nil {
+		t.Fatalf("stopping the collector: %v", err)
+	}
+	if err := cp.Validate(); err != nil {
+		t.Fatalf("captured data does not validate: %v", err)
+	}
+	children := contendPIDs(t, out)
+	captured := map[uint32]bool{}
+	for _, r := range cp.Records {
+		captured[r.PID] = true
+	}
+	quiet := !captured[children[0]] || !captured[children[1]] || scope == capture.ScopeSystem && !captured[outsider.pid]
+	if !last && quiet {
+		return false
+	}
+	tree := append([]uint32{uint32(command.Process.Pid)}, children...)
+	if cp.Meta.Scope != scope || cp.Meta.MapSizes["command_tree"] != commandTreeEntries {
+		t.Errorf("scope %q, command_tree size %d: want %q, %d", cp.Meta.Scope, cp.Meta.MapSizes["command_tree"], scope, commandTreeEntries)
+	}
+	// Exactly: contend's threads are not processes of the tree, nor is the outsider.
+	slices.Sort(tree)
+	if !slices.Equal(cp.Meta.CommandPIDs, tree) {
+		t.Errorf("command_pids %v, want the shell and its two contends %v (the outsider is %d)", cp.Meta.CommandPIDs, tree, outsider.pid)
+	}
+	// The shell and its two contends, each contend with its two workers and the Go
+	// runtime's threads; every thread alive at most from the shell's start to the end.
+	m := cp.Meta
+	if m.CommandProcesses != 3 || m.CommandThreads < 3+2*2 {
+		t.Errorf("the tree ran %d processes and %d threads, want 3 and at least 7", m.CommandProcesses, m.CommandThreads)
+	}
+	if lo, hi := 2*2*3*time.Second, time.Duration(m.CommandThreads)*(ran+time.Since(began)); time.Duration(m.CommandThreadNS) < lo || time.Duration(m.CommandThreadNS) > hi {
+		t.Errorf("thread time %v, want from the contends' workers' %v to %d threads × the run %v", time.Duration(m.CommandThreadNS), lo, m.CommandThreads, hi)
+	}
+	for _, r := range cp.Records {
+		if scope == capture.ScopeCommand && !cp.Meta.InCommand(r.PID) {
+			t.Errorf("record of pid %d (%s) outside the command's tree captured", r.PID, r.Comm)
+		}
+	}
+	for _, pid := range children {
+		if !captured[pid] {
+			t.Errorf("no waits of the command's contend %d", pid)
+		}
+	}
+	if captured[outsider.pid] != (scope == capture.ScopeSystem) {
+		t.Errorf("waits of the outsider %d captured: %v, under --scope %s", outsider.pid, captured[outsider.pid], scope)
+	}
+	return true
 }
 
 // contendPIDs reads the pids of the contend -json results in out.
