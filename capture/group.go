@@ -68,14 +68,6 @@ func (g Group) MeanNS() float64 {
 	return float64(g.TotalNS) / float64(g.Count)
 }
 
-// SpinShare is the fraction of the wait spent spinning; 0 for an empty group.
-func (g Group) SpinShare() float64 {
-	if g.TotalNS == 0 {
-		return 0
-	}
-	return float64(g.SpinNS) / float64(g.TotalNS)
-}
-
 // HoldMeanNS is the average hold; 0 when no hold was timed.
 func (g Group) HoldMeanNS() float64 {
 	if g.HoldCount == 0 {

@@ -212,20 +212,6 @@ func formatCount(d *capture.Diff, n float64) string {
 	return strconv.FormatFloat(n, 'f', 0, 64)
 }
 
-// formatRatio renders after/before: "×1.52", "new" when before is 0, "gone" when after is 0, "–"
-// when both are.
-func formatRatio(b, a float64) string {
-	switch {
-	case b == 0 && a == 0:
-		return "–"
-	case b == 0:
-		return "new"
-	case a == 0:
-		return "gone"
-	}
-	return "×" + strconv.FormatFloat(a/b, 'f', 2, 64)
-}
-
 // The tables. A value is shown before, after, as a change and as a ratio, in four columns under one
 // heading.
 
