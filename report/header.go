@@ -233,7 +233,7 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		{Label: "Holds", Value: holds},
 		{Label: "Nested", Value: fmt.Sprintf("%d waits, %d probe events rescued", e.Nested, e.Rescued), Term: "rescued",
 			Title: "waits begun while another wait of the same thread or CPU was open; events that fired while our probe ran on the CPU, which the kernel skips, taken by the probe's rescue copy"},
-		{Label: "Unmatched", Value: fmt.Sprintf("%d begin, %d end", e.UnmatchedBegin, e.UnmatchedEnd)},
+		{Label: "Unmatched", Value: unmatched(e)},
 		{Label: "Stacks", Value: fmt.Sprintf("%d walked, %d recognised without a walk, %d failed", m.Stacks.Walked, m.Stacks.Known, m.Stacks.Failed), Bad: m.Stacks.Failed > 0},
 		{Label: "Lost events", Value: lost, Bad: m.LostTotal() > 0},
 		{Label: "Probe cost", Value: probeCost(m), Title: strings.Join(programs, "\n")},
@@ -242,6 +242,24 @@ func headerFields(m capture.Meta) (captured, settings, health []field) {
 		health = slices.Insert(health, 0, field{Label: "Unseen lock types", Value: strings.Join(unseen, "; "), Bad: true})
 	}
 	return captured, settings, health
+}
+
+// unmatched says the events without their other half, and, where there are any, how they stand
+// beside the counts of "Contention events", which leave them out: an end without a begin closed a
+// wait begun before the capture, a begin without an end a wait its thread left.
+func unmatched(e capture.Events) string {
+	text := fmt.Sprintf("%d begin, %d end", e.UnmatchedBegin, e.UnmatchedEnd)
+	var why []string
+	if e.UnmatchedBegin > 0 {
+		why = append(why, fmt.Sprintf("%d %s whose end never came", e.UnmatchedBegin, plural(int(min(e.UnmatchedBegin, 2)), "begin", "begins")))
+	}
+	if e.UnmatchedEnd > 0 {
+		why = append(why, fmt.Sprintf("%d %s of waits begun before the capture, not among its %d ends", e.UnmatchedEnd, plural(int(min(e.UnmatchedEnd, 2)), "end", "ends"), e.End))
+	}
+	if len(why) > 0 {
+		text += ": " + strings.Join(why, "; ")
+	}
+	return text
 }
 
 func nsTitle(ns uint64) string { return strconv.FormatUint(ns, 10) + " ns" }

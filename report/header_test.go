@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,5 +81,26 @@ func TestHealthUnseen(t *testing.T) {
 	}
 	if hs := highlights(c, nil, nil); hs[len(hs)-1].Value != "complete" {
 		t.Errorf("health highlight %+v, want complete", hs[len(hs)-1])
+	}
+}
+
+// TestHealthUnmatched: the ends of waits begun before the capture are not among its ends, and the
+// card says so where there are any, so "2594 begin, 2594 end" beside "3 end" unmatched reads right.
+func TestHealthUnmatched(t *testing.T) {
+	for _, tc := range []struct {
+		e    capture.Events
+		want string
+	}{
+		{capture.Events{Begin: 2594, End: 2594}, "0 begin, 0 end"},
+		{capture.Events{Begin: 2594, End: 2594, UnmatchedEnd: 3}, "0 begin, 3 end: 3 ends of waits begun before the capture, not among its 2594 ends"},
+		{capture.Events{Begin: 10, End: 9, UnmatchedBegin: 1}, "1 begin, 0 end: 1 begin whose end never came"},
+	} {
+		c := summaryCapture()
+		c.Meta.Events = tc.e
+		_, _, health := headerFields(c.Meta)
+		i := slices.IndexFunc(health, func(f field) bool { return f.Label == "Unmatched" })
+		if i < 0 || health[i].Value != tc.want {
+			t.Errorf("events %+v: unmatched %+v, want %q", tc.e, health, tc.want)
+		}
 	}
 }
