@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,7 +33,14 @@ func TestReportRerendersTheSameData(t *testing.T) {
 	}
 	c.Sort() // as captures are written, and as a report holds the records
 	jsonPath := filepath.Join(dir, "c.json")
-	saveCapture(t, jsonPath, c)
+	f, err := os.Create(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 
 	fromJSON, fromHTML := filepath.Join(dir, "a.html"), filepath.Join(dir, "b.html")
 	for _, args := range [][]string{{"report", "-q", jsonPath, "-o", fromJSON}, {"report", "-q", fromJSON, "-o", fromHTML}} {
