@@ -287,14 +287,33 @@ func TestUserAddedFunction(t *testing.T) {
 	}
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
-			var log strings.Builder
-			cfg := Config{Spec: spec, Probe: backend, StackDepth: 16, MapSize: 16384, Log: &log}
-			var pid uint32
-			cp := capture1(t, cfg, func() {
-				cmd := startContend(t, "-lock", lock, "-threads", "4", "-duration", "1s")
-				pid = uint32(cmd.Process.Pid)
-				waitContend(t, cmd)
-			})
+			var (
+				log   strings.Builder
+				cp    *capture.Capture
+				pid   uint32
+				waits uint64
+			)
+			// Under emulation one CPU runs at a time and a second of contend may hold no
+			// acquire longer than the threshold (6.1's guest: 4 under kprobe, once none under
+			// fentry): a capture without a wait is taken again, up to three.
+			for round := 1; round <= 3 && waits == 0; round++ {
+				log.Reset()
+				cfg := Config{Spec: spec, Probe: backend, StackDepth: 16, MapSize: 16384, Log: &log}
+				cp = capture1(t, cfg, func() {
+					cmd := startContend(t, "-lock", lock, "-threads", "4", "-duration", "1s")
+					pid = uint32(cmd.Process.Pid)
+					waitContend(t, cmd)
+				})
+				waits = 0
+				for _, r := range cp.Records {
+					if r.PID == pid && r.Type == "slowpath" {
+						waits += r.Count
+					}
+				}
+				if waits == 0 {
+					t.Logf("round %d: no wait through %s; again", round, slowpath)
+				}
+			}
 			a := cp.Meta.Acquire
 			if !slices.Equal(a.Functions, []string{slowpath}) {
 				t.Errorf("probed %v, want [%s]", a.Functions, slowpath)
@@ -309,14 +328,8 @@ func TestUserAddedFunction(t *testing.T) {
 			if !strings.Contains(log.String(), "klockstat: warning: ") || !strings.Contains(log.String(), "klockstat_no_such_function") {
 				t.Errorf("the log does not warn about the missing function: %q", log.String())
 			}
-			var waits uint64
-			for _, r := range cp.Records {
-				if r.PID == pid && r.Type == "slowpath" {
-					waits += r.Count
-				}
-			}
 			if waits == 0 {
-				t.Fatalf("no waits of contend -lock %s (pid %d) through %s", lock, pid, slowpath)
+				t.Fatalf("no waits of contend -lock %s (pid %d) through %s in three captures", lock, pid, slowpath)
 			}
 			t.Logf("%s: %d waits of contend -lock %s through %s, threshold %d ns", backend, waits, lock, slowpath, a.ThresholdNS)
 		})
