@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -45,6 +46,12 @@ func TestSpinlockWaits(t *testing.T) {
 		if unseen.Elapsed < spinCheckWindow {
 			t.Errorf("unseen claimed after %v, before the %v window closed", unseen.Elapsed, spinCheckWindow)
 		}
+	case os.Getenv("KLOCKSTAT_TEST_ROOT") != "":
+		// The kernel-matrix guests (tests/vm/init sets it) run their two vCPUs on one host
+		// thread under emulation: the check's threads take turns and seldom overlap, and it
+		// says so rather than guess. The tests that need spinlock waits run there as where
+		// they show (testenv.SpinlockWaitsSeen).
+		t.Skipf("whether spinlock waits can be seen is unknown under emulation, one CPU at a time: %v", err)
 	case testenv.InCI():
 		t.Fatalf("whether spinlock waits can be seen is unknown: %v", err)
 	default:

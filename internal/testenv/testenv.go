@@ -120,8 +120,11 @@ func RequireSpinlockWaits(tb testing.TB, check func() error, unseen error) {
 // as check answers (collector.SpinlockWaits): false only when it proved
 // that it cannot (an error matching unseen, collector.ErrSpinlockWaitsUnseen),
 // which no kernel setting would change, so a test may then skip or pick
-// another lock in CI too. A check that could not tell fails the test in CI,
-// which must not pass by skipping, and skips it elsewhere; both say why.
+// another lock in CI too. A check that could not tell (the kernel-matrix
+// guests under emulation run one CPU at a time, so the check's threads
+// seldom overlap) proves nothing: the test runs as where they show, and
+// its own assertions decide, so neither a skip nor a refusal hides a
+// kernel that shows them.
 func SpinlockWaitsSeen(tb testing.TB, check func() error, unseen error) bool {
 	tb.Helper()
 	err := check()
@@ -130,10 +133,7 @@ func SpinlockWaitsSeen(tb testing.TB, check func() error, unseen error) bool {
 		return true
 	case errors.Is(err, unseen):
 		return false
-	case InCI():
-		tb.Fatalf("the test needs to know whether this kernel shows spinlock waits, and the check could not tell (CI refuses to skip): %v", err)
-	default:
-		tb.Skipf("skipping: the test needs to know whether this kernel shows spinlock waits, and the check could not tell: %v", err)
 	}
-	return false
+	tb.Logf("whether this kernel shows spinlock waits is not known (%v): the test runs as where they show", err)
+	return true
 }
