@@ -69,6 +69,7 @@ func TestSpinlockWaits(t *testing.T) {
 // 10 s: on a machine busy with other work they seldom run at once.
 func TestSpinCounterCounts(t *testing.T) {
 	testenv.RequireRoot(t)
+	requireClaimed(t, "tracepoint") // the counter counts the lock:contention_begin tracepoint
 	id, err := tracepointID("lock", contentionTracepoint)
 	if err != nil {
 		t.Fatal(err)
