@@ -20,11 +20,27 @@ func TestRoundsKeepHistogramsWithTheirRecords(t *testing.T) {
 		t.Fatalf("starting the collector: %v", err)
 	}
 	defer c.Close()
-	cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "4s")
 	rounds, err := c.Rounds()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under emulation one CPU runs at a time, and the 6.1 PREEMPT_RT guest once saw no wait of
+	// contend in any round of a run: a run without one is made again, up to three.
+	var waits uint64
+	for run := 1; run <= 3 && waits == 0; run++ {
+		waits = roundsOfContend(t, rounds)
+	}
+	if waits == 0 {
+		t.Fatal("no waits in any round of three runs of contend")
+	}
+	t.Logf("%d waits in the rounds", waits)
+}
+
+// roundsOfContend cuts rounds while contend contends mmap_lock, checking each as
+// TestRoundsKeepHistogramsWithTheirRecords says, and returns the waits its records hold.
+func roundsOfContend(t *testing.T, rounds *Rounds) uint64 {
+	t.Helper()
+	cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "4s")
 	var waits uint64
 	for i := 0; i < 100 && cmd.ProcessState == nil; i++ {
 		if err := rounds.Begin(); err != nil {
@@ -50,10 +66,7 @@ func TestRoundsKeepHistogramsWithTheirRecords(t *testing.T) {
 		}
 	}
 	waitContend(t, cmd)
-	if waits == 0 {
-		t.Fatal("no waits in any round")
-	}
-	t.Logf("%d waits in the rounds", waits)
+	return waits
 }
 
 // A round's counters, histograms and run statistics are what they gained since its start; a
