@@ -41,6 +41,7 @@ const captureUsage = `Usage: klockstat [flags] [-- COMMAND [ARGS...]]
        klockstat report INPUT [-o OUT.html]
        klockstat diff BEFORE AFTER [-o diff.html]
        klockstat scale [--levels 1,2,4,8] [--metric REGEX] [flags] -- COMMAND {N}
+       klockstat whatif [--lock LOCK] [--from FILE] [--metric REGEX] [flags] -- COMMAND
        klockstat version
 
 Captures kernel lock contention (lock:contention_begin/end) with eBPF for

@@ -61,6 +61,8 @@ func (inv invocation) run(args []string) (int, error) {
 			command, args = inv.runDiff, args[1:]
 		case "scale":
 			command, args = inv.runScale, args[1:]
+		case "whatif":
+			command, args = inv.runWhatif, args[1:]
 		}
 	}
 	status, err := command(args)

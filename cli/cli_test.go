@@ -210,6 +210,12 @@ func writeCaptureOf(t *testing.T, path string, totalNS uint64, n int) {
 	c.Owners = []capture.Owner{{Type: "mutex", Lock: 0xffff888100a3c2d8, Comm: "pipe-hog", PID: 7, TID: 7,
 		Stack: []string{"__schedule+0x618", "schedule+0x27", "anon_pipe_write+0x1c2"}, Count: uint64(n), TotalNS: uint64(n) * totalNS,
 		States: []capture.OwnerState{{State: capture.OwnerSleeping, Count: uint64(n), TotalNS: uint64(n) * totalNS}}}}
+	saveCapture(t, path, c)
+}
+
+// saveCapture writes c to a JSON file at path.
+func saveCapture(t *testing.T, path string, c *capture.Capture) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)

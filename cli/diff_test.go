@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -50,14 +49,7 @@ func TestDiffSummaryHashesAddresses(t *testing.T) {
 		writeCapture(t, path, 1000)
 		c := readCaptureFile(t, path)
 		c.Records[0].Caller = "0xffffffff81234567" // a caller kallsyms could not name
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Write(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		saveCapture(t, path, c)
 		paths = append(paths, path)
 	}
 	for _, raw := range []bool{false, true} {

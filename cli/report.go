@@ -11,7 +11,8 @@ const reportUsage = `Usage: klockstat report INPUT [flags]
 
 Re-renders the HTML report and the summary from a capture JSON (--json) or
 from an earlier klockstat HTML report, which carries its capture; the
-scaling report from a sweep JSON or scaling report of klockstat scale.
+scaling report from a sweep JSON or scaling report of klockstat scale; the
+what-if page from an experiment JSON of klockstat whatif.
 
 Flags:
 %s`
@@ -35,6 +36,9 @@ func (inv invocation) runReport(args []string) (int, error) {
 	}
 	inputPath := fs.Arg(0)
 	if handled, err := inv.reportSweep(&o, inputPath, *level, fs.Changed("level"), fs.Changed("output")); handled {
+		return 0, err
+	}
+	if handled, err := inv.reportWhatif(&o, inputPath, fs.Changed("output")); handled {
 		return 0, err
 	}
 	if err := o.plan([]input{{"INPUT", inputPath}}); err != nil {

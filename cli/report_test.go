@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,14 +32,7 @@ func TestReportRerendersTheSameData(t *testing.T) {
 	}
 	c.Sort() // as captures are written, and as a report holds the records
 	jsonPath := filepath.Join(dir, "c.json")
-	f, err := os.Create(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	saveCapture(t, jsonPath, c)
 
 	fromJSON, fromHTML := filepath.Join(dir, "a.html"), filepath.Join(dir, "b.html")
 	for _, args := range [][]string{{"report", "-q", jsonPath, "-o", fromJSON}, {"report", "-q", fromJSON, "-o", fromHTML}} {

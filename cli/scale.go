@@ -393,43 +393,14 @@ const tailLines = 10
 // the run, and the signal that interrupted it, if one did. An error is the capture's: a failing
 // command is a failed run.
 func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int, signals <-chan os.Signal) (capture.SweepRun, os.Signal, error) {
-	run := capture.SweepRun{Argv: substitute(o.command, n)}
 	began := time.Now()
 	if err := rounds.Begin(); err != nil {
-		return run, nil, err
+		return capture.SweepRun{Argv: substitute(o.command, n)}, nil, err
 	}
-	run.OverheadNS = time.Since(began).Nanoseconds()
-	tail := &outputTail{limit: 64 << 10}
-	var metric *metricMatch
-	var streams []*lineStream
-	stdout, stderr := io.MultiWriter(o.commandOut, tail), io.MultiWriter(inv.stderr, tail)
-	if o.metric != nil {
-		metric = &metricMatch{re: o.metric}
-		streams = []*lineStream{metric.stream(), metric.stream()}
-		stdout, stderr = io.MultiWriter(stdout, streams[0]), io.MultiWriter(stderr, streams[1])
-	}
-	// No stdin: the command runs many times.
-	stdio := invocation{stdout: stdout, stderr: stderr}
+	overhead := time.Since(began).Nanoseconds()
+	timed := timedCommand{out: o.commandOut, limit: o.duration, limited: o.durationSet, metric: o.metric}
+	run, interrupted, finish := inv.timedRun(timed, substitute(o.command, n), signals, "KLOCKSTAT_LEVEL="+strconv.Itoa(n))
 	start := time.Now()
-	var interrupted os.Signal
-	if w, err := startGroupWorkload(run.Argv, stdio, "KLOCKSTAT_LEVEL="+strconv.Itoa(n)); err != nil {
-		run.Failed = err.Error()
-	} else {
-		var timedOut bool
-		run.Exit, timedOut, interrupted, run.Stop = waitRun(w, o, signals)
-		run.WallNS = time.Since(start).Nanoseconds()
-		switch {
-		case interrupted != nil:
-			run.Failed = "interrupted by " + interrupted.String()
-		case timedOut && run.Exit != nil && !killedBy(*run.Exit):
-			run.Failed = fmt.Sprintf("ran longer than --duration %v, then exited by itself with status %d", o.duration, *run.Exit)
-		case timedOut:
-			run.Failed = fmt.Sprintf("ran longer than --duration %v, stopped", o.duration)
-		case *run.Exit != 0:
-			run.Failed = fmt.Sprintf("exit status %d", *run.Exit)
-		}
-	}
-	start = time.Now()
 	c, err := rounds.End()
 	if err != nil {
 		return run, interrupted, err
@@ -437,18 +408,69 @@ func (inv invocation) sweepRun(o *scaleOptions, rounds *collector.Rounds, n int,
 	inv.fillMeta(&c.Meta, o.captureOptions, run.Exit)
 	c.Meta.CommandLine, c.Meta.Workload = o.commandLine, run.Argv
 	run.Capture = c
-	run.OverheadNS += time.Since(start).Nanoseconds()
-	if metric != nil && run.Failed == "" {
-		// The streams are complete: cmd.Wait has copied all of them.
-		for _, st := range streams {
-			st.Close()
-		}
-		run.Metric, run.Matched, run.Failed = metric.value()
-	}
-	if run.Failed != "" {
-		run.Tail = tail.lastLines(tailLines)
-	}
+	run.OverheadNS = overhead + time.Since(start).Nanoseconds()
+	finish(&run)
 	return run, interrupted, nil
+}
+
+// timedCommand is how timedRun runs a command: where its stdout goes, the limit on its run time,
+// the --metric that reads its work.
+type timedCommand struct {
+	out     io.Writer
+	limit   time.Duration
+	limited bool
+	metric  *regexp.Regexp
+}
+
+// timedRun runs argv once, in a process group of its own, without stdin, its output to t.out and
+// klockstat's stderr, and returns the run timed (Argv, WallNS, Exit, Stop, Failed), the signal
+// that interrupted it if one did, and finish, which reads the metric (matched line by line as the
+// output streams) and the tail of the output into the run once the caller has done what follows
+// the command.
+func (inv invocation) timedRun(t timedCommand, argv []string, signals <-chan os.Signal, env ...string) (capture.SweepRun, os.Signal, func(*capture.SweepRun)) {
+	run := capture.SweepRun{Argv: argv}
+	tail := &outputTail{limit: 64 << 10}
+	var metric *metricMatch
+	var streams []*lineStream
+	stdout, stderr := io.MultiWriter(t.out, tail), io.MultiWriter(inv.stderr, tail)
+	if t.metric != nil {
+		metric = &metricMatch{re: t.metric}
+		streams = []*lineStream{metric.stream(), metric.stream()}
+		stdout, stderr = io.MultiWriter(stdout, streams[0]), io.MultiWriter(stderr, streams[1])
+	}
+	// No stdin: the command runs many times.
+	stdio := invocation{stdout: stdout, stderr: stderr}
+	start := time.Now()
+	var interrupted os.Signal
+	if w, err := startGroupWorkload(run.Argv, stdio, env...); err != nil {
+		run.Failed = err.Error()
+	} else {
+		var timedOut bool
+		run.Exit, timedOut, interrupted, run.Stop = waitRun(w, t.limit, t.limited, signals)
+		run.WallNS = time.Since(start).Nanoseconds()
+		switch {
+		case interrupted != nil:
+			run.Failed = "interrupted by " + interrupted.String()
+		case timedOut && run.Exit != nil && !killedBy(*run.Exit):
+			run.Failed = fmt.Sprintf("ran longer than --duration %v, then exited by itself with status %d", t.limit, *run.Exit)
+		case timedOut:
+			run.Failed = fmt.Sprintf("ran longer than --duration %v, stopped", t.limit)
+		case *run.Exit != 0:
+			run.Failed = fmt.Sprintf("exit status %d", *run.Exit)
+		}
+	}
+	return run, interrupted, func(r *capture.SweepRun) {
+		if metric != nil && r.Failed == "" {
+			// The streams are complete: cmd.Wait has copied all of them.
+			for _, st := range streams {
+				st.Close()
+			}
+			r.Metric, r.Matched, r.Failed = metric.value()
+		}
+		if r.Failed != "" {
+			r.Tail = tail.lastLines(tailLines)
+		}
+	}
 }
 
 // killedBy reports whether a shell-style exit status is that of a process SIGTERM or SIGKILL ended.
@@ -459,10 +481,10 @@ func killedBy(status int) bool {
 // waitRun waits for a run's command, ending its process group at the window's end, at a signal, or
 // when the command exits leaving processes in it. It returns the command's exit status; whether
 // the window ended it; the signal that did; and how the group was ended.
-func waitRun(w *workload, o *scaleOptions, signals <-chan os.Signal) (exit *int, timedOut bool, interrupted os.Signal, stop string) {
+func waitRun(w *workload, limit time.Duration, limited bool, signals <-chan os.Signal) (exit *int, timedOut bool, interrupted os.Signal, stop string) {
 	var deadline <-chan time.Time
-	if o.durationSet {
-		timer := time.NewTimer(o.duration)
+	if limited {
+		timer := time.NewTimer(limit)
 		defer timer.Stop()
 		deadline = timer.C
 	}

@@ -100,7 +100,7 @@ func TestLockNames(t *testing.T) {
 		throughRunqueue := func(r capture.Record) bool {
 			return r.Type == "spinlock" && hasFrame([]string{r.Caller}, "raw_spin_rq_lock", "raw_spin_rq_lock_nested", "__schedule")
 		}
-		if !slices.ContainsFunc(cp.Records, throughRunqueue) && os.Getenv("KLOCKSTAT_TEST_ROOT") != "" {
+		if !slices.ContainsFunc(cp.Records, throughRunqueue) && testenv.Emulated() {
 			// In the kernel-matrix guests (tests/vm/init sets
 			// KLOCKSTAT_TEST_ROOT), under software emulation, one CPU runs at a
 			// time: the scheduler's short critical sections seldom
@@ -233,7 +233,7 @@ func TestMemoryLockNames(t *testing.T) {
 	}
 	for i, k := range kinds {
 		t.Run(k.what, func(t *testing.T) {
-			if !slices.ContainsFunc(cp.Records, matches[i]) && os.Getenv("KLOCKSTAT_TEST_ROOT") != "" {
+			if !slices.ContainsFunc(cp.Records, matches[i]) && testenv.Emulated() {
 				// As for the runqueue locks in TestLockNames: one CPU at a
 				// time under emulation, and older kernels take these locks
 				// from other functions.

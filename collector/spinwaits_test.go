@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +48,7 @@ func TestSpinlockWaits(t *testing.T) {
 		if unseen.Elapsed < spinCheckWindow {
 			t.Errorf("unseen claimed after %v, before the %v window closed", unseen.Elapsed, spinCheckWindow)
 		}
-	case os.Getenv("KLOCKSTAT_TEST_ROOT") != "":
+	case testenv.Emulated():
 		// The kernel-matrix guests (tests/vm/init sets it) run their two vCPUs on one host
 		// thread under emulation: the check's threads take turns and seldom overlap, and it
 		// says so rather than guess. The tests that need spinlock waits run there as where

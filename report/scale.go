@@ -136,11 +136,7 @@ type culpritRow struct {
 // hashed under o.AddressKey (a key drawn for this page if nil) unless o.RawAddresses, in the page, in
 // every level's report and in the embedded sweep alike.
 func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
-	a, err := loadAssets()
-	if err != nil {
-		return err
-	}
-	sa, err := loadScaleAssets()
+	a, sa, err := loadScalePageAssets()
 	if err != nil {
 		return err
 	}
@@ -188,12 +184,29 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 		return err
 	}
 	p.Data = pages + sweep
+	return executePage(w, sa.page, "scale", p, "the scaling report")
+}
+
+// loadScalePageAssets are the assets of every page and the scaling page's, which the what-if page
+// shares.
+func loadScalePageAssets() (*assets, *scaleAssets, error) {
+	a, err := loadAssets()
+	if err != nil {
+		return nil, nil, err
+	}
+	sa, err := loadScaleAssets()
+	return a, sa, err
+}
+
+// executePage renders the template name of t with data into w, buffered; what names the page in
+// errors.
+func executePage(w io.Writer, t *template.Template, name string, data any, what string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	if err := sa.page.ExecuteTemplate(bw, "scale", p); err != nil {
-		return fmt.Errorf("rendering the scaling report: %w", err)
+	if err := t.ExecuteTemplate(bw, name, data); err != nil {
+		return fmt.Errorf("rendering %s: %w", what, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing the scaling report: %w", err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
-// The scaling report's script: its charts, the culprit tabs, and the level viewer, which shows a
-// level's report or the diff of two levels in a frame. Those pages are embedded compressed and
+// The scaling report's script, also the what-if page's: its charts, the culprit tabs, and the level
+// viewer, which shows a level's report or the diff of two levels in a frame. Those pages are embedded compressed and
 // without ECharts (report/scale.go); this page's copy is put back before a page is shown.
 "use strict";
 (function () {
@@ -44,7 +44,11 @@
   }
 
   function initLevels() {
-    const pages = JSON.parse(document.getElementById("klockstat-scale-pages").textContent);
+    const pagesElement = document.getElementById("klockstat-scale-pages");
+    if (!pagesElement) {
+      return; // a page without levels: klockstat whatif's
+    }
+    const pages = JSON.parse(pagesElement.textContent);
     // ECharts is the first script of the head every page shares (page.html).
     const echartsSource = document.head.querySelector("script").textContent;
     const frame = document.getElementById("level-frame");

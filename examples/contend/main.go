@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ops := fs.Uint64("ops", 0, "stop each worker after this many operations; 0 = unlimited")
 	name := fs.String("name", "", "thread name prefix; workers are named PREFIX-<i> (default ct-<lock>)")
 	dir := fs.String("dir", "", "directory for the inode workload's file (default $TMPDIR or /tmp)")
+	writeSize := fs.Int("write-size", 0, "bytes of each write of the inode workload and each message of the pipe workload, copied under the lock: the hold time (default a page, 64 bytes)")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		seen[lock] = true
-		opts[i] = workload.Options{Lock: lock, Threads: *threads, Duration: *duration, Ops: *ops, NamePrefix: *name, Dir: *dir}
+		opts[i] = workload.Options{Lock: lock, Threads: *threads, Duration: *duration, Ops: *ops, NamePrefix: *name, Dir: *dir, WriteSize: *writeSize}
 		if err := opts[i].Validate(); err != nil {
 			fmt.Fprintf(stderr, "contend: %v\n", err)
 			return 2

@@ -98,6 +98,11 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
+// Emulated reports whether the tests run in a kernel-matrix guest (KLOCKSTAT_TEST_ROOT set),
+// whose two vCPUs are emulated in turn on one host thread: short critical sections seldom
+// meet there, and a vCPU switched out in the middle of a timed spin finishes it late.
+func Emulated() bool { return os.Getenv("KLOCKSTAT_TEST_ROOT") != "" }
+
 // ModuleRoot is the directory holding go.mod, or KLOCKSTAT_TEST_ROOT if set.
 func ModuleRoot() string {
 	if dir := os.Getenv("KLOCKSTAT_TEST_ROOT"); dir != "" {

@@ -13,6 +13,7 @@ import (
 // write on a shared descriptor, whose f_pos mutex would be contended first.
 type inodeLoad struct {
 	file *os.File
+	size int // bytes per write
 }
 
 // inodeWriteSize is one page: a whole-page overwrite needs no read-modify-write.
@@ -23,7 +24,11 @@ func newInode(o Options) (generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &inodeLoad{file: f}, nil
+	size := o.WriteSize
+	if size == 0 {
+		size = inodeWriteSize
+	}
+	return &inodeLoad{file: f, size: size}, nil
 }
 
 // sharedFile creates the file a workload's workers share, in dir, and unlinks it at once so that
@@ -42,7 +47,7 @@ func sharedFile(dir, workload string) (*os.File, error) {
 
 func (l *inodeLoad) op(int) func() error {
 	fd := int(l.file.Fd())
-	buf := make([]byte, inodeWriteSize)
+	buf := make([]byte, l.size)
 	return func() error {
 		if _, err := unix.Pwrite(fd, buf, 0); err != nil {
 			return fmt.Errorf("pwrite: %w", err)

@@ -12,22 +12,34 @@ import (
 // takes the mutex and none sleeps waiting for data, and the run ends without
 // closing descriptors under a blocked reader.
 type pipeLoad struct {
-	fds [2]int
+	fds  [2]int
+	size int // bytes per message
 }
 
 // pipeMessageSize keeps messages small, so time goes to locking, not copying.
 const pipeMessageSize = 64
 
-func newPipe(Options) (generator, error) {
-	var p pipeLoad
+// pipeBigSize is the pipe's capacity for messages of WriteSize: room for every worker's.
+const pipeBigSize = 1 << 20
+
+func newPipe(o Options) (generator, error) {
+	p := pipeLoad{size: pipeMessageSize}
 	if err := unix.Pipe2(p.fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("creating the shared pipe: %w", err)
+	}
+	if o.WriteSize > 0 {
+		// Each message is copied in and out under pipe->mutex: its size is the hold time.
+		p.size = o.WriteSize
+		if _, err := unix.FcntlInt(uintptr(p.fds[1]), unix.F_SETPIPE_SZ, pipeBigSize); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("growing the pipe to %d bytes for messages of %d: %w", pipeBigSize, o.WriteSize, err)
+		}
 	}
 	return &p, nil
 }
 
 func (p *pipeLoad) op(int) func() error {
-	msg := make([]byte, pipeMessageSize)
+	msg := make([]byte, p.size)
 	return func() error {
 		if _, err := unix.Write(p.fds[1], msg); err != nil && !retryable(err) {
 			return fmt.Errorf("writing to the pipe: %w", err)

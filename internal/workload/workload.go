@@ -127,6 +127,10 @@ type Options struct {
 	NamePrefix string
 	// Dir holds the Inode workload's file; empty means os.TempDir().
 	Dir string
+	// WriteSize is the bytes of each write of the Inode workload, which holds the file's i_rwsem
+	// for the copy, and of each message of the Pipe workload, copied in and out under the pipe's
+	// mutex: the hold time as a parameter. 0 means one page, and 64 bytes.
+	WriteSize int
 	// Started, if set, is called with the worker thread IDs once every
 	// worker is running, just before the timed loop begins.
 	Started func(tids []int)
@@ -139,6 +143,9 @@ func (o Options) Validate() error {
 	}
 	if o.Threads < 1 {
 		return fmt.Errorf("threads must be at least 1, got %d", o.Threads)
+	}
+	if o.WriteSize < 0 || o.WriteSize > 1<<30 {
+		return fmt.Errorf("write size must be 0 (a page) to 1 GiB, got %d", o.WriteSize)
 	}
 	if o.Duration < 0 {
 		return fmt.Errorf("duration must not be negative, got %v", o.Duration)

@@ -31,7 +31,7 @@
 #
 # Environment:
 #   KLOCKSTAT_VM_TIMEOUT  wall-clock limit per kernel in seconds (default 900;
-#                         .ci/run passes 1500)
+#                         .ci/run passes 1800)
 #   KLOCKSTAT_VM_ACCEL    auto (default), kvm or tcg. auto takes KVM when
 #                         /dev/kvm opens and the CPU flags show hardware
 #                         virtualisation (vmx or svm), else TCG. A /dev/kvm
