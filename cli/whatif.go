@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -390,10 +391,16 @@ func lockKey(r capture.Record) string {
 	return r.Type + " " + r.Lock.String()
 }
 
+// minDelayReach is the least a lock's contended acquisitions must be able to add to a run, each
+// delayed by the most a delay may be, for the lock to be chosen when another can: a lock that
+// made its wait in a few long waits (a one-off at start-up) takes a delay a few times a run,
+// which moves no run measurably.
+const minDelayReach = 0.01
+
 // chooseTarget picks the lock: the records --lock and --caller keep, of the culprit if one is
-// given, grouped by lock, the one with the most wait. Unless --lock names it, a lock is taken at
-// one call site: a slab lock's label stands for every instance of its struct field, of other
-// processes too.
+// given, grouped by lock, the one with the most wait among those a delay can reach often enough
+// (minDelayReach), else among all. Unless --lock names it, a lock is taken at one call site: a
+// slab lock's label stands for every instance of its struct field, of other processes too.
 func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *capture.Culprit) (whatif.Target, error) {
 	f, err := capture.NewFilter(locks, nil)
 	if err != nil {
@@ -401,7 +408,6 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 	}
 	by := map[string][]capture.Record{}
 	var total uint64
-	best := ""
 	for _, r := range c.Records {
 		total += r.TotalNS
 		switch {
@@ -415,9 +421,13 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 			k += " at " + r.Caller
 		}
 		by[k] = append(by[k], r)
-		if best == "" || waitSum(by[k]) > waitSum(by[best]) || waitSum(by[k]) == waitSum(by[best]) && k < best {
-			best = k
-		}
+	}
+	reachable := func(rs []capture.Record) bool {
+		return float64(waitCount(rs))*float64(collector.MaxDelayNS) >= minDelayReach*float64(c.Meta.DurationNS)
+	}
+	best := mostWait(by, reachable)
+	if best == "" {
+		best = mostWait(by, func([]capture.Record) bool { return true })
 	}
 	if best == "" {
 		return whatif.Target{}, usagef("no contended lock in the capture matches --lock %s --caller %q: see klockstat report FILE -l", strings.Join(locks, ","), caller)
@@ -437,9 +447,8 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 		if !slices.Contains(t.Callers, r.Caller) {
 			t.Callers = append(t.Callers, r.Caller)
 		}
-		t.Waits += r.Count
-		t.WaitNS += r.TotalNS
 	}
+	t.Waits, t.WaitNS = waitCount(records), waitSum(records)
 	// An address names the lock when the user gave one, or when the lock has no name.
 	if !c.Meta.AddressesHashed && (r0.Name == "" || slices.ContainsFunc(locks, func(l string) bool { return strings.HasPrefix(l, "0x") })) {
 		for _, r := range records {
@@ -461,12 +470,32 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 	return t, nil
 }
 
+// mostWait is the key of the records with the most wait among those keep keeps, ties to the
+// first key in order; "" when it keeps none.
+func mostWait(by map[string][]capture.Record, keep func([]capture.Record) bool) string {
+	best := ""
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		if keep(by[k]) && (best == "" || waitSum(by[k]) > waitSum(by[best])) {
+			best = k
+		}
+	}
+	return best
+}
+
 func waitSum(rs []capture.Record) uint64 {
 	var s uint64
 	for _, r := range rs {
 		s += r.TotalNS
 	}
 	return s
+}
+
+func waitCount(rs []capture.Record) uint64 {
+	var n uint64
+	for _, r := range rs {
+		n += r.Count
+	}
+	return n
 }
 
 // spinning reports whether a lock type spins, where a waiter may hold interrupts off.

@@ -97,6 +97,23 @@ func TestChooseTarget(t *testing.T) {
 	if err != nil || tg.Type != "rwsem:W" || tg.ChosenBy != "the top scaling culprit of the sweep" {
 		t.Errorf("culprit: %+v, %v", tg, err)
 	}
+	// A lock whose wait was one long wait loses to one a delay reaches often enough: 200 waits
+	// of 10 us in a second can add 200 x 100 us, 2% of it; one wait, 0.01%.
+	short := make([]uint64, 200)
+	for i := range short {
+		short[i] = 10000
+	}
+	once := capturetest.Of(t, 1e9,
+		capturetest.Rec("rwsem:W", "mmap_lock", "do_mprotect_pkey+0x159", "stress-ng", 10, 11, 0xffff888300000000, 346e6),
+		capturetest.Rec("mutex", "&kmalloc-2k", "do_renameat2+0x221", "stress-ng", 10, 12, 0xffff888100000408, short...),
+	)
+	if tg, err := chooseTarget(once, nil, "", nil); err != nil || tg.Type != "mutex" || tg.Waits != 200 {
+		t.Errorf("a one-off long wait beside a lock contended throughout: chose %+v, %v", tg, err)
+	}
+	// Where no lock is reached often enough, the most wait still.
+	if tg, err := chooseTarget(once, nil, "do_mprotect", nil); err != nil || tg.Type != "rwsem:W" {
+		t.Errorf("the only lock, reached once: chose %+v, %v", tg, err)
+	}
 	var ue usageError
 	if _, err := chooseTarget(c, []string{"no_such_lock"}, "", nil); !errors.As(err, &ue) {
 		t.Errorf("no such lock: %v", err)

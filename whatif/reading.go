@@ -97,6 +97,7 @@ func (e *Experiment) Read() Reading {
 	r := Reading{Sizes: e.sizes(), Points: []Point{}, Predictions: []Prediction{}, Notes: []string{}}
 	var x, y []float64
 	var baseWork, baseMatched, holdNS, holdN, spunNS, spunN float64
+	delayedRuns := 0
 	for i, run := range e.Runs {
 		if !run.OK() {
 			continue
@@ -114,6 +115,7 @@ func (e *Experiment) Read() Reading {
 			spunN += float64(c.HoldSpun)
 			continue
 		}
+		delayedRuns++
 		r.Fired += c.Fired
 		r.AddedNS += c.AddedNS
 		r.RefusedBudget += c.RefusedBudget
@@ -138,6 +140,10 @@ func (e *Experiment) Read() Reading {
 		r.HoldPerWork = r.HoldMeanNS * r.ContendedPerWork
 	}
 	line, err := linfit.Fit(x, y)
+	if delayedRuns > 0 && r.Fired == 0 {
+		// Every point sits at x = 0: the line would fail for too few x values, which hides why.
+		err = fmt.Errorf("no delay fired in the %d runs with delays: the chosen lock was not contended at its call sites there (%.3g contended acquisitions per %s without delay)", delayedRuns, r.ContendedPerWork, e.UnitName())
+	}
 	if err != nil {
 		r.FitError = err.Error()
 		r.Notes = append(r.Notes, "no fit: "+err.Error())
@@ -203,6 +209,10 @@ func predict(l linfit.Line, ci, shrink, holdPerWork float64) Prediction {
 	return Prediction{Shrink: shrink, RemovedPerWork: removed, Gain: gain(l.Slope), GainLo: min(lo, hi), GainHi: max(lo, hi)}
 }
 
+// steepSlope is a slope past which a microsecond added costs more than waiters spinning on the
+// holder could (about 1 per waiting CPU on the few CPUs of a scalability test's machine).
+const steepSlope = 4
+
 // notes are what a reader must know beside the figures.
 func (e *Experiment) notes(r Reading) []string {
 	var notes []string
@@ -217,6 +227,14 @@ func (e *Experiment) notes(r Reading) []string {
 	}
 	if r.HoldMeanNS > 0 && !r.HoldFromSpinners {
 		notes = append(notes, "the contended hold was measured to the holder's wake-up of a waiter, which may span holds taken without contention in between: an upper bound, and the predictions with it")
+	}
+	// A slope far above 1 that takes the line to no time at all is a response that is not a line:
+	// the longer holds did more than lengthen the critical path.
+	for _, p := range r.Predictions {
+		if math.IsInf(p.Gain, 1) && r.Fit.Slope > steepSlope {
+			notes = append(notes, fmt.Sprintf("shrinking the holds by %.0f%% takes the line to no time per %s: at a slope of %.2f each us added cost far more than itself (waiters went to sleep behind the longer holds, a convoy), so the runs did not follow a line and its extrapolation means nothing there; smaller --delays stay where the response is linear", 100*p.Shrink, e.UnitName(), r.Fit.Slope))
+			break
+		}
 	}
 	if r.RefusedBudget > 0 {
 		notes = append(notes, fmt.Sprintf("%d delays refused by the budget of %s per CPU a second: the added time counted is what was added", r.RefusedBudget, us(float64(e.Bounds.BudgetNS))))

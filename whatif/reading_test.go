@@ -59,11 +59,27 @@ func TestReadKnownSlope(t *testing.T) {
 	if !math.IsInf(r.Predictions[2].Gain, 1) {
 		t.Errorf("shrinking a hold larger than the time per unit to nothing: gain %v, want unbounded", r.Predictions[2].Gain)
 	}
+	if notes := strings.Join(r.Notes, "\n"); strings.Contains(notes, "convoy") {
+		t.Errorf("notes %q call a slope of 1 a convoy", notes)
+	}
 	q := e.Quote(r)
 	for _, part := range []string{"each us added to mutex s_vfs_rename_mutex's contended holds costs 1.0", "per rename", "halving them predicts"} {
 		if !strings.Contains(q, part) {
 			t.Errorf("quote %q lacks %q", q, part)
 		}
+	}
+}
+
+// TestReadSteep: a slope of 5 takes the line to no time per unit when the holds halve: the
+// reading says the response was no line, rather than predict an unbounded gain alone.
+func TestReadSteep(t *testing.T) {
+	e := experiment(5, 200, 2)
+	r := e.Read()
+	if r.Fit == nil || len(r.Predictions) != 3 || math.IsInf(r.Predictions[0].Gain, 1) || !math.IsInf(r.Predictions[1].Gain, 1) {
+		t.Fatalf("fit %+v, predictions %+v: want the 10%% shrink bounded, halving unbounded", r.Fit, r.Predictions)
+	}
+	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "shrinking the holds by 50% takes the line to no time per rename") {
+		t.Errorf("notes %q do not say where the line stops meaning anything", notes)
 	}
 }
 
@@ -85,6 +101,22 @@ func TestReadTooFew(t *testing.T) {
 	r := e.Read()
 	if r.Fit != nil || r.FitError == "" || len(r.Predictions) != 0 {
 		t.Errorf("two runs, one failed: fit %+v, error %q, predictions %v", r.Fit, r.FitError, r.Predictions)
+	}
+}
+
+// TestReadNoDelayFired: runs with delays where the lock was never contended say so, not that a
+// line needs two x values.
+func TestReadNoDelayFired(t *testing.T) {
+	e := experiment(1, 10, 1)
+	for i := range e.Runs {
+		e.Runs[i].Counters.Fired, e.Runs[i].Counters.AddedNS = 0, 0
+	}
+	r := e.Read()
+	if r.Fit != nil || !strings.HasPrefix(r.FitError, "no delay fired in the 9 runs with delays") {
+		t.Errorf("fit %+v, error %q", r.Fit, r.FitError)
+	}
+	if q := e.Quote(r); !strings.Contains(q, "no delay fired") {
+		t.Errorf("quote %q does not say why", q)
 	}
 }
 
