@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,8 @@ import (
 // writers.
 type flockLoad struct {
 	file *os.File
-	own  []*os.File // the workers' open files, kept: the garbage collector would close them
+	mu   sync.Mutex // op runs in every worker at once
+	own  []*os.File // the workers' open files, for Close
 }
 
 func newFlock(o Options) (generator, error) {
@@ -42,13 +44,15 @@ func (l *flockLoad) op(worker int) func() error {
 	if err != nil {
 		return func() error { return fmt.Errorf("opening the shared file again: %w", err) }
 	}
+	l.mu.Lock()
 	l.own = append(l.own, own)
-	fd := int(own.Fd())
+	l.mu.Unlock()
+	// The closure keeps own, not its descriptor alone: the garbage collector would close it.
 	return func() error {
-		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		if err := unix.Flock(int(own.Fd()), unix.LOCK_EX); err != nil {
 			return fmt.Errorf("flock: %w", err)
 		}
-		if err := unix.Flock(fd, unix.LOCK_UN); err != nil {
+		if err := unix.Flock(int(own.Fd()), unix.LOCK_UN); err != nil {
 			return fmt.Errorf("flock unlock: %w", err)
 		}
 		return nil
