@@ -306,8 +306,37 @@ func (c *Collector) readCounters() ([lockstatCounterCNT_MAX]uint64, error) {
 		}
 		out[i] = n
 	}
+	// The tree's counters move together (tree.bpf.h bumps a thread's end count, then its end
+	// time), each read apart: a thread ending between two reads would count one without the
+	// other, off by the clock's whole value. Read again until two readings agree, as a seqlock's
+	// reader does; threads end far less often than a reading takes.
+	for range maxTreeRereads {
+		var again [len(treeCounters)]uint64
+		same := true
+		for j, i := range treeCounters {
+			n, err := c.readCounter(i)
+			if err != nil {
+				return out, err
+			}
+			again[j], same = n, same && n == out[i]
+		}
+		if same {
+			break
+		}
+		for j, i := range treeCounters {
+			out[i] = again[j]
+		}
+	}
 	return out, nil
 }
+
+// treeCounters are the counters treeThreads takes together.
+var treeCounters = [...]lockstatCounter{lockstatCounterCNT_TREE_THREADS, lockstatCounterCNT_TREE_ENDED,
+	lockstatCounterCNT_TREE_START_NS, lockstatCounterCNT_TREE_END_NS}
+
+// maxTreeRereads bounds the readings of the tree's counters: a tree starting and ending threads
+// faster than they are read still gets a reading, a little off.
+const maxTreeRereads = 8
 
 // readCounter sums one counter over the CPUs.
 func (c *Collector) readCounter(i lockstatCounter) (uint64, error) {
@@ -318,8 +347,7 @@ func (c *Collector) readCounter(i lockstatCounter) (uint64, error) {
 	return sum(perCPU), nil
 }
 
-// readSlabNames reads the slab names map: kept across the rounds of a sweep, as a lock
-// named once is not named again.
+// readSlabNames reads the slab names map, which Rounds.Begin clears with the records.
 func readSlabNames(m *ebpf.Map) (map[uint64]string, error) {
 	entries, err := readEntries[uint64, lockstatSlabName](m)
 	if err != nil {
@@ -359,7 +387,7 @@ func treeThreads(from, to cumulative) treeStats {
 		(c(to, lockstatCounterCNT_TREE_START_NS) - c(from, lockstatCounterCNT_TREE_START_NS)) +
 		(c(to, lockstatCounterCNT_TREE_END_NS) - c(from, lockstatCounterCNT_TREE_END_NS))
 	if int64(ns) < 0 {
-		ns = 0 // a thread freed between the counters' CPUs were read
+		ns = 0 // counters still apart after maxTreeRereads
 	}
 	return treeStats{
 		processes: c(to, lockstatCounterCNT_TREE_PROCESSES) - c(from, lockstatCounterCNT_TREE_PROCESSES),
