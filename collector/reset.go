@@ -59,6 +59,12 @@ func (r *Rounds) Begin() error {
 	if err != nil {
 		return err
 	}
+	// A lock is named at its first record (slabname.bpf.h): its name goes with the records, or
+	// memory freed and reused by another cache since would keep the first cache's name. Names
+	// first, so that a record made between the two keeps its own.
+	if _, err := drain[uint64, lockstatSlabName](r.c.obj.maps.SlabNames); err != nil {
+		return err
+	}
 	if err := r.c.readAggregates(&snapshot{}, true); err != nil {
 		return err
 	}
