@@ -53,6 +53,13 @@ func KernelRelease() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
+// PreemptRT reports whether the running kernel is built with PREEMPT_RT, where spinlock_t and
+// rwlock_t are rtmutex-based and sleep: uname's version names the preemption model.
+func PreemptRT() bool {
+	u, ok := uname()
+	return ok && strings.Contains(unix.ByteSliceToString(u.Version[:]), "PREEMPT_RT")
+}
+
 func uname() (*unix.Utsname, bool) {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
