@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/klockstat/klockstat/internal/termsafe"
 	"github.com/spf13/pflag"
 )
 
@@ -25,7 +26,7 @@ func Main(version string, args []string, stdin io.Reader, stdout, stderr io.Writ
 	status, err := inv.run(args)
 	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(stderr, "klockstat: %s\n", line)
+			fmt.Fprintf(stderr, "klockstat: %s\n", termsafe.String(line)) // errors quote files, processes, kernels
 		}
 		var ue usageError
 		if errors.As(err, &ue) {

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/termsafe"
 )
 
 // SummaryOptions choose the summary's table, as perf lock contention's options do.
@@ -652,16 +652,8 @@ func FormatDuration(ns float64) string {
 	return fmt.Sprintf("%s%.2f s", sign, ns/1e9)
 }
 
-// sanitize replaces what could make a terminal do more than print: control characters (ESC starts
-// escape sequences), bidirectional-text controls that reorder what is shown, and invalid UTF-8.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// sanitize makes a string of the capture safe for the terminal.
+func sanitize(s string) string { return termsafe.String(s) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {
