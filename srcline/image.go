@@ -54,13 +54,9 @@ type unitRange struct {
 // without CONFIG_DEBUG_INFO, or a stripped one such as /boot's.
 var ErrNoDWARF = errors.New("no DWARF debug information")
 
-// Open opens the image at path and reads its build id, from its notes. Its symbols and DWARF
-// are read by Load, or the first Resolve, so that an image refused for its build id costs nothing
-// more; Open checks already that they are there and within the file and the limits (bounds.go).
-// Debug sections are mapped, not read, where they are not compressed, so that only the pages of
-// the compile units a lookup touches take memory. Anything but a regular file is refused without
-// blocking.
-func Open(path string) (*Image, error) {
+// openImageFile opens a kernel image for reading, refusing anything but a regular file (a FIFO,
+// a device) without blocking.
+func openImageFile(path string) (*os.File, error) {
 	f, err := inputfile.OpenRegular(path)
 	if err != nil {
 		var notRegular *inputfile.NotRegularError
@@ -68,6 +64,20 @@ func Open(path string) (*Image, error) {
 			return nil, fmt.Errorf("%w: give the vmlinux file itself", err)
 		}
 		return nil, fmt.Errorf("opening the vmlinux: %w", err)
+	}
+	return f, nil
+}
+
+// Open opens the image at path and reads its build id, from its notes. Its symbols and DWARF
+// are read by Load, or the first Resolve, so that an image refused for its build id costs nothing
+// more; Open checks already that they are there and within the file and the limits (bounds.go).
+// Debug sections are mapped, not read, where they are not compressed, so that only the pages of
+// the compile units a lookup touches take memory. Anything but a regular file is refused without
+// blocking.
+func Open(path string) (*Image, error) {
+	f, err := openImageFile(path)
+	if err != nil {
+		return nil, err
 	}
 	im := &Image{path: path, file: f, names: map[dwarf.Offset]string{}}
 	if err := im.open(); err != nil {

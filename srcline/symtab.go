@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/klockstat/klockstat/kallsyms"
@@ -29,9 +28,9 @@ type elfSymbol struct {
 // the image's build id ("" when it has none). It needs no DWARF. Its memory is bounded: see
 // MaxSymbolTable.
 func ReadSymbols(path string) (syms []kallsyms.Symbol, buildID string, err error) {
-	f, err := os.Open(path)
+	f, err := openImageFile(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("opening the vmlinux: %w", err)
+		return nil, "", err
 	}
 	defer f.Close()
 	st, err := f.Stat()
