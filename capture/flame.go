@@ -168,8 +168,8 @@ func newFlameTrie(order []int32, paths [][]int32, records []Record) *flameTrie {
 			at = append(at, t.node(at[len(at)-1], name))
 		}
 		for _, n := range at {
-			t.total[n], _ = addSaturating(t.total[n], records[i].TotalNS)
-			t.count[n], _ = addSaturating(t.count[n], records[i].Count)
+			t.total[n], _ = AddSaturating(t.total[n], records[i].TotalNS)
+			t.count[n], _ = AddSaturating(t.count[n], records[i].Count)
 		}
 		prev = p
 	}

@@ -153,13 +153,13 @@ func (g *Group) shared(f Fields, have, next string) string {
 
 // add is a + b, or math.MaxUint64 with Saturated set where that does not fit.
 func (g *Group) add(a, b uint64) uint64 {
-	sum, saturated := addSaturating(a, b)
+	sum, saturated := AddSaturating(a, b)
 	g.Saturated = g.Saturated || saturated
 	return sum
 }
 
-// addSaturating is a + b, or math.MaxUint64 and true where that does not fit.
-func addSaturating(a, b uint64) (uint64, bool) {
+// AddSaturating is a + b, or math.MaxUint64 and true where that does not fit.
+func AddSaturating(a, b uint64) (uint64, bool) {
 	if a > math.MaxUint64-b {
 		return math.MaxUint64, true
 	}
@@ -175,12 +175,15 @@ type Totals struct {
 }
 
 // Totals sums the waits of all records.
-func (c *Capture) Totals() Totals {
+func (c *Capture) Totals() Totals { return TotalsOf(c.Records) }
+
+// TotalsOf sums the waits of records.
+func TotalsOf(records []Record) Totals {
 	var t Totals
-	for _, r := range c.Records {
+	for _, r := range records {
 		var count, total bool
-		t.Count, count = addSaturating(t.Count, r.Count)
-		t.TotalNS, total = addSaturating(t.TotalNS, r.TotalNS)
+		t.Count, count = AddSaturating(t.Count, r.Count)
+		t.TotalNS, total = AddSaturating(t.TotalNS, r.TotalNS)
 		t.Saturated = t.Saturated || count || total
 	}
 	return t

@@ -77,11 +77,11 @@ func (r Record) LockLabel() string {
 // how many locks, and their share of the records' wait time, from 0 to 1.
 func StaticUnnamed(records []Record) (locks int, share float64) {
 	seen := map[Addr]bool{}
-	var unnamed, total uint64
+	var unnamed uint64
+	total := TotalsOf(records).TotalNS
 	for _, r := range records {
-		total += r.TotalNS
 		if r.Static && r.Name == "" {
-			unnamed += r.TotalNS
+			unnamed, _ = AddSaturating(unnamed, r.TotalNS)
 			seen[r.Lock] = true
 		}
 	}

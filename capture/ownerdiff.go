@@ -122,11 +122,11 @@ func groupOwners(c *Capture) []ownerGroup {
 			groups = append(groups, ownerGroup{key: k, states: make([]uint64, len(OwnerStates)), heaviest: i})
 		}
 		g := &groups[gi]
-		g.count, _ = addSaturating(g.count, o.Count)
-		g.total, _ = addSaturating(g.total, o.TotalNS)
+		g.count, _ = AddSaturating(g.count, o.Count)
+		g.total, _ = AddSaturating(g.total, o.TotalNS)
 		for _, st := range o.States {
 			if j := slices.Index(OwnerStates, st.State); j >= 0 {
-				g.states[j], _ = addSaturating(g.states[j], st.TotalNS)
+				g.states[j], _ = AddSaturating(g.states[j], st.TotalNS)
 			}
 		}
 		g.entries++

@@ -239,7 +239,7 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 	// Sums saturate: a forged record of 2^64-1 ns marks the sweep corrupt instead of wrapping.
 	add := func(sum *uint64, v uint64) {
 		var saturated bool
-		*sum, saturated = addSaturating(*sum, v)
+		*sum, saturated = AddSaturating(*sum, v)
 		a.Saturated = a.Saturated || saturated
 	}
 	for i, l := range s.Levels {
@@ -277,7 +277,7 @@ func (s *Sweep) Analyze() ScaleAnalysis {
 				add(&tw, rec.TotalNS)
 				add(&tt, rec.TotalNS)
 				typeWait[i][rec.Type], typeTotals[rec.Type] = tw, tt
-				locks.add(i, j, lockKeyOf(rec), rec, add)
+				locks.add(i, j, ByLockLabel(rec), rec, add)
 				callers.add(i, j, ByCaller(rec), rec, add)
 			}
 			add(&waits[i], runWait)
@@ -364,10 +364,10 @@ func markSuperlinear(levels []LevelStats) {
 	}
 }
 
-// lockKeyOf keys a lock by type and label (its name, and for a slab lock its offset and struct
+// ByLockLabel keys a lock by type and label (its name, and for a slab lock its offset and struct
 // field), which stay the same from run to run where the address may not (the mmap_lock of each
 // run's process); a lock without a name by its address.
-func lockKeyOf(r Record) string {
+func ByLockLabel(r Record) string {
 	if r.Name != "" {
 		return r.Type + " " + r.LockLabel()
 	}

@@ -37,7 +37,7 @@ func (t *Timeline) Waits() uint64 {
 	var n uint64
 	for _, s := range t.Series {
 		for _, c := range s.Count {
-			n, _ = addSaturating(n, c)
+			n, _ = AddSaturating(n, c)
 		}
 	}
 	return n

@@ -20,6 +20,7 @@ import (
 	"github.com/klockstat/klockstat/internal/host"
 	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/kallsyms"
+	"github.com/klockstat/klockstat/lockspec"
 	"github.com/klockstat/klockstat/report"
 	"github.com/klockstat/klockstat/whatif"
 )
@@ -154,8 +155,8 @@ func parseDelays(s string) ([]uint64, error) {
 		}
 		out = append(out, uint64(d))
 	}
-	if len(out) < 2 {
-		return nil, usagef("--delays %q: give two sizes or more, e.g. --delays 0,20us,40us", s)
+	if len(out) < 2 || len(out) > whatif.MaxDelays {
+		return nil, usagef("--delays %q: give two sizes or more, at most %d, e.g. --delays 0,20us,40us", s, whatif.MaxDelays)
 	}
 	return out, nil
 }
@@ -208,14 +209,23 @@ func (inv invocation) runWhatif(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	catalogue, err := lockspec.Default()
+	if err != nil {
+		return 0, err
+	}
 	target.Source = source
-	if spinning(target.Type) && !o.allowSpin {
+	typ, known := catalogue.Lookup(target.Type)
+	switch {
+	case !known && !o.allowSpin:
+		return 0, usagef("%q is no lock type of the embedded catalogue: whether it spins is unknown, and a delay there may spin with interrupts off; --allow-spin if you know what that does to this machine", target.Type)
+	case known && typ.Spinning() && !o.allowSpin:
 		return 0, usagef("%s is a spinning lock: a delay there spins with the lock held, perhaps with interrupts off; --allow-spin if you know what that does to this machine", target.Label)
 	}
 	cfg, err := delayConfig(o, target)
 	if err != nil {
 		return 0, err
 	}
+	cfg.Flags = typ.Flags
 	machine := host.Read()
 	e := &whatif.Experiment{
 		Version: whatif.FormatVersion, Tool: "klockstat", ToolVersion: inv.version, CommandLine: o.commandLine,
@@ -231,6 +241,10 @@ func (inv invocation) runWhatif(args []string) (int, error) {
 		e.DelaysNS = defaultDelays(target.MeanWaitNS, target.WaitsPerSecond, cfg.BudgetNS, machine.CPUs)
 	}
 	o.experiment = e
+	// The runs end as scale's do, by process group, which its orphans must not outlive.
+	if err := becomeSubreaper(); err != nil {
+		return 0, err
+	}
 
 	status, err := inv.whatifRuns(o, cfg, signals)
 	if err != nil {
@@ -286,7 +300,7 @@ func (inv invocation) whatifRuns(o *whatifOptions, cfg collector.DelayConfig, si
 			}
 			finish(&sweepRun)
 			run := whatif.Run{DelayNS: ns, WallNS: sweepRun.WallNS, Exit: sweepRun.Exit, Metric: sweepRun.Metric,
-				Failed: sweepRun.Failed, Tail: sweepRun.Tail, Counters: whatifCounters(counters)}
+				Failed: sweepRun.Failed, Tail: sweepRun.Tail, Counters: counters}
 			e.Runs = append(e.Runs, run)
 			if run.Failed != "" {
 				failed++
@@ -305,14 +319,6 @@ func (inv invocation) whatifRuns(o *whatifOptions, cfg collector.DelayConfig, si
 		return 1, fmt.Errorf("%d of %d runs failed (the page marks them)", failed, len(e.Runs))
 	}
 	return 0, nil
-}
-
-func whatifCounters(c collector.DelayCounters) whatif.Counters {
-	return whatif.Counters{
-		Matched: c.Matched, Fired: c.Fired, AddedNS: c.AddedNs, RefusedBudget: c.RefusedBudget, RefusedSpin: c.RefusedSpin,
-		SkippedLocked: c.SkippedLocked, FiredLocked: c.FiredLocked, NoStack: c.NoStack,
-		HoldSamples: c.HoldSamples, HoldNS: c.HoldNs, HoldMinNS: c.HoldMinNs, HoldMaxNS: c.HoldMaxNs, HoldSpun: c.HoldSpun, HoldSpunNS: c.HoldSpunNs,
-	}
 }
 
 // whatifBaseline is the capture the lock is chosen from, its source, the command with {N}
@@ -383,14 +389,6 @@ func (inv invocation) baselineCapture(argv []string) (*capture.Capture, error) {
 	return report.ReadInputFile(path, nil)
 }
 
-// lockKey groups a lock's records across runs: its type and label, or its address without a name.
-func lockKey(r capture.Record) string {
-	if r.Name != "" {
-		return r.Type + " " + r.LockLabel()
-	}
-	return r.Type + " " + r.Lock.String()
-}
-
 // minDelayReach is the least a lock's contended acquisitions must be able to add to a run, each
 // delayed by the most a delay may be, for the lock to be chosen when another can: a lock that
 // made its wait in a few long waits (a one-off at start-up) takes a delay a few times a run,
@@ -407,23 +405,21 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 		return whatif.Target{}, usagef("--lock: %v", err)
 	}
 	by := map[string][]capture.Record{}
-	var total uint64
 	for _, r := range c.Records {
-		total += r.TotalNS
 		switch {
 		case r.Count == 0 || !f.Keeps(r, c.Meta.AddressesHashed) || !strings.Contains(r.Caller, caller):
 			continue
 		case culprit != nil && (r.Type != culprit.Type || (r.Name == "" || r.LockLabel() != culprit.Name) && r.Lock != culprit.Lock):
 			continue
 		}
-		k := lockKey(r)
+		k := capture.ByLockLabel(r)
 		if len(locks) == 0 {
 			k += " at " + r.Caller
 		}
 		by[k] = append(by[k], r)
 	}
 	reachable := func(rs []capture.Record) bool {
-		return float64(waitCount(rs))*float64(collector.MaxDelayNS) >= minDelayReach*float64(c.Meta.DurationNS)
+		return float64(capture.TotalsOf(rs).Count)*float64(collector.MaxDelayNS) >= minDelayReach*float64(c.Meta.DurationNS)
 	}
 	best := mostWait(by, reachable)
 	if best == "" {
@@ -448,7 +444,8 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 			t.Callers = append(t.Callers, r.Caller)
 		}
 	}
-	t.Waits, t.WaitNS = waitCount(records), waitSum(records)
+	totals := capture.TotalsOf(records)
+	t.Waits, t.WaitNS = totals.Count, totals.TotalNS
 	// An address names the lock when the user gave one, or when the lock has no name.
 	if !c.Meta.AddressesHashed && (r0.Name == "" || slices.ContainsFunc(locks, func(l string) bool { return strings.HasPrefix(l, "0x") })) {
 		for _, r := range records {
@@ -457,7 +454,7 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 			}
 		}
 	}
-	if total > 0 {
+	if total := c.Totals().TotalNS; total > 0 {
 		t.WaitShare = float64(t.WaitNS) / float64(total)
 	}
 	t.MeanWaitNS = float64(t.WaitNS) / float64(t.Waits)
@@ -475,33 +472,11 @@ func chooseTarget(c *capture.Capture, locks []string, caller string, culprit *ca
 func mostWait(by map[string][]capture.Record, keep func([]capture.Record) bool) string {
 	best := ""
 	for _, k := range slices.Sorted(maps.Keys(by)) {
-		if keep(by[k]) && (best == "" || waitSum(by[k]) > waitSum(by[best])) {
+		if keep(by[k]) && (best == "" || capture.TotalsOf(by[k]).TotalNS > capture.TotalsOf(by[best]).TotalNS) {
 			best = k
 		}
 	}
 	return best
-}
-
-func waitSum(rs []capture.Record) uint64 {
-	var s uint64
-	for _, r := range rs {
-		s += r.TotalNS
-	}
-	return s
-}
-
-func waitCount(rs []capture.Record) uint64 {
-	var n uint64
-	for _, r := range rs {
-		n += r.Count
-	}
-	return n
-}
-
-// spinning reports whether a lock type spins, where a waiter may hold interrupts off.
-func spinning(typ string) bool {
-	base, _, _ := strings.Cut(typ, ":")
-	return strings.Contains(base, "spin") || base == "rwlock"
 }
 
 // delayConfig places the target's call sites in the running kernel.

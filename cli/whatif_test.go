@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/collector"
 	"github.com/klockstat/klockstat/internal/capturetest"
@@ -141,9 +143,6 @@ func TestWhatifSignalsDetach(t *testing.T) {
 	c := capturetest.Of(t, 1e9, capturetest.Rec("rwsem:W", "&ext4_inode_cache", "vfs_write+0x1", "ct", 20, 21, 0xffff8882000001a8, 30000))
 	path := filepath.Join(t.TempDir(), "c.json")
 	saveCapture(t, path, c)
-	if got := collector.LoadedDelayPrograms(); len(got) != 0 {
-		t.Fatalf("delay programs loaded before the test: %v", got)
-	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			cmd, _, stderr := klockstat(t, "whatif", "--from", path, "--delays", "0,50us", "-o", "", "--",
@@ -152,10 +151,11 @@ func TestWhatifSignalsDetach(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			deadline := time.Now().Add(30 * time.Second)
-			for len(collector.LoadedDelayPrograms()) == 0 {
+			// Its own programs, whatever the collector package's tests load beside it.
+			var ids []ebpf.ProgramID
+			for deadline := time.Now().Add(30 * time.Second); len(ids) < 3; ids = testenv.BPFPrograms(cmd.Process.Pid) {
 				if time.Now().After(deadline) {
-					t.Fatalf("no delay program loaded after 30 s: %s", stderr)
+					t.Fatalf("the delay's programs not loaded after 30 s (%v): %s", ids, stderr)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -170,16 +170,8 @@ func TestWhatifSignalsDetach(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatalf("klockstat whatif still running 30 s after %v", sig)
 			}
-			deadline = time.Now().Add(5 * time.Second)
-			for {
-				got := collector.LoadedDelayPrograms()
-				if len(got) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after %v, still loaded: %v\n%s", sig, got, stderr)
-				}
-				time.Sleep(20 * time.Millisecond)
+			if got := testenv.WaitUnloaded(ids); len(got) != 0 {
+				t.Fatalf("after %v, still loaded: %v\n%s", sig, got, stderr)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -256,7 +257,7 @@ func (c *Collector) addImageSymbols() {
 		t, _, err = c.symbols.WithImage(syms)
 	}
 	if err != nil {
-		c.warn("static locks not named from %s: %v", path, err)
+		c.warn("static locks not named from %s: %v", cmp.Or(path, "the kernel's debug image"), err)
 		return
 	}
 	c.symbols, c.staticFrom = t, path

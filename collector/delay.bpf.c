@@ -21,6 +21,9 @@
  * reach it with no spinlock held. A
  * spinning lock (spinlock, rwlock) is delayed only when allow_spin is set.
  *
+ * Only waits whose contention_begin flags are among the chosen lock type's
+ * (flag_mask, a bit per flags value) are followed: the others cost a test.
+ *
  * Bounds, whatever user space sets: one delay at most DELAY_MAX_NS, and at
  * most DELAY_BUDGET_MAX_NS (or budget_ns, if lower) added per CPU in each
  * second of ktime; refused delays are counted. enabled == 0 stops the delays
@@ -60,6 +63,8 @@ const volatile bool match_callers = false;
 const volatile bool allow_spin = false;
 const volatile bool unlocked_only = false;
 const volatile __u64 budget_ns = DELAY_BUDGET_MAX_NS;
+/* Bit f set: contention_begin flags f are the chosen type's; all set: any. */
+const volatile __u64 flag_mask = ~0ULL;
 
 /* Changed between runs of one experiment. */
 volatile __u64 delay_ns = 0;
@@ -86,15 +91,17 @@ struct {
 	__uint(max_entries, 16384);
 } waits SEC(".maps");
 
+/* Holds and holders of the chosen lock, whose instances may be new every run
+ * (a file's i_rwsem): the least recently used make room. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u32); /* thread id */
 	__type(value, struct delay_hold);
 	__uint(max_entries, 16384);
 } holders SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64); /* lock address */
 	__type(value, struct delay_holder);
 	__uint(max_entries, 1024);
@@ -120,20 +127,28 @@ static __always_inline struct delay_counters *counts(void)
 	return bpf_map_lookup_elem(&counters, &zero);
 }
 
+/* of_type reports whether contention_begin flags are the chosen type's. */
+static __always_inline bool of_type(__u32 flags)
+{
+	if (flag_mask == ~0ULL)
+		return true;
+	return flags < 64 && (flag_mask & (1ULL << flags));
+}
+
 static __always_inline int on_begin(__u64 lock, __u32 flags)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct delay_wait *w, fresh = {};
-
+	struct delay_counters *c;
 	struct delay_hold *h;
 
-	if (!enabled || (match_locks && !bpf_map_lookup_elem(&target_locks, &lock)))
+	if (!enabled || !of_type(flags) || (match_locks && !bpf_map_lookup_elem(&target_locks, &lock)))
 		return 0;
 	h = bpf_map_lookup_elem(&holders, &tid);
 	if (h && h->lock == lock)
 		bpf_map_delete_elem(&holders, &tid); /* it let the lock go */
 	w = bpf_map_lookup_elem(&waits, &tid);
-	if (w && w->active && w->lock == lock) {
+	if (w && w->lock == lock) {
 		w->flags = flags; /* a mutex's optimistic spin, then its sleep */
 		if (w->begins < 0xffff)
 			w->begins++;
@@ -142,9 +157,9 @@ static __always_inline int on_begin(__u64 lock, __u32 flags)
 	fresh.begin_ns = bpf_ktime_get_ns();
 	fresh.lock = lock;
 	fresh.flags = flags;
-	fresh.active = 1;
 	fresh.begins = 1;
-	bpf_map_update_elem(&waits, &tid, &fresh, BPF_ANY);
+	if (bpf_map_update_elem(&waits, &tid, &fresh, BPF_ANY) && (c = counts()))
+		c->lost++;
 	return 0;
 }
 
@@ -249,14 +264,17 @@ static __always_inline int on_waking(struct task_struct *p)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 wakee;
-	struct delay_hold *h = bpf_map_lookup_elem(&holders, &tid);
+	struct delay_hold *h;
 	struct delay_wait *w;
 
+	if (!enabled)
+		return 0;
+	h = bpf_map_lookup_elem(&holders, &tid);
 	if (!h)
 		return 0;
 	wakee = (__u32)BPF_CORE_READ(p, pid);
 	w = bpf_map_lookup_elem(&waits, &wakee);
-	if (!w || !w->active || w->lock != h->lock)
+	if (!w || w->lock != h->lock)
 		return 0;
 	if (w->begin_ns <= h->acquired_ns)
 		count_hold(bpf_ktime_get_ns() - h->acquired_ns, false);
@@ -267,18 +285,24 @@ static __always_inline int on_waking(struct task_struct *p)
 static __always_inline int on_end(void *ctx, __u64 lock, int ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct delay_wait wait, *w;
 	struct delay_counters *c;
-	struct delay_wait *w;
 	__u64 now, want, added;
 	bool spinning, locked;
 
+	/* The wait ends here: its entry goes, so the map holds only waits in
+	 * progress, whatever the machine waits on. */
+	w = bpf_map_lookup_elem(&waits, &tid);
+	if (w) {
+		wait = *w;
+		bpf_map_delete_elem(&waits, &tid);
+		w = wait.lock == lock ? &wait : NULL;
+	}
 	if (!enabled || (match_locks && !bpf_map_lookup_elem(&target_locks, &lock)))
 		return 0;
-	w = bpf_map_lookup_elem(&waits, &tid);
-	if (w && (!w->active || w->lock != lock))
-		w = NULL;
-	if (w)
-		w->active = 0;
+	/* Without its begin, a wait of another type, when the type is known. */
+	if (!w && flag_mask != ~0ULL)
+		return 0;
 	c = counts();
 	if (!c || ret != 0 || !chosen(ctx, c))
 		return 0;

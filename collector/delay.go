@@ -3,11 +3,13 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/klockstat/klockstat/lockspec"
+	"github.com/klockstat/klockstat/whatif"
 )
 
 // The bounds delay.bpf.c enforces on `klockstat whatif`'s delays, whatever it is asked: one delay
@@ -16,10 +18,6 @@ const (
 	MaxDelayNS  = uint64(delayDelayLimitsDELAY_MAX_NS)
 	MaxBudgetNS = uint64(delayDelayLimitsDELAY_BUDGET_MAX_NS)
 )
-
-// DelayProgramPrefix starts the name of every program of the delay object, so a test can tell that
-// none is left loaded.
-const DelayProgramPrefix = "whatif_"
 
 // DelayConfig chooses the contended acquisitions a Delay lengthens: those of a lock in Locks (any
 // lock when empty) by a waiter whose kernel stack holds a return address of Callers (any stack
@@ -36,22 +34,24 @@ type DelayConfig struct {
 	// UnlockedOnly leaves alone a mutex acquired after sleeping, whose contention_end runs with
 	// the mutex's wait_lock held and interrupts off (see delay.bpf.c).
 	UnlockedOnly bool
+	// Flags are the contention_begin flags of the chosen lock's type: the waits of other types
+	// are not followed (any type when empty).
+	Flags []lockspec.Flag
 }
 
-// DelayCounters are what the kernel program counted: contended acquisitions of the chosen lock,
-// delays added and refused, the time added, contended holds measured.
-type DelayCounters = delayDelayCounters
-
-// Sub is c less an earlier reading. The shortest and longest holds cannot be taken apart: use a
-// reading of a run whose counters were reset (ResetCounters).
-func (c DelayCounters) Sub(before DelayCounters) DelayCounters {
-	return DelayCounters{HoldMinNs: c.HoldMinNs, HoldMaxNs: c.HoldMaxNs, HoldSpun: c.HoldSpun - before.HoldSpun, HoldSpunNs: c.HoldSpunNs - before.HoldSpunNs,
-		Matched: c.Matched - before.Matched, Fired: c.Fired - before.Fired,
-		AddedNs: c.AddedNs - before.AddedNs, RefusedBudget: c.RefusedBudget - before.RefusedBudget,
-		RefusedSpin: c.RefusedSpin - before.RefusedSpin, SkippedLocked: c.SkippedLocked - before.SkippedLocked,
-		FiredLocked: c.FiredLocked - before.FiredLocked, NoStack: c.NoStack - before.NoStack,
-		HoldSamples: c.HoldSamples - before.HoldSamples, HoldNs: c.HoldNs - before.HoldNs,
+// flagMask is a bit per flags value of flags, every bit without any.
+func flagMask(flags []lockspec.Flag) (uint64, error) {
+	if len(flags) == 0 {
+		return ^uint64(0), nil
 	}
+	var m uint64
+	for _, f := range flags {
+		if f >= lockspec.MaxFlags {
+			return 0, fmt.Errorf("delay: flags %v past the %d the kernel program tells apart", f, lockspec.MaxFlags)
+		}
+		m |= 1 << f
+	}
+	return m, nil
 }
 
 // Delay is the attached delay program of `klockstat whatif`. It adds nothing until SetDelay;
@@ -106,11 +106,16 @@ func StartDelay(cfg DelayConfig) (_ *Delay, err error) {
 	}
 	var s delaySpecs
 	if err := spec.Assign(&s); err != nil {
+		return nil, fmt.Errorf("the embedded delay object does not match its generated code (run go generate ./...): %w", err)
+	}
+	mask, err := flagMask(cfg.Flags)
+	if err != nil {
 		return nil, err
 	}
 	if err := setVariables([]variable{
 		{s.MatchLocks, len(cfg.Locks) > 0}, {s.MatchCallers, len(cfg.Callers) > 0},
 		{s.AllowSpin, cfg.AllowSpin}, {s.UnlockedOnly, cfg.UnlockedOnly}, {s.BudgetNs, cfg.BudgetNS},
+		{s.FlagMask, mask},
 	}); err != nil {
 		return nil, err
 	}
@@ -178,33 +183,26 @@ func (d *Delay) Stop() error {
 	return nil
 }
 
-// Counters are the counters summed over the CPUs since the programs were loaded.
-func (d *Delay) Counters() (DelayCounters, error) {
-	var perCPU []DelayCounters
+// Counters are the counters summed over the CPUs since the last ResetCounters.
+func (d *Delay) Counters() (whatif.Counters, error) {
+	var perCPU []delayDelayCounters
 	if err := d.maps.Counters.Lookup(uint32(0), &perCPU); err != nil {
-		return DelayCounters{}, fmt.Errorf("reading the delay counters: %w", err)
+		return whatif.Counters{}, fmt.Errorf("reading the delay counters: %w", err)
 	}
-	var sum DelayCounters
+	var sum whatif.Counters
 	for _, c := range perCPU {
-		sum = sum.add(c)
+		sum = sum.Merge(whatif.Counters{
+			Matched: c.Matched, Fired: c.Fired, AddedNS: c.AddedNs, RefusedBudget: c.RefusedBudget, RefusedSpin: c.RefusedSpin,
+			SkippedLocked: c.SkippedLocked, FiredLocked: c.FiredLocked, NoStack: c.NoStack, Lost: c.Lost,
+			HoldSamples: c.HoldSamples, HoldNS: c.HoldNs, HoldMinNS: c.HoldMinNs, HoldMaxNS: c.HoldMaxNs, HoldSpun: c.HoldSpun, HoldSpunNS: c.HoldSpunNs,
+		})
 	}
 	return sum, nil
 }
 
-func (c DelayCounters) add(o DelayCounters) DelayCounters {
-	zero := DelayCounters{}
-	sum := c.Sub(zero.Sub(o))
-	sum.HoldMinNs = c.HoldMinNs
-	if c.HoldMinNs == 0 || o.HoldMinNs != 0 && o.HoldMinNs < c.HoldMinNs {
-		sum.HoldMinNs = o.HoldMinNs
-	}
-	sum.HoldMaxNs = max(c.HoldMaxNs, o.HoldMaxNs)
-	return sum
-}
-
 // ResetCounters sets every counter to zero, at the start of a run.
 func (d *Delay) ResetCounters() error {
-	zeros := make([]DelayCounters, ebpf.MustPossibleCPU())
+	zeros := make([]delayDelayCounters, ebpf.MustPossibleCPU())
 	if err := d.maps.Counters.Put(uint32(0), zeros); err != nil {
 		return fmt.Errorf("resetting the delay counters: %w", err)
 	}
@@ -229,27 +227,4 @@ func (d *Delay) Close() error {
 	d.progs = nil
 	errs = append(errs, d.maps.Close())
 	return errors.Join(errs...)
-}
-
-// LoadedDelayPrograms are the names of the programs loaded in the kernel that are the delay
-// object's, by DelayProgramPrefix: none once every Delay is closed and the kernel has freed them
-// (after an RCU grace period).
-func LoadedDelayPrograms() []string {
-	var names []string
-	for id := ebpf.ProgramID(0); ; {
-		next, err := ebpf.ProgramGetNextID(id)
-		if err != nil {
-			return names
-		}
-		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue // unloaded meanwhile
-		}
-		info, err := p.Info()
-		p.Close()
-		if err == nil && strings.HasPrefix(info.Name, DelayProgramPrefix) {
-			names = append(names, info.Name)
-		}
-	}
 }

@@ -35,6 +35,7 @@ type delayDelayCounters struct {
 	HoldMaxNs     uint64
 	HoldSpun      uint64
 	HoldSpunNs    uint64
+	Lost          uint64
 }
 
 type delayDelayHold struct {
@@ -62,8 +63,8 @@ type delayDelayWait struct {
 	BeginNs uint64
 	Lock    uint64
 	Flags   uint32
-	Active  uint16
 	Begins  uint16
+	Pad     uint16
 }
 
 // Names of all BPF objects in the ELF.
@@ -87,6 +88,7 @@ const (
 	delayVarBudgetNs          = "budget_ns"
 	delayVarDelayNs           = "delay_ns"
 	delayVarEnabled           = "enabled"
+	delayVarFlagMask          = "flag_mask"
 	delayVarMatchCallers      = "match_callers"
 	delayVarMatchLocks        = "match_locks"
 	delayVarUnlockedOnly      = "unlocked_only"
@@ -164,6 +166,7 @@ type delayVariableSpecs struct {
 	BudgetNs          *ebpf.VariableSpec `ebpf:"budget_ns"`
 	DelayNs           *ebpf.VariableSpec `ebpf:"delay_ns"`
 	Enabled           *ebpf.VariableSpec `ebpf:"enabled"`
+	FlagMask          *ebpf.VariableSpec `ebpf:"flag_mask"`
 	MatchCallers      *ebpf.VariableSpec `ebpf:"match_callers"`
 	MatchLocks        *ebpf.VariableSpec `ebpf:"match_locks"`
 	UnlockedOnly      *ebpf.VariableSpec `ebpf:"unlocked_only"`
@@ -219,6 +222,7 @@ type delayVariables struct {
 	BudgetNs          *ebpf.Variable `ebpf:"budget_ns"`
 	DelayNs           *ebpf.Variable `ebpf:"delay_ns"`
 	Enabled           *ebpf.Variable `ebpf:"enabled"`
+	FlagMask          *ebpf.Variable `ebpf:"flag_mask"`
 	MatchCallers      *ebpf.Variable `ebpf:"match_callers"`
 	MatchLocks        *ebpf.Variable `ebpf:"match_locks"`
 	UnlockedOnly      *ebpf.Variable `ebpf:"unlocked_only"`

@@ -20,7 +20,6 @@ type Line struct {
 	R2 float64 `json:"r2"`
 	// ResidualSD is the residuals' standard deviation, sqrt(SSE / (N-2)).
 	ResidualSD float64 `json:"residual_sd"`
-	meanX, sxx float64
 }
 
 // ErrTooFew is the error of a fit to fewer than three points, or to points whose x are all equal:
@@ -53,7 +52,7 @@ func Fit(x, y []float64) (Line, error) {
 	if sxx == 0 {
 		return Line{}, ErrTooFew
 	}
-	l := Line{N: n, meanX: mx, sxx: sxx}
+	l := Line{N: n}
 	l.Slope = sxy / sxx
 	l.Intercept = my - l.Slope*mx
 	var sse float64
@@ -80,14 +79,6 @@ func (l Line) T(level float64) float64 {
 
 // SlopeCI is the half-width of the slope's confidence interval at level.
 func (l Line) SlopeCI(level float64) float64 { return l.T(level) * l.SlopeSE }
-
-// At is the line's value at x and the half-width of the confidence interval at level of the mean
-// of y there; away from the points' x it widens, and outside them it is an extrapolation.
-func (l Line) At(x, level float64) (y, half float64) {
-	y = l.Intercept + l.Slope*x
-	dx := x - l.meanX
-	return y, l.T(level) * l.ResidualSD * math.Sqrt(1/float64(l.N)+dx*dx/l.sxx)
-}
 
 // TQuantile is the p quantile of Student's t with df degrees of freedom (df > 0, 0 < p < 1).
 func TQuantile(p, df float64) float64 {

@@ -68,20 +68,6 @@ func TestFitKnownNoise(t *testing.T) {
 	}
 }
 
-func TestAt(t *testing.T) {
-	l, err := Fit([]float64{0, 0, 10, 10, 20, 20}, []float64{10, 12, 21, 23, 30, 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, half := l.At(10, 0.95)
-	if math.Abs(y-l.Intercept-10*l.Slope) > 1e-9 || half <= 0 {
-		t.Errorf("At(10) = %v ± %v", y, half)
-	}
-	if _, far := l.At(-20, 0.95); far <= half {
-		t.Errorf("the interval at -20 (%v) is not wider than at the points' mean (%v)", far, half)
-	}
-}
-
 func TestFitTooFew(t *testing.T) {
 	for _, c := range []struct{ x, y []float64 }{
 		{[]float64{1, 2}, []float64{1, 2}},

@@ -3,6 +3,7 @@ package lockspec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -103,6 +104,15 @@ func newSpec(source string, catalogue, types []Type) *Spec {
 		}
 	}
 	return s
+}
+
+// Lookup is the catalogue's type of that name, selected or not.
+func (s *Spec) Lookup(name string) (Type, bool) {
+	i := slices.IndexFunc(s.catalogue, func(t Type) bool { return t.Name == name })
+	if i < 0 {
+		return Type{}, false
+	}
+	return s.catalogue[i], true
 }
 
 // Names returns the type names in catalogue order.

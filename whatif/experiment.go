@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
+	"slices"
 	"time"
 
 	"github.com/klockstat/klockstat/capture"
@@ -89,6 +89,7 @@ type Counters struct {
 	SkippedLocked uint64 `json:"skipped_locked"`
 	FiredLocked   uint64 `json:"fired_locked"` // with a mutex's wait_lock held, interrupts off
 	NoStack       uint64 `json:"no_stack"`
+	Lost          uint64 `json:"lost,omitempty"` // waits not followed: the kernel's map of them was full
 	HoldSamples   uint64 `json:"hold_samples"`
 	HoldNS        uint64 `json:"hold_ns"`
 	HoldMinNS     uint64 `json:"hold_min_ns"`
@@ -97,14 +98,22 @@ type Counters struct {
 	HoldSpunNS    uint64 `json:"hold_spun_ns"`
 }
 
-// add sums two runs' counters but the shortest hold, which it leaves as c's, and the longest.
-func (c Counters) add(o Counters) Counters {
+// Merge sums two counts (CPUs', runs'): each sum saturating, as a forged file may ask, the
+// shortest hold the shorter of those measured (0 is none), the longest the longer.
+func (c Counters) Merge(o Counters) Counters {
+	add := func(a, b uint64) uint64 { sum, _ := capture.AddSaturating(a, b); return sum }
+	shortest := c.HoldMinNS
+	if shortest == 0 || o.HoldMinNS != 0 && o.HoldMinNS < shortest {
+		shortest = o.HoldMinNS
+	}
 	return Counters{
-		Matched: c.Matched + o.Matched, Fired: c.Fired + o.Fired, AddedNS: c.AddedNS + o.AddedNS,
-		RefusedBudget: c.RefusedBudget + o.RefusedBudget, RefusedSpin: c.RefusedSpin + o.RefusedSpin,
-		SkippedLocked: c.SkippedLocked + o.SkippedLocked, FiredLocked: c.FiredLocked + o.FiredLocked,
-		NoStack: c.NoStack + o.NoStack, HoldSamples: c.HoldSamples + o.HoldSamples, HoldNS: c.HoldNS + o.HoldNS,
-		HoldMinNS: c.HoldMinNS, HoldMaxNS: max(c.HoldMaxNS, o.HoldMaxNS), HoldSpun: c.HoldSpun + o.HoldSpun, HoldSpunNS: c.HoldSpunNS + o.HoldSpunNS,
+		Matched: add(c.Matched, o.Matched), Fired: add(c.Fired, o.Fired), AddedNS: add(c.AddedNS, o.AddedNS),
+		RefusedBudget: add(c.RefusedBudget, o.RefusedBudget), RefusedSpin: add(c.RefusedSpin, o.RefusedSpin),
+		SkippedLocked: add(c.SkippedLocked, o.SkippedLocked), FiredLocked: add(c.FiredLocked, o.FiredLocked),
+		NoStack: add(c.NoStack, o.NoStack), Lost: add(c.Lost, o.Lost),
+		HoldSamples: add(c.HoldSamples, o.HoldSamples), HoldNS: add(c.HoldNS, o.HoldNS),
+		HoldMinNS: shortest, HoldMaxNS: max(c.HoldMaxNS, o.HoldMaxNS),
+		HoldSpun: add(c.HoldSpun, o.HoldSpun), HoldSpunNS: add(c.HoldSpunNS, o.HoldSpunNS),
 	}
 }
 
@@ -150,6 +159,15 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
+// Parse's bounds, far past what klockstat whatif writes (--repeat rounds of a few sizes, each at
+// most the kernel program's 100 us): a forged file cannot make the reading loop for long.
+// MaxDelays bounds --delays too.
+const (
+	maxRuns       = 4096
+	MaxDelays     = 64
+	maxDelayAsked = uint64(time.Second)
+)
+
 // ErrNotExperiment is Parse's error for JSON without "whatif_version".
 var ErrNotExperiment = errors.New(`no "whatif_version" field, not a klockstat whatif experiment`)
 
@@ -165,11 +183,19 @@ func Parse(data []byte) (*Experiment, error) {
 		return nil, ErrNotExperiment
 	case e.Version != FormatVersion:
 		return nil, fmt.Errorf("experiment format version %d: this klockstat reads version %d", e.Version, FormatVersion)
-	case len(e.Runs) > 4096:
-		return nil, fmt.Errorf("invalid experiment: %d runs", len(e.Runs))
+	case len(e.Runs) > maxRuns:
+		return nil, fmt.Errorf("invalid experiment: %d runs, at most %d", len(e.Runs), maxRuns)
+	case len(e.DelaysNS) > MaxDelays:
+		return nil, fmt.Errorf("invalid experiment: %d delay sizes, at most %d", len(e.DelaysNS), MaxDelays)
+	}
+	for i, d := range e.DelaysNS {
+		if d > maxDelayAsked || slices.Contains(e.DelaysNS[:i], d) {
+			return nil, fmt.Errorf("invalid experiment: delay size %d ns: each at most %d and given once", d, maxDelayAsked)
+		}
 	}
 	for i, r := range e.Runs {
-		if r.WallNS < 0 || r.Metric != nil && (*r.Metric < 0 || math.IsNaN(*r.Metric) || math.IsInf(*r.Metric, 0)) {
+		// A sweep's bounds on a metric: past them the figures become Inf or NaN.
+		if r.WallNS < 0 || r.Metric != nil && !(*r.Metric == 0 || *r.Metric >= capture.MinSweepMetric && *r.Metric <= capture.MaxSweepMetric) {
 			return nil, fmt.Errorf("invalid experiment: run %d: run time %d ns, metric %v", i+1, r.WallNS, r.Metric)
 		}
 	}

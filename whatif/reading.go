@@ -50,16 +50,23 @@ type Size struct {
 	Counters Counters `json:"counters"`
 }
 
-// HoldMeanNS is the mean contended hold measured, of the spinner-ended holds when there are
-// enough of them (as Read takes them), 0 without one.
+// HoldMeanNS is the mean contended hold measured (Counters.HoldMean), 0 without one.
 func (s Size) HoldMeanNS() float64 {
-	switch c := s.Counters; {
+	mean, _, _ := s.Counters.HoldMean()
+	return mean
+}
+
+// HoldMean is the mean contended hold measured and how many holds it is of: a hold ended by a
+// spinner's acquisition is tight, one ended by a wake-up may span holds taken without contention
+// in between, so the spinners' are taken when there are enough (fromSpinners).
+func (c Counters) HoldMean() (ns float64, holds uint64, fromSpinners bool) {
+	switch {
 	case c.HoldSpun >= minSpunHolds:
-		return float64(c.HoldSpunNS) / float64(c.HoldSpun)
+		return float64(c.HoldSpunNS) / float64(c.HoldSpun), c.HoldSpun, true
 	case c.HoldSamples > 0:
-		return float64(c.HoldNS) / float64(c.HoldSamples)
+		return float64(c.HoldNS) / float64(c.HoldSamples), c.HoldSamples, false
 	}
-	return 0
+	return 0, 0, false
 }
 
 // Reading is what an experiment shows.
@@ -86,7 +93,8 @@ type Reading struct {
 	AddedNS       uint64  `json:"added_ns"`
 	RefusedBudget uint64  `json:"refused_budget"`
 	RefusedSpin   uint64  `json:"refused_spin"`
-	LockedShare   float64 `json:"locked_share"` // of fired, with a mutex's wait_lock held
+	Lost          uint64  `json:"lost,omitempty"` // over every run: waits the kernel's full map did not follow
+	LockedShare   float64 `json:"locked_share"`   // of fired, with a mutex's wait_lock held
 	// AddedPerCPUSecond is the most added per CPU per second of a run, averaged over the run.
 	AddedPerCPUSecond float64  `json:"added_per_cpu_second"`
 	Notes             []string `json:"notes"`
@@ -96,8 +104,9 @@ type Reading struct {
 func (e *Experiment) Read() Reading {
 	r := Reading{Sizes: e.sizes(), Points: []Point{}, Predictions: []Prediction{}, Notes: []string{}}
 	var x, y []float64
-	var baseWork, baseMatched, holdNS, holdN, spunNS, spunN float64
+	var baseWork float64
 	delayedRuns := 0
+	var base, delayed, all Counters
 	for i, run := range e.Runs {
 		if !run.OK() {
 			continue
@@ -106,41 +115,29 @@ func (e *Experiment) Read() Reading {
 		r.Points = append(r.Points, p)
 		x, y = append(x, p.AddedPerWork), append(y, p.TimePerWork)
 		c := run.Counters
+		all = all.Merge(c)
 		if run.DelayNS == 0 {
 			baseWork += run.Work()
-			baseMatched += float64(c.Matched)
-			holdNS += float64(c.HoldNS)
-			holdN += float64(c.HoldSamples)
-			spunNS += float64(c.HoldSpunNS)
-			spunN += float64(c.HoldSpun)
+			base = base.Merge(c)
 			continue
 		}
 		delayedRuns++
-		r.Fired += c.Fired
-		r.AddedNS += c.AddedNS
-		r.RefusedBudget += c.RefusedBudget
-		r.RefusedSpin += c.RefusedSpin
-		r.LockedShare += float64(c.FiredLocked)
+		delayed = delayed.Merge(c)
 		if e.CPUs > 0 {
 			r.AddedPerCPUSecond = max(r.AddedPerCPUSecond, float64(c.AddedNS)/float64(run.WallNS)/float64(e.CPUs))
 		}
 	}
+	r.Fired, r.AddedNS, r.RefusedBudget, r.RefusedSpin, r.Lost = delayed.Fired, delayed.AddedNS, delayed.RefusedBudget, delayed.RefusedSpin, all.Lost
 	if r.Fired > 0 {
-		r.LockedShare /= float64(r.Fired)
+		r.LockedShare = float64(delayed.FiredLocked) / float64(r.Fired)
 	}
-	// A hold ended by a spinner's acquisition is tight; one ended by a wake-up may span holds
-	// taken without contention in between: the spinners' are taken when there are enough.
-	if spunN >= minSpunHolds {
-		holdNS, holdN, r.HoldFromSpinners = spunNS, spunN, true
-	}
-	if holdN > 0 && baseWork > 0 {
-		r.HoldSamples = uint64(holdN)
-		r.HoldMeanNS = holdNS / holdN
-		r.ContendedPerWork = baseMatched / baseWork
+	if mean, holds, spun := base.HoldMean(); holds > 0 && baseWork > 0 {
+		r.HoldMeanNS, r.HoldSamples, r.HoldFromSpinners = mean, holds, spun
+		r.ContendedPerWork = float64(base.Matched) / baseWork
 		r.HoldPerWork = r.HoldMeanNS * r.ContendedPerWork
 	}
 	line, err := linfit.Fit(x, y)
-	if delayedRuns > 0 && r.Fired == 0 {
+	if delayedRuns > 0 && r.AddedNS == 0 {
 		// Every point sits at x = 0: the line would fail for too few x values, which hides why.
 		err = fmt.Errorf("no delay fired in the %d runs with delays: the chosen lock was not contended at its call sites there (%.3g contended acquisitions per %s without delay)", delayedRuns, r.ContendedPerWork, e.UnitName())
 	}
@@ -177,12 +174,7 @@ func (e *Experiment) sizes() []Size {
 			sz.TimePerWork += run.TimePerWork()
 			sz.AddedPerWork += run.AddedPerWork()
 			sz.Throughput += 1e9 / run.TimePerWork()
-			min := sz.Counters.HoldMinNS
-			if m := run.Counters.HoldMinNS; m != 0 && (min == 0 || m < min) {
-				min = m
-			}
-			sz.Counters = sz.Counters.add(run.Counters)
-			sz.Counters.HoldMinNS = min
+			sz.Counters = sz.Counters.Merge(run.Counters)
 		}
 		if sz.Runs > 0 {
 			n := float64(sz.Runs)
@@ -235,6 +227,9 @@ func (e *Experiment) notes(r Reading) []string {
 			notes = append(notes, fmt.Sprintf("shrinking the holds by %.0f%% takes the line to no time per %s: at a slope of %.2f each us added cost far more than itself (waiters went to sleep behind the longer holds, a convoy), so the runs did not follow a line and its extrapolation means nothing there; smaller --delays stay where the response is linear", 100*p.Shrink, e.UnitName(), r.Fit.Slope))
 			break
 		}
+	}
+	if r.Lost > 0 {
+		notes = append(notes, fmt.Sprintf("%d waits not followed: the kernel program's map of waits in progress was full (more threads waiting at once than it holds); their acquisitions were neither delayed nor counted", r.Lost))
 	}
 	if r.RefusedBudget > 0 {
 		notes = append(notes, fmt.Sprintf("%d delays refused by the budget of %s per CPU a second: the added time counted is what was added", r.RefusedBudget, us(float64(e.Bounds.BudgetNS))))

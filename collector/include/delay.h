@@ -30,15 +30,16 @@ struct delay_counters {
 	__u64 hold_max_ns;    /* the longest */
 	__u64 hold_spun;      /* of hold_samples, ended by a spinner's acquisition */
 	__u64 hold_spun_ns;   /* their sum */
+	__u64 lost;           /* waits not followed: the map of waits in progress was full */
 };
 
-/* The waiter's wait in progress, per thread. */
+/* The waiter's wait in progress, per thread, from its begin to its end. */
 struct delay_wait {
 	__u64 begin_ns;
 	__u64 lock;
 	__u32 flags;  /* contention_begin's last flags */
-	__u16 active; /* between begin and end */
 	__u16 begins; /* contention_begin's of this wait: a mutex's second is in its slow path */
+	__u16 pad;
 };
 
 /* A contended hold in progress, per thread. */
