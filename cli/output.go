@@ -28,6 +28,7 @@ type output struct {
 	// is created readable by its owner only.
 	secret bool
 	write  func(io.Writer) error
+	level  int // of a sweep's per-level export, the level; 0 otherwise
 }
 
 // input is one file klockstat reads, to be kept from being overwritten by an output.

@@ -58,9 +58,7 @@ type sweepOutputs struct {
 	levels []int
 	sweep  *capture.Sweep // when the outputs are written
 	outs   []output       // by plan
-	// levelOf is, by plan, the level each of outs is of: 0 for the sweep's.
-	levelOf []int
-	key     []byte // the addresses' ids are under it, by plan
+	key    []byte         // the addresses' ids are under it, by plan
 }
 
 // defaultLevels are the powers of two up to twice the CPUs.
@@ -186,17 +184,14 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 			continue
 		}
 		for _, n := range o.levels {
-			o.outs = append(o.outs, output{flag: e.flag, path: levelPath(e.path, n), secret: f.rawAddrs, write: func(w io.Writer) error {
+			o.outs = append(o.outs, output{flag: e.flag, path: levelPath(e.path, n), secret: f.rawAddrs, level: n, write: func(w io.Writer) error {
 				return e.write(w, levelCapture(o.sweep, n), hasher)
 			}})
-			o.levelOf = append(o.levelOf, n)
 		}
 	}
 	o.outs = append(o.outs, output{flag: "--output", path: f.htmlPath, secret: f.rawAddrs, write: func(w io.Writer) error {
 		return report.WriteScaleHTML(w, o.sweep, report.HTMLOptions{Top: f.top, RawAddresses: f.rawAddrs, AddressKey: key})
 	}})
-	o.levelOf = append(make([]int, 2), o.levelOf...)
-	o.levelOf = append(o.levelOf, 0)
 	var err error
 	f.dests, err = planOutputs(o.outs, ins)
 	return err
@@ -209,9 +204,9 @@ func (o *sweepOutputs) write(inv invocation) error {
 	defer unguard()
 	f := o.flags
 	outs := slices.Clone(o.outs)
-	for i, n := range o.levelOf {
-		if n != 0 && outs[i].path != "" && levelCapture(o.sweep, n) == nil {
-			fmt.Fprintf(inv.stderr, "klockstat: %s: no %s: no run of level %d counts\n", outs[i].flag, outs[i].path, n)
+	for i, out := range outs {
+		if n := out.level; n != 0 && out.path != "" && levelCapture(o.sweep, n) == nil {
+			fmt.Fprintf(inv.stderr, "klockstat: %s: no %s: no run of level %d counts\n", out.flag, out.path, n)
 			outs[i].path = ""
 		}
 	}
