@@ -511,9 +511,14 @@ func TestScaleSignalBeforeTheSweepBegan(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Loading and attaching the probes takes most of a second or more; the signal comes well
-	// before, once the Go runtime has had time to catch it.
-	time.Sleep(150 * time.Millisecond)
+	// Loading and attaching the probes takes most of a second or more: the signal comes as the
+	// first program is loaded, when klockstat catches it (a fixed sleep came before that on a
+	// loaded machine, and the signal killed the process).
+	for deadline := time.Now().Add(30 * time.Second); len(testenv.BPFPrograms(cmd.Process.Pid)) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no BPF program loaded after 30 s: %s", stderr)
+		}
+	}
 	cmd.Process.Signal(os.Interrupt)
 	status := exitStatus(t, cmd.Wait())
 	if status != 128+int(syscall.SIGINT) || !strings.Contains(stderr.String(), "before the capture began") {
