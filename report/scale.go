@@ -50,7 +50,7 @@ var loadScaleAssets = sync.OnceValues(func() (*scaleAssets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the scaling page's scale.css: %w", err)
 	}
-	js, err := templates.FS.ReadFile("scale.js")
+	js, err := templates.FS.ReadFile("js/scale.js")
 	if err != nil {
 		return nil, fmt.Errorf("loading the scaling page's scale.js: %w", err)
 	}
