@@ -109,6 +109,7 @@ func renderCharts(built []builtChart) (chartSet, error) {
 		Option     any         `json:"option"`
 		Formatters [][2]string `json:"formatters"`
 		Tips       [][]tip     `json:"tips"`
+		Decal      any         `json:"readerDecal"` // over the items and series of reader types
 	}
 	set := chartSet{}
 	specs := make([]spec, len(built))
@@ -118,7 +119,7 @@ func renderCharts(built []builtChart) (chartSet, error) {
 		if err != nil {
 			return chartSet{}, fmt.Errorf("chart %s: %w", b.ID, err)
 		}
-		specs[i] = spec{ID: b.ID, Option: option, Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips}
+		specs[i] = spec{ID: b.ID, Option: option, Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips, Decal: readerDecal}
 		set.Figures = append(set.Figures, b.chart)
 	}
 	js, err := json.Marshal(specs) // escapes <, > and &: safe inside a script element

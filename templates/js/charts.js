@@ -28,6 +28,26 @@ const formatters = {
   },
 };
 
+// stripeReaders lays decal (report/palette.go's readerDecal) over the series and the items of reader
+// types (rwsem:R), whose colour is a light shade of their writer's: a series or a slice named by its
+// type, a box of a box plot by its category.
+function stripeReaders(option, decal) {
+  const reader = (name) => typeof name === "string" && name.endsWith(":R");
+  const stripe = (o) => (o.itemStyle = Object.assign({}, o.itemStyle, { decal }));
+  const axis = [].concat(option.xAxis || [])[0];
+  const categories = (axis && axis.type === "category" && axis.data) || [];
+  for (const s of [].concat(option.series || [])) {
+    if (reader(s.name)) {
+      stripe(s);
+    }
+    (s.data || []).forEach((d, i) => {
+      if (d !== null && typeof d === "object" && !Array.isArray(d) && reader(d.name !== undefined ? d.name : categories[i])) {
+        stripe(d);
+      }
+    });
+  }
+}
+
 function drawCharts() {
   const source = document.getElementById("klockstat-charts");
   if (!source) {
@@ -43,6 +63,7 @@ function drawCharts() {
       }
       at[keys[keys.length - 1]] = name === "tip" ? formatters.tip(c.tips) : formatters[name];
     }
+    stripeReaders(option, c.readerDecal);
     echarts.init(document.getElementById(c.id)).setOption(option);
   }
   window.addEventListener("resize", function () {
