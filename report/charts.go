@@ -324,13 +324,11 @@ func hbars(bars []hbar, axis string) (echartsChart, []optionSetting) {
 	data := make([]opts.BarData, len(bars))
 	for i, b := range bars {
 		labels[i] = visible(b.Label)
-		position := "right"
-		if b.Value < 0 {
-			position = "left"
-		}
-		// A label without {placeholders} is shown as it is written.
+		// A label without {placeholders} is shown as it is written. It is right of its bar, a
+		// decrease's too (from the zero line): left of the longest decrease it would lie over the
+		// category's label.
 		data[i] = opts.BarData{Value: b.Value, ItemStyle: &opts.ItemStyle{Color: b.Color},
-			Label: &opts.Label{Show: opts.Bool(true), Position: position, Formatter: b.Text, Color: "#1f2328"}}
+			Label: &opts.Label{Show: opts.Bool(true), Position: "right", Formatter: b.Text, Color: "#1f2328"}}
 	}
 	bar.SetXAxis(labels).XYReversal()
 	bar.AddSeries(axis, data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))

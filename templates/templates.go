@@ -30,8 +30,8 @@ var pageScripts = []string{
 	"js/main.js",   // starts the others
 }
 
-// PageScript is the script of the report and the diff: the parts of pageScripts joined in one
-// function, so that they share their names without making them the page's globals. Joining the files
+// PageScript is page.js, the script of the report and the diff, which the report's Go code and
+// comments name so: the parts of pageScripts joined in one function, so that they share their names without making them the page's globals. Joining the files
 // as they are, without a bundler, keeps the page's script the source a reader opens.
 func PageScript() (string, error) {
 	var b strings.Builder

@@ -91,6 +91,7 @@ function renderTable(view) {
     frag.appendChild(tr);
   }
   view.table.tBodies[0].replaceChildren(frag);
+  fitTable(view.table);
   for (const th of view.table.querySelectorAll("th[data-col]")) {
     if (th.dataset.col === view.sortKey) {
       th.setAttribute("aria-sort", view.sortDesc ? "descending" : "ascending");
@@ -106,7 +107,63 @@ function renderTable(view) {
   p.next.disabled = view.page >= pages - 1;
 }
 
-// filter shows the rows that match q and, when the view is pinned to a link's key (a link of
+// fitTable keeps a table inside its frame. Where its columns need more room than the frame has (a
+// view of twenty columns at 1400 px), the columns of numbers keep the width they need, and the
+// widest columns of words give up the rest, down to a width all of them keep if they had it, their
+// texts wrapping inside it: no column is cut off at the frame's edge, out of sight. Only if that
+// width would be under minWords do all columns shrink alike; a cell then cuts what does not fit
+// with an ellipsis, its title holding it whole.
+function fitTable(table) {
+  table.classList.remove("fit");
+  const old = table.querySelector("colgroup");
+  if (old) {
+    old.remove();
+  }
+  const room = table.parentElement.clientWidth;
+  const row = table.tBodies[0].rows[0];
+  if (table.scrollWidth <= room || !row || row.classList.contains("empty-row")) {
+    return;
+  }
+  const cells = [...row.cells];
+  const numeric = cells.map((c) => c.classList.contains("num"));
+  let widths = cells.map((c) => c.getBoundingClientRect().width);
+  const total = widths.reduce((a, b) => a + b, 0);
+  const left = room - widths.reduce((sum, w, i) => sum + (numeric[i] ? w : 0), 0);
+  const capped = (cap) => widths.reduce((sum, w, i) => sum + (numeric[i] ? 0 : Math.min(w, cap)), 0);
+  // The width cap that the columns of words fit in, found by halving: capped grows with it.
+  let lo = 0;
+  let hi = Math.max(...widths);
+  for (let k = 0; k < 30; k++) {
+    const mid = (lo + hi) / 2;
+    if (capped(mid) <= left) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  const minWords = 56; // pixels, about seven characters
+  if (lo >= minWords) {
+    widths = widths.map((w, i) => (numeric[i] ? w : Math.min(w, lo)));
+  } else {
+    widths = widths.map((w) => (w * room) / total);
+  }
+  const cols = el("colgroup");
+  for (const w of widths) {
+    const col = el("col");
+    col.style.width = w + "px"; // unrounded: a column of numbers a fraction of a pixel short would cut them
+    cols.appendChild(col);
+  }
+  table.prepend(cols);
+  table.classList.add("fit");
+  for (const td of table.tBodies[0].querySelectorAll("td")) {
+    const title = td.getAttribute("title") || "";
+    if (td.scrollWidth > td.clientWidth && !title.includes(td.textContent)) {
+      td.setAttribute("title", title ? td.textContent + "\n" + title : td.textContent);
+    }
+  }
+}
+
+// filterTable shows the rows that match q and, when the view is pinned to a link's key (a link of
 // another view was followed), have that key.
 function filterTable(view, q) {
   view.query = q;
@@ -198,7 +255,7 @@ function tablePager(view, box) {
   return { prev, next, info };
 }
 
-// show puts view into the section's table, with sortable headings.
+// showTable puts view into the section's table, with sortable headings.
 function showTable(view, section) {
   const table = section.querySelector("table");
   table.replaceChildren(tableHeader(view), el("tbody"));
