@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -108,6 +109,13 @@ func TestBrowserNothingClipped(t *testing.T) {
 			for _, p := range clipped(t, report) {
 				t.Errorf("report of %s, view %s: %s", name, view, p)
 			}
+		}
+		// Narrowed, the window's table is fitted again to its narrower frame.
+		do(t, report, "narrowing the screen", chromedp.EmulateViewport(1100, screenHeight))
+		eval[bool](t, report, `(window.dispatchEvent(new Event("resize")), true)`)
+		fitted := `(() => { const t = document.getElementById("table-locks"); return t.scrollWidth <= t.parentElement.clientWidth; })()`
+		if _, err := chromedp.Run(report, chromedp.Poll[bool](fitted, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			t.Errorf("report of %s: the table is not fitted again to a narrower window: %v", name, err)
 		}
 	}
 

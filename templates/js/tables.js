@@ -298,6 +298,12 @@ function showTable(view, section) {
 function initTables(data) {
   const cells = cellsOf(data);
   const byID = new Map(data.views.map((v) => [v.id, v]));
+  // A table fitted to its frame is fitted again when the window, and its frame, change width.
+  let fitting = 0;
+  window.addEventListener("resize", () => {
+    cancelAnimationFrame(fitting);
+    fitting = requestAnimationFrame(() => document.querySelectorAll("section[data-views] table").forEach(fitTable));
+  });
   for (const section of document.querySelectorAll("section[data-views]")) {
     const size = Number(section.dataset.pageSize) || 20;
     const views = {};
