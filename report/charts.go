@@ -109,6 +109,7 @@ func renderCharts(built []builtChart) (chartSet, error) {
 		Option     any         `json:"option"`
 		Formatters [][2]string `json:"formatters"`
 		Tips       [][]tip     `json:"tips"`
+		Decal      any         `json:"readerDecal"` // over the items and series of reader types
 	}
 	set := chartSet{}
 	specs := make([]spec, len(built))
@@ -118,7 +119,7 @@ func renderCharts(built []builtChart) (chartSet, error) {
 		if err != nil {
 			return chartSet{}, fmt.Errorf("chart %s: %w", b.ID, err)
 		}
-		specs[i] = spec{ID: b.ID, Option: option, Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips}
+		specs[i] = spec{ID: b.ID, Option: option, Formatters: append([][2]string{{"tooltip.formatter", "tip"}}, b.formatters...), Tips: b.tips, Decal: readerDecal}
 		set.Figures = append(set.Figures, b.chart)
 	}
 	js, err := json.Marshal(specs) // escapes <, > and &: safe inside a script element
@@ -323,13 +324,11 @@ func hbars(bars []hbar, axis string) (echartsChart, []optionSetting) {
 	data := make([]opts.BarData, len(bars))
 	for i, b := range bars {
 		labels[i] = visible(b.Label)
-		position := "right"
-		if b.Value < 0 {
-			position = "left"
-		}
-		// A label without {placeholders} is shown as it is written.
+		// A label without {placeholders} is shown as it is written. It is right of its bar, a
+		// decrease's too (from the zero line): left of the longest decrease it would lie over the
+		// category's label.
 		data[i] = opts.BarData{Value: b.Value, ItemStyle: &opts.ItemStyle{Color: b.Color},
-			Label: &opts.Label{Show: opts.Bool(true), Position: position, Formatter: b.Text, Color: "#1f2328"}}
+			Label: &opts.Label{Show: opts.Bool(true), Position: "right", Formatter: b.Text, Color: "#1f2328"}}
 	}
 	bar.SetXAxis(labels).XYReversal()
 	bar.AddSeries(axis, data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "28%"}))

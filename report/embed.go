@@ -20,7 +20,8 @@ import (
 
 // The page data is everything the page's tables need and, in a report, the whole capture: one JSON
 // object, gzip-compressed and base64-encoded into a script element that the browser does not run.
-// page.js decodes it with DecompressionStream; ReadInput reads the capture back from it.
+// page.js (loadData, templates/js/util.js) decodes it with DecompressionStream; ReadInput reads the
+// capture back from it.
 //
 //	{"strings": [...], "shown": {"3": "visible form of string 3", ...}, "stacks": [[frame, ...], ...],
 //	 "capture": {capture JSON with "records": []}, "records": {"type": [...], ...},

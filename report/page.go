@@ -33,12 +33,16 @@ type assets struct {
 
 var loadAssets = sync.OnceValues(func() (*assets, error) {
 	files := make(map[string]string)
-	for _, name := range []string{"page.css", "echarts.min.js", "page.js", "ECHARTS-VERSION", "ECHARTS-NOTICE"} {
+	for _, name := range []string{"page.css", "echarts.min.js", "ECHARTS-VERSION", "ECHARTS-NOTICE"} {
 		b, err := templates.FS.ReadFile(name)
 		if err != nil {
 			return nil, fmt.Errorf("loading the page's %s: %w", name, err)
 		}
 		files[name] = string(b)
+	}
+	js, err := templates.PageScript()
+	if err != nil {
+		return nil, err
 	}
 	// html/template inlines CSS as it is, so it must not end its <style> element early.
 	if strings.Contains(strings.ToLower(files["page.css"]), "</style") {
@@ -52,7 +56,7 @@ var loadAssets = sync.OnceValues(func() (*assets, error) {
 		pages:          pages,
 		css:            template.CSS(files["page.css"]),
 		echarts:        template.JS(scriptSafe(files["echarts.min.js"])),
-		js:             template.JS(scriptSafe(files["page.js"])),
+		js:             template.JS(scriptSafe(js)),
 		echartsVersion: strings.TrimSpace(files["ECHARTS-VERSION"]),
 		echartsNotice:  strings.TrimSpace(files["ECHARTS-NOTICE"]),
 	}

@@ -50,7 +50,7 @@ var loadScaleAssets = sync.OnceValues(func() (*scaleAssets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the scaling page's scale.css: %w", err)
 	}
-	js, err := templates.FS.ReadFile("scale.js")
+	js, err := templates.FS.ReadFile("js/scale.js")
 	if err != nil {
 		return nil, fmt.Errorf("loading the scaling page's scale.js: %w", err)
 	}
@@ -502,7 +502,7 @@ func scaleCharts(s *capture.Sweep, an capture.ScaleAnalysis, hashed bool) (strin
 		for _, st := range an.Levels {
 			data = append(data, round3(100*st.TypeShares[j]))
 		}
-		typeSeries = append(typeSeries, map[string]any{"name": t, "type": "bar", "stack": "wait", "data": data, "itemStyle": map[string]any{"color": typeColor(t)}})
+		typeSeries = append(typeSeries, map[string]any{"name": t, "type": "bar", "stack": "wait", "data": data, "itemStyle": typeItemStyle(t)})
 	}
 	byType := map[string]any{
 		"tooltip": map[string]any{"trigger": "axis"}, "legend": map[string]any{"top": 0, "type": "scroll"},

@@ -165,7 +165,10 @@ func diffTimelineChart(d *capture.Diff) (builtChart, bool) {
 	return builtChart{
 		chart: chart{ID: "klockDiffTimeline", Title: "Wait time over the capture, before and after", Height: 320, Wide: true,
 			Caption: "Wait time per second of all lock types in each hundredth of each capture's window, from its start to its end: captures of different lengths compare by phase."},
-		options:    line,
+		options: line,
+		// The axis's name starts over the axis rather than centred on it, which would cut it at
+		// the chart's left edge.
+		settings:   []optionSetting{{"yAxis.0.nameTextStyle", map[string]any{"align": "left"}}},
 		formatters: [][2]string{{"yAxis.0.axisLabel.formatter", "axisNS"}},
 		tips:       [][]tip{tips},
 	}, true

@@ -1,6 +1,8 @@
 // The scaling report's script, also the what-if page's: its charts, the culprit tabs, and the level
-// viewer, which shows a level's report or the diff of two levels in a frame. Those pages are embedded compressed and
-// without ECharts (report/scale.go); this page's copy is put back before a page is shown.
+// viewer, which shows a level's report or the diff of two levels in a frame. Fed by report/scale.go
+// (and report/whatif.go), which build the charts' options and embed those pages compressed and
+// without ECharts; this page's copy is put back before a page is shown. It is a page of its own,
+// apart from the parts templates.PageScript joins.
 "use strict";
 (function () {
   const echartsMark = "/*klockstat:echarts*/";
