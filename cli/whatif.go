@@ -328,17 +328,16 @@ func (inv invocation) whatifBaseline(o *whatifOptions) (argv []string, c *captur
 	argv = o.command
 	hasN := slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, "{N}") })
 	if o.from != "" {
-		s, isSweep, err := report.ReadSweepInputFile(o.from, inv.stdin)
+		in, err := report.ReadAnyInputFile(o.from, inv.stdin)
 		if err != nil {
 			return nil, nil, "", nil, err
 		}
-		if !isSweep {
+		s := in.Sweep
+		if s == nil {
 			if o.levelGiven {
 				return nil, nil, "", nil, usagef("--level %d: %s is a capture, not a sweep", o.level, o.from)
 			}
-			if c, err = report.ReadInputFile(o.from, inv.stdin); err != nil {
-				return nil, nil, "", nil, err
-			}
+			c = in.Capture
 			if hasN {
 				return nil, nil, "", nil, usagef("{N} in the command: give --from a sweep and --level N")
 			}

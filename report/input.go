@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"golang.org/x/net/html"
 
 	"github.com/klockstat/klockstat/capture"
@@ -32,18 +33,39 @@ const MaxInputSize = 2 << 30
 const sniffSize = 64 << 10
 
 // ReadInputFile reads the capture at path, or at stdin for "-". Anything but a regular file or
-// stdin is refused, as is a file over MaxInputSize; errors start with the path.
+// stdin is refused, as is a file over MaxInputSize; errors start with the path. A sweep is ErrSweep.
 func ReadInputFile(path string, stdin io.Reader) (*capture.Capture, error) {
-	f, err := inputfile.Open(path, stdin, MaxInputSize)
+	in, err := ReadAnyInputFile(path, stdin)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	c, err := ReadInput(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", inputfile.Name(path), err)
+	if in.Sweep != nil {
+		return nil, fmt.Errorf("%s: %w", inputfile.Name(path), ErrSweep)
 	}
-	return c, nil
+	return in.Capture, nil
+}
+
+// Input is what klockstat report reads: a capture, or a sweep of klockstat scale; one of the two is
+// set.
+type Input struct {
+	Capture *capture.Capture
+	Sweep   *capture.Sweep
+}
+
+// ReadAnyInputFile reads the capture or sweep at path, or at stdin for "-", once: its kind is told
+// from its first bytes (sweepKind). Anything but a regular file or stdin is refused, as is a file
+// over MaxInputSize; errors start with the path.
+func ReadAnyInputFile(path string, stdin io.Reader) (Input, error) {
+	f, err := inputfile.Open(path, stdin, MaxInputSize)
+	if err != nil {
+		return Input{}, err
+	}
+	defer f.Close()
+	in, err := readAnyInput(f, MaxInputSize)
+	if err != nil {
+		return Input{}, fmt.Errorf("%s: %w", inputfile.Name(path), err)
+	}
+	return in, nil
 }
 
 // ReadInput reads what klockstat writes: a capture JSON, or an HTML report, whose embedded capture it
@@ -56,6 +78,30 @@ func ReadInput(r io.Reader) (*capture.Capture, error) {
 
 // readInput is ReadInput reading at most limit bytes.
 func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
+	data, err := readInputBytes(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	return parseInput(data, limit)
+}
+
+// readAnyInput is ReadAnyInputFile of a reader, reading at most limit bytes.
+func readAnyInput(r io.Reader, limit int64) (Input, error) {
+	data, err := readInputBytes(r, limit)
+	if err != nil {
+		return Input{}, err
+	}
+	if sweepKind(data) {
+		s, _, err := readSweep(data, limit)
+		return Input{Sweep: s}, err
+	}
+	c, err := parseInput(data, limit)
+	return Input{Capture: c}, err
+}
+
+// readInputBytes reads an input whole, into a buffer of its size when it is a file, after a look
+// at its first bytes refuses what is neither JSON nor HTML without reading the rest.
+func readInputBytes(r io.Reader, limit int64) ([]byte, error) {
 	head, err := io.ReadAll(io.LimitReader(r, sniffSize))
 	if err != nil {
 		return nil, fmt.Errorf("reading input: %w", err)
@@ -74,7 +120,30 @@ func readInput(r io.Reader, limit int64) (*capture.Capture, error) {
 		return nil, fmt.Errorf("reading input: %w", err)
 	}
 	limitMemory(len(data))
-	return parseInput(data, limit)
+	return data, nil
+}
+
+// sweepKind reports whether data is a sweep: a JSON document whose first member is klockstat's
+// "sweep_version" (a capture's is "version"; a document in another order is asked whole), or a page
+// with the sweep's element, the scaling report.
+func sweepKind(data []byte) bool {
+	text := trimLeading(data)
+	if len(text) == 0 || text[0] != '{' {
+		return bytes.Contains(text, []byte(`id="`+sweepElementID+`"`))
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(text[:min(len(text), sniffSize)]))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	switch name, err := dec.ReadToken(); {
+	case err != nil || name.Kind() != '"':
+		return false
+	case name.String() == "sweep_version":
+		return true
+	case name.String() == "version":
+		return false
+	}
+	return capture.IsSweep(text)
 }
 
 // limitMemory asks the garbage collector to keep the process within three times the size of an
@@ -139,7 +208,7 @@ func parseInput(data []byte, limit int64) (*capture.Capture, error) {
 
 // ErrSweep is the error of ReadInput for a sweep of klockstat scale (its JSON or its scaling report),
 // which holds a capture per run, not one.
-var ErrSweep = errors.New("this is a sweep of klockstat scale, not a capture: `klockstat report FILE` writes its scaling report, `klockstat report FILE --level N` the report of level N (from a file, not stdin)")
+var ErrSweep = errors.New("this is a sweep of klockstat scale, not a capture: `klockstat report FILE` writes its scaling report, `klockstat report FILE --level N` the report of level N")
 
 // trimLeading drops a UTF-8 byte-order mark and the blank space before a JSON document or a page.
 func trimLeading(data []byte) []byte {

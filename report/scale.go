@@ -17,7 +17,6 @@ import (
 	"sync"
 
 	"github.com/klockstat/klockstat/capture"
-	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/templates"
 )
 
@@ -633,26 +632,6 @@ func embedSweep(s *capture.Sweep) (template.HTML, error) {
 	}
 	out.WriteString("</script>")
 	return template.HTML(out.String()), nil
-}
-
-// ReadSweepInputFile reads the sweep at path (stdin for "-"): a sweep JSON (`klockstat scale --json`)
-// or a scaling report. ok is false, with no error, for an input that is neither, which may be a
-// capture; errors start with the path.
-func ReadSweepInputFile(path string, stdin io.Reader) (s *capture.Sweep, ok bool, err error) {
-	f, err := inputfile.Open(path, stdin, MaxInputSize)
-	if err != nil {
-		return nil, false, err
-	}
-	defer f.Close()
-	data, err := inputfile.ReadAll(f, MaxInputSize, 0)
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", inputfile.Name(path), err)
-	}
-	s, ok, err = readSweep(data, MaxInputSize)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", inputfile.Name(path), err)
-	}
-	return s, ok, nil
 }
 
 // readSweep reads a sweep JSON or the sweep a scaling report embeds, inflating at most limit bytes.
