@@ -145,10 +145,7 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	if o.AddressKey == nil {
 		o.AddressKey = newKey()
 	}
-	s, hashed, err := displayedSweep(s, o.RawAddresses, o.AddressKey)
-	if err != nil {
-		return err
-	}
+	s, hashed := displayedSweep(s, o.RawAddresses, o.AddressKey)
 	an := s.Analyze()
 	p := &scalePage{
 		page:    newPage(a, "klockstat scaling report", fmt.Sprintf("%d levels · %d CPUs · %s", len(s.Levels), s.CPUs, formatStart(s.Start)), strings.TrimSpace("klockstat "+s.ToolVersion)),
@@ -210,30 +207,30 @@ func executePage(w io.Writer, t *template.Template, name string, data any, what 
 	return nil
 }
 
-// displayedSweep is a copy of s as it is shown, read back from its own JSON: its addresses ids under
-// key unless raw. The ids are of one kind across a sweep: a capture hashed before (a sweep JSON
-// written hashed in part) cannot be shown raw, so the others are hashed too; hashed says whether
-// they are.
-func displayedSweep(s *capture.Sweep, raw bool, key []byte) (*capture.Sweep, bool, error) {
-	var buf bytes.Buffer
-	if err := s.Write(&buf); err != nil {
-		return nil, false, err
+// displayedSweep is s as it is shown: unless raw, a copy whose captures have their addresses as ids
+// under key (capture.Capture.Hashed), the rest shared with s. The ids are of one kind across a
+// sweep: a capture hashed before (a sweep JSON written hashed in part) cannot be shown raw, so the
+// others are hashed too; hashed says whether they are.
+func displayedSweep(s *capture.Sweep, raw bool, key []byte) (*capture.Sweep, bool) {
+	hashed := !raw || slices.ContainsFunc(runCaptures(s), func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
+	if !hashed {
+		return s, false
 	}
-	s, err := capture.ParseSweep(buf.Bytes())
-	if err != nil {
-		return nil, false, fmt.Errorf("copying the sweep: %w", err)
+	if key == nil {
+		key = newKey()
 	}
-	captures := runCaptures(s)
-	hashed := !raw || slices.ContainsFunc(captures, func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
-	if hashed {
-		if key == nil {
-			key = newKey()
+	shown := *s
+	shown.Levels = slices.Clone(s.Levels)
+	for i := range shown.Levels {
+		l := &shown.Levels[i]
+		l.Runs = slices.Clone(l.Runs)
+		for j := range l.Runs {
+			if r := &l.Runs[j]; r.Capture != nil {
+				r.Capture = r.Capture.Hashed(key)
+			}
 		}
-		for _, c := range captures {
-			c.HashAddresses(key)
-		}
 	}
-	return s, hashed, nil
+	return &shown, true
 }
 
 // ownFigures reports whether every level with runs has the command's own figures, its tree's waits
@@ -564,7 +561,8 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 		if r == nil {
 			continue
 		}
-		page, err := embedPage(a, func(w io.Writer) error { return writeHTML(w, r.Capture, o, o.AddressKey) })
+		// One model per level: its captures hold ids already, or are shown raw.
+		page, err := embedPage(a, func(w io.Writer) error { return newModel(r.Capture, true, nil).writeHTML(w, o) })
 		if err != nil {
 			return "", fmt.Errorf("level %d: %w", l.N, err)
 		}
