@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -174,7 +175,43 @@ func newInterner() *interner {
 }
 
 func (in *interner) unmarshalers() *jsonv2.Unmarshalers {
-	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecord), jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecords), jsonv2.UnmarshalFromFunc(in.unmarshalRecord),
+		jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+}
+
+// recordChunk is how many records unmarshalRecords decodes into one chunk at most.
+const recordChunk = 1 << 14
+
+// unmarshalRecords reads a list of records into chunks, then copies them once into a slice of their
+// number: a slice grown record by record copies itself at every growth, most of the time decoding a
+// large capture took. Anything but a list is left to the default (null leaves the records nil).
+func (in *interner) unmarshalRecords(dec *jsontext.Decoder, records *[]Record) error {
+	if dec.PeekKind() != '[' {
+		return jsonv2.SkipFunc
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	var chunks [][]Record
+	chunk := make([]Record, 0, 64)
+	for dec.PeekKind() != ']' {
+		if len(chunk) == cap(chunk) {
+			chunks = append(chunks, chunk)
+			chunk = make([]Record, 0, min(2*cap(chunk), recordChunk))
+		}
+		chunk = append(chunk, Record{})
+		if err := jsonv2.UnmarshalDecode(dec, &chunk[len(chunk)-1]); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	*records = slices.Concat(append(chunks, chunk)...)
+	if *records == nil {
+		*records = []Record{} // an empty list, which a capture must have, is not a missing one
+	}
+	return nil
 }
 
 // unmarshalRecord reads a record field by field without reflection, most of what decoding a big
