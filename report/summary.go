@@ -313,7 +313,7 @@ func writeHealth(l lineWriter, c *capture.Capture) {
 		return
 	}
 	l.b.WriteString("\n")
-	l.printf("%s", healthLine(c.Meta))
+	l.printf("%s", healthLine(c.Meta, len(c.Records)))
 	for _, line := range unseenLines(c.Meta) {
 		l.printf("%s", line)
 	}
@@ -505,14 +505,18 @@ func writeAligned(b *bytes.Buffer, rows [][]string, left []bool, rowsOnly bool) 
 
 // healthLine tells how much of the contention the records hold and what capturing it cost, e.g.
 // "1200 contention events in 10.00 s, 1190 waits (2 in progress), 7 lost (aggregation map full: 7);
-// probe cost 152 ns/event, 0.01% CPU".
-func healthLine(m capture.Meta) string {
+// probe cost 152 ns/event, 0.01% CPU". The counts are the kernel's events, the rest of a summary its
+// records: a capture of no records says that none holds the waits counted.
+func healthLine(m capture.Meta, records int) string {
 	var b strings.Builder
 	if a := m.Acquire; a != nil {
 		fmt.Fprintf(&b, "%s: %d acquires timed in %s, %d contended (longer than %s), %d holds",
 			m.Probe, m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits, FormatDuration(float64(a.ThresholdNS)), a.Holds)
 	} else {
 		fmt.Fprintf(&b, "%d contention events in %s, %d waits", m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits)
+	}
+	if records == 0 && m.Events.Waits > 0 {
+		b.WriteString(", none of them in the records")
 	}
 	if m.Events.InProgress > 0 {
 		fmt.Fprintf(&b, " (%d in progress)", m.Events.InProgress)
