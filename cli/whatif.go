@@ -511,14 +511,24 @@ func (inv invocation) reportWhatif(o *captureOutputs, path string, outputGiven b
 	if path == "-" {
 		return false, nil
 	}
-	f, err := inputfile.Open(path, nil, report.MaxInputSize)
+	f, err := inputfile.OpenRegular(path)
 	if err != nil {
 		return false, nil // the capture reader says why
 	}
 	defer f.Close()
-	data, err := inputfile.ReadAll(f, report.MaxInputSize, 0)
-	if err != nil || !bytes.Contains(data[:min(len(data), 4096)], []byte(`"whatif_version"`)) {
+	// Its first bytes tell an experiment: anything else is left unread, for the capture reader.
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	if !bytes.Contains(head[:n], []byte(`"whatif_version"`)) {
 		return false, nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() > report.MaxInputSize {
+		return false, nil
+	}
+	data, err := inputfile.ReadAll(io.MultiReader(bytes.NewReader(head[:n]), f), report.MaxInputSize, st.Size())
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", path, err)
 	}
 	e, err := whatif.Parse(data)
 	if err != nil {
