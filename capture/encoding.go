@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -36,6 +37,69 @@ func Read(r io.Reader) (*Capture, error) {
 		return nil, fmt.Errorf("reading capture: %w", err)
 	}
 	return Parse(data)
+}
+
+// Decode is Parse of a stream, decoded as it is read: no copy of the JSON is held beside the
+// capture, which halves the memory a large capture takes to read. A failure is reported as Parse
+// reports it: an input that fails within its first headBytes is parsed again from them, and a larger
+// one of another version says so.
+func Decode(r io.Reader) (*Capture, error) {
+	head := &prefixWriter{max: headBytes}
+	var c Capture
+	err := jsonv2.UnmarshalRead(io.TeeReader(r, head), &c, jsonv2.WithUnmarshalers(newInterner().unmarshalers()))
+	if err == nil && c.Version == FormatVersion && c.Records != nil {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("invalid capture: %w", err)
+		}
+		return &c, nil
+	}
+	if !head.cut {
+		return Parse(head.b)
+	}
+	if v, ok := leadingVersion(head.b); ok && v != FormatVersion {
+		return nil, fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, v, FormatVersion)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("decoding capture: %w", err)
+	case c.Version != FormatVersion:
+		return nil, errors.New(`decoding capture: no "version" field, not a klockstat capture`)
+	}
+	return nil, errors.New(`decoding capture: no "records" field, not a klockstat capture`)
+}
+
+// headBytes is how much of a stream Decode keeps to report a failure as Parse would.
+const headBytes = 64 << 10
+
+// prefixWriter keeps the first max bytes written to it; cut says that more were written.
+type prefixWriter struct {
+	b   []byte
+	max int
+	cut bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	n := min(len(b), p.max-len(p.b))
+	p.b = append(p.b, b[:n]...)
+	p.cut = p.cut || n < len(b)
+	return len(b), nil
+}
+
+// leadingVersion is the "version" of a capture JSON when it is the first member, as Write writes it.
+func leadingVersion(data []byte) (int, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return 0, false
+	}
+	if name, err := dec.ReadToken(); err != nil || name.String() != "version" {
+		return 0, false
+	}
+	v, err := dec.ReadToken()
+	if err != nil || v.Kind() != '0' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v.String())
+	return n, err == nil
 }
 
 // Parse decodes and validates a capture written by Write. It rejects other format versions (the error
@@ -111,7 +175,43 @@ func newInterner() *interner {
 }
 
 func (in *interner) unmarshalers() *jsonv2.Unmarshalers {
-	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecord), jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecords), jsonv2.UnmarshalFromFunc(in.unmarshalRecord),
+		jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
+}
+
+// recordChunk is how many records unmarshalRecords decodes into one chunk at most.
+const recordChunk = 1 << 14
+
+// unmarshalRecords reads a list of records into chunks, then copies them once into a slice of their
+// number: a slice grown record by record copies itself at every growth, most of the time decoding a
+// large capture took. Anything but a list is left to the default (null leaves the records nil).
+func (in *interner) unmarshalRecords(dec *jsontext.Decoder, records *[]Record) error {
+	if dec.PeekKind() != '[' {
+		return jsonv2.SkipFunc
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	var chunks [][]Record
+	chunk := make([]Record, 0, 64)
+	for dec.PeekKind() != ']' {
+		if len(chunk) == cap(chunk) {
+			chunks = append(chunks, chunk)
+			chunk = make([]Record, 0, min(2*cap(chunk), recordChunk))
+		}
+		chunk = append(chunk, Record{})
+		if err := jsonv2.UnmarshalDecode(dec, &chunk[len(chunk)-1]); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	*records = slices.Concat(append(chunks, chunk)...)
+	if *records == nil {
+		*records = []Record{} // an empty list, which a capture must have, is not a missing one
+	}
+	return nil
 }
 
 // unmarshalRecord reads a record field by field without reflection, most of what decoding a big

@@ -148,21 +148,22 @@ type flameTrie struct {
 
 // newFlameTrie builds the trie of the records order lists, in the order of their paths.
 func newFlameTrie(order []int32, paths [][]int32, records []Record) *flameTrie {
-	// A trie has at most a node per name of its paths, and its root.
+	// A path adds a node per name after the part it shares with the path before: counted first, so
+	// that the trie is allocated once at its size, a fraction of its paths' names.
 	size := 1
+	var prev []int32
 	for _, i := range order {
-		size += len(paths[i])
+		p := paths[i]
+		size += len(p) - sharedPrefix(p, prev)
+		prev = p
 	}
 	t := &flameTrie{name: make([]int32, 0, size), parent: make([]int32, 0, size), total: make([]uint64, 0, size), count: make([]uint64, 0, size)}
 	t.node(-1, -1)
 	at := []int32{0} // the nodes of the path before, the root first
-	var prev []int32
+	prev = nil
 	for _, i := range order {
 		p := paths[i]
-		shared := 0
-		for shared < min(len(p), len(prev)) && p[shared] == prev[shared] {
-			shared++
-		}
+		shared := sharedPrefix(p, prev)
 		at = at[:1+shared]
 		for _, name := range p[shared:] {
 			at = append(at, t.node(at[len(at)-1], name))
@@ -174,6 +175,15 @@ func newFlameTrie(order []int32, paths [][]int32, records []Record) *flameTrie {
 		prev = p
 	}
 	return t
+}
+
+// sharedPrefix is how many names paths a and b share from their start.
+func sharedPrefix(a, b []int32) int {
+	n := 0
+	for n < min(len(a), len(b)) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 func (t *flameTrie) node(parent, name int32) int32 {
@@ -212,7 +222,7 @@ func (t *flameTrie) tree(typ string, nameOf []string, maxNodes int) FlameTree {
 	if !keepAll {
 		cut = nthWidest(t.total, maxNodes)
 	}
-	out := FlameTree{Type: typ}
+	out := FlameTree{Type: typ, Nodes: make([]FlameNode, 0, min(n, maxNodes+1))}
 	var place func(node int32, depth int, start uint64)
 	place = func(node int32, depth int, start uint64) {
 		name := ""

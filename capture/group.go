@@ -177,7 +177,7 @@ type Totals struct {
 // Totals sums the waits of all records.
 func (c *Capture) Totals() Totals { return TotalsOf(c.Records) }
 
-// TotalsOf sums the waits of records.
+// TotalsOf sums the waits of records, saturating: the one sum of the waits every output shows.
 func TotalsOf(records []Record) Totals {
 	var t Totals
 	for _, r := range records {

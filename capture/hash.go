@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"slices"
 )
 
 // HashAddresses replaces every kernel address in c by an id, as the kernel's %p does for the pointers it
@@ -43,6 +44,27 @@ func (c *Capture) HashAddresses(key []byte) {
 		ch.Lock, ch.EndLock = h.ID(ch.Lock), h.ID(ch.EndLock)
 	}
 	c.Meta.AddressesHashed = true
+}
+
+// Hashed is c with its addresses as HashAddresses makes them under key, in a copy of what holds
+// addresses (records, their stacks, owners, owner chains), the rest shared with c, which is left as
+// it is; c itself when it holds ids already.
+func (c *Capture) Hashed(key []byte) *Capture {
+	if c.Meta.AddressesHashed {
+		return c
+	}
+	h := *c
+	h.Records = slices.Clone(c.Records)
+	for i := range h.Records {
+		h.Records[i].Stack = slices.Clone(h.Records[i].Stack)
+	}
+	h.Owners = slices.Clone(c.Owners)
+	for i := range h.Owners {
+		h.Owners[i].Stack = slices.Clone(h.Owners[i].Stack)
+	}
+	h.OwnerChains = slices.Clone(c.OwnerChains)
+	h.HashAddresses(key)
+	return &h
 }
 
 // HashedString renders an id made by HashAddresses the way the kernel prints hashed pointers: 16 hex

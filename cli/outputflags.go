@@ -114,13 +114,13 @@ func (o *captureOutputs) validate() error {
 func (o *captureOutputs) plan(ins []input) error {
 	var err error
 	o.ins = ins
-	o.dests, err = planOutputs(o.outputs(nil, nil), ins)
+	o.dests, err = planOutputs(o.outputs(nil, nil, nil), ins)
 	return err
 }
 
-// outputs are the files the options write, writing c with addresses hashed under key; nil c is
-// enough to plan them.
-func (o *captureOutputs) outputs(c *capture.Capture, key []byte) []output {
+// outputs are the files the options write, writing c with addresses hashed under key, the page from
+// an, c's analysis; nil c and an are enough to plan them.
+func (o *captureOutputs) outputs(c *capture.Capture, an *report.Analysis, key []byte) []output {
 	outs := []output{{flag: "--json", path: o.jsonPath, secret: true, write: func(w io.Writer) error { return c.Write(w) }}}
 	selected := c
 	if c != nil {
@@ -128,7 +128,7 @@ func (o *captureOutputs) outputs(c *capture.Capture, key []byte) []output {
 	}
 	outs = append(outs, o.exports.outputs(selected, o.rawAddrs, key)...)
 	return append(outs, output{flag: "--output", path: o.htmlPath, secret: o.rawAddrs, write: func(w io.Writer) error {
-		return report.WriteHTML(w, c, report.HTMLOptions{Top: o.top, RawAddresses: o.rawAddrs, AddressKey: key})
+		return an.WriteHTML(w, report.HTMLOptions{Top: o.top})
 	}})
 }
 
@@ -142,7 +142,8 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	defer unguard()
 	// One key for the report, the exports and the summary, so that they name a lock by the same id.
 	key := newAddressKey()
-	outs := o.outputs(c, key)
+	an := report.Analyze(c, o.rawAddrs, key)
+	outs := o.outputs(c, an, key)
 	err := writeAll(outs, o.dests, inv.stdout)
 	if _, stopped := errors.AsType[*interruptedWrite](err); stopped {
 		return err
@@ -156,7 +157,7 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 		comment = "# "
 	}
 	serr := o.writeSummaryLines(inv, o.dests, html, "report", comment, func(w io.Writer) error {
-		return report.WriteSummary(w, c, so)
+		return an.WriteSummary(w, so)
 	})
 	return errors.Join(err, serr)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/report"
 )
 
@@ -35,19 +36,24 @@ func (inv invocation) runReport(args []string) (int, error) {
 		return 0, err
 	}
 	inputPath := fs.Arg(0)
-	if handled, err := inv.reportSweep(&o, inputPath, *level, fs.Changed("level"), fs.Changed("output")); handled {
-		return 0, err
-	}
 	if handled, err := inv.reportWhatif(&o, inputPath, fs.Changed("output")); handled {
 		return 0, err
+	}
+	// Read once: whether it is a capture or a sweep decides the outputs to plan.
+	in, err := report.ReadAnyInputFile(inputPath, inv.stdin)
+	if err != nil {
+		return 0, err
+	}
+	if in.Sweep != nil {
+		return 0, inv.reportSweep(&o, inputPath, in.Sweep, *level, fs.Changed("level"), fs.Changed("output"))
+	}
+	if fs.Changed("level") {
+		return 0, usagef("--level %d: %s is a capture, not a sweep of klockstat scale (leave out --level)", *level, inputfile.Name(inputPath))
 	}
 	if err := o.plan([]input{{"INPUT", inputPath}}); err != nil {
 		return 0, err
 	}
-	c, err := report.ReadInputFile(inputPath, inv.stdin)
-	if err != nil {
-		return 0, err
-	}
+	c := in.Capture
 	if o.rawAddrs && c.Meta.AddressesHashed {
 		fmt.Fprintf(inv.stderr, "klockstat: warning: %s holds hashed addresses only; --raw-addresses cannot restore them (re-render from the capture JSON)\n", inputPath)
 	}

@@ -567,25 +567,9 @@ func (t *outputTail) lastLines(n int) []string {
 	return lines
 }
 
-// reportSweep re-renders the sweep at path, a sweep JSON or scaling report, into o's outputs: the
-// scaling report, or with --level the report of one level. handled is false for an input that is
-// no sweep, which stdin ("-") always is taken to be: it cannot be read twice.
-func (inv invocation) reportSweep(o *captureOutputs, path string, level int, levelGiven, outputGiven bool) (handled bool, err error) {
-	if path == "-" {
-		if levelGiven {
-			return true, usagef("--level: a sweep is read from a file, not stdin")
-		}
-		return false, nil
-	}
-	s, ok, err := report.ReadSweepInputFile(path, inv.stdin)
-	switch {
-	case err != nil:
-		return true, err
-	case !ok && levelGiven:
-		return true, usagef("--level %d: %s is a capture, not a sweep of klockstat scale (leave out --level)", level, path)
-	case !ok:
-		return false, nil
-	}
+// reportSweep re-renders s, the sweep JSON or scaling report at path, into o's outputs: the
+// scaling report, or with --level the report of one level.
+func (inv invocation) reportSweep(o *captureOutputs, path string, s *capture.Sweep, level int, levelGiven, outputGiven bool) error {
 	ins := []input{{"INPUT", path}}
 	levels := make([]int, len(s.Levels))
 	for i, l := range s.Levels {
@@ -594,18 +578,18 @@ func (inv invocation) reportSweep(o *captureOutputs, path string, level int, lev
 	if !levelGiven {
 		sw := sweepOutputs{flags: o, levels: levels, sweep: s}
 		if err := sw.plan(ins, outputGiven); err != nil {
-			return true, err
+			return err
 		}
-		return true, sw.write(inv)
+		return sw.write(inv)
 	}
 	i := slices.Index(levels, level)
 	if i < 0 || s.Levels[i].Representative() == nil {
-		return true, usagef("--level %d: no run of that level counts in %s (levels: %s)", level, path, joinLevels(levels))
+		return usagef("--level %d: no run of that level counts in %s (levels: %s)", level, path, joinLevels(levels))
 	}
 	if err := o.plan(ins); err != nil {
-		return true, err
+		return err
 	}
-	return true, o.write(inv, s.Levels[i].Representative().Capture)
+	return o.write(inv, s.Levels[i].Representative().Capture)
 }
 
 // joinLevels lists levels as --levels takes them.

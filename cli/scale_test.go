@@ -189,11 +189,11 @@ func TestOutputTailKeepsTheEnd(t *testing.T) {
 // readSweepFile reads a sweep JSON or scaling report.
 func readSweepFile(t *testing.T, path string) *capture.Sweep {
 	t.Helper()
-	s, ok, err := report.ReadSweepInputFile(path, nil)
-	if err != nil || !ok {
-		t.Fatalf("reading the sweep %s: %v (a sweep: %v)", path, err, ok)
+	in, err := report.ReadAnyInputFile(path, nil)
+	if err != nil || in.Sweep == nil {
+		t.Fatalf("reading the sweep %s: %v (a capture: %v)", path, err, in.Capture != nil)
 	}
-	return s
+	return in.Sweep
 }
 
 // The contention workload at 1, 2 and 4 threads on one lock: that lock ranks first, its wait per

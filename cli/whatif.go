@@ -328,17 +328,16 @@ func (inv invocation) whatifBaseline(o *whatifOptions) (argv []string, c *captur
 	argv = o.command
 	hasN := slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, "{N}") })
 	if o.from != "" {
-		s, isSweep, err := report.ReadSweepInputFile(o.from, inv.stdin)
+		in, err := report.ReadAnyInputFile(o.from, inv.stdin)
 		if err != nil {
 			return nil, nil, "", nil, err
 		}
-		if !isSweep {
+		s := in.Sweep
+		if s == nil {
 			if o.levelGiven {
 				return nil, nil, "", nil, usagef("--level %d: %s is a capture, not a sweep", o.level, o.from)
 			}
-			if c, err = report.ReadInputFile(o.from, inv.stdin); err != nil {
-				return nil, nil, "", nil, err
-			}
+			c = in.Capture
 			if hasN {
 				return nil, nil, "", nil, usagef("{N} in the command: give --from a sweep and --level N")
 			}
@@ -512,14 +511,24 @@ func (inv invocation) reportWhatif(o *captureOutputs, path string, outputGiven b
 	if path == "-" {
 		return false, nil
 	}
-	f, err := inputfile.Open(path, nil, report.MaxInputSize)
+	f, err := inputfile.OpenRegular(path)
 	if err != nil {
 		return false, nil // the capture reader says why
 	}
 	defer f.Close()
-	data, err := inputfile.ReadAll(f, report.MaxInputSize, 0)
-	if err != nil || !bytes.Contains(data[:min(len(data), 4096)], []byte(`"whatif_version"`)) {
+	// Its first bytes tell an experiment: anything else is left unread, for the capture reader.
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	if !bytes.Contains(head[:n], []byte(`"whatif_version"`)) {
 		return false, nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() > report.MaxInputSize {
+		return false, nil
+	}
+	data, err := inputfile.ReadAll(io.MultiReader(bytes.NewReader(head[:n]), f), report.MaxInputSize, st.Size())
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", path, err)
 	}
 	e, err := whatif.Parse(data)
 	if err != nil {

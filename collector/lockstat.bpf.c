@@ -3,9 +3,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * klockstat's kernel side: pair lock:contention_begin/end per thread and
- * aggregate the waits in maps that user space reads once, at the end. Where
- * the tracepoints are missing, time the acquire functions of locks.json
- * instead (fentry/fexit or kprobe/kretprobe), and their hold time.
+ * aggregate the waits in maps that user space reads at the end or drains
+ * between runs (Rounds). Without the tracepoints, time the acquire functions
+ * of locks.json instead (fentry/fexit or kprobe/kretprobe), and their holds.
  *
  * The programs run inside lock slow paths, so they take no locks of their own
  * on the steady-state path: spinning waits live in a per-CPU stack (a spinning

@@ -440,9 +440,9 @@ func waitRanges(hists []capture.Histogram) ([]waitRange, [][]uint64) {
 	return ranges, counts
 }
 
-// reportCharts builds the report's four charts. byCaller holds the groups with waits only;
-// holdHists the histograms of hold times, if any.
-func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *capture.Timeline, byCaller []capture.Group, top int, ms measure) (chartSet, error) {
+// reportCharts builds the report's four charts of an's capture, top callers in the callers' chart.
+func reportCharts(an *model, top int) (chartSet, error) {
+	types, holdHists, timeline, byCaller, callers, ms := an.types(), an.c.HoldHistograms, an.c.Timeline, an.contended(), an.callers(), an.ms
 	var total uint64
 	slices := make([]slice, len(types))
 	hists := make([]capture.Histogram, len(types))
@@ -477,10 +477,10 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 	if len(holdHists) > 0 {
 		holds := boxSeries{Name: "hold"}
 		byType := map[string]typeSummary{}
-		for _, h := range summarizeTypes(holdHists) {
+		for _, h := range an.holdTypes() {
 			byType[h.Name] = h
 		}
-		for _, h := range summarizeTypes(holdHists) {
+		for _, h := range an.holdTypes() {
 			if !waited[h.Name] {
 				categories = append(categories, h.Name)
 			}
@@ -527,11 +527,11 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 		histTips[j].Rows = append(histTips[j].Rows, []string{"all types", strconv.FormatUint(all, 10) + " " + ms.Events})
 	}
 
-	var callers []hbar
+	var callerBars []hbar
 	var callerTips []tip
-	for _, g := range byCaller[:min(top, len(byCaller))] {
-		callers = append(callers, hbar{Label: callerText(g.Caller), Color: typeColor(g.Type), Value: float64(g.TotalNS), Text: FormatDuration(float64(g.TotalNS))})
-		callerTips = append(callerTips, tip{Title: visible(callerText(g.Caller)), Rows: [][]string{
+	for i, g := range byCaller[:min(top, len(byCaller))] {
+		callerBars = append(callerBars, hbar{Label: callerText(callers[i]), Color: typeColor(g.Type), Value: float64(g.TotalNS), Text: FormatDuration(float64(g.TotalNS))})
+		callerTips = append(callerTips, tip{Title: visible(callerText(callers[i])), Rows: [][]string{
 			{"lock type", visible(g.Type)},
 			{"total " + ms.Time, FormatDuration(float64(g.TotalNS))},
 			{ms.Events, strconv.FormatUint(g.Count, 10)},
@@ -545,7 +545,7 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 		boxCaption += " The legend switches to hold times: acquire return to release."
 	}
 	histOptions, histSettings := histogram(ranges, bars, ms.Time+" time (range start)", ms.Events, false)
-	callerOptions, callerSettings := hbars(callers, "total "+ms.Time)
+	callerOptions, callerSettings := hbars(callerBars, "total "+ms.Time)
 	built := []builtChart{
 		{chart: chart{ID: "klockDoughnut", Title: title(ms.Time + " time by lock type"), Caption: fmt.Sprintf("Share of the total %s time per lock type.", ms.Time), Height: 340},
 			options: doughnut(slices, FormatDuration(float64(total)), "total "+ms.Time), tips: [][]tip{doughnutTips}},
@@ -553,7 +553,7 @@ func reportCharts(types []typeSummary, holdHists []capture.Histogram, timeline *
 			options: boxChart(categories, series, axis, len(series) > 1), formatters: [][2]string{{"yAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{waitTips, holdTips}},
 		{chart: chart{ID: "klockHistogram", Title: title(ms.Time + " time histogram"), Caption: fmt.Sprintf("Number of %s per power-of-two range of %s time, all locks, stacked by lock type.", ms.Events, ms.Time), Height: 360, Wide: true},
 			options: histOptions, settings: histSettings, tips: [][]tip{histTips}},
-		{chart: chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(callers), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(callers), Wide: true},
+		{chart: chart{ID: "klockCallers", Title: fmt.Sprintf("Top %d callers by total %s", len(callerBars), ms.Time), Caption: "Callers (first frame outside the lock functions) per lock type, coloured by lock type.", Height: 80 + 26*len(callerBars), Wide: true},
 			options: callerOptions, settings: callerSettings, formatters: [][2]string{{"xAxis.0.axisLabel.formatter", "axisNS"}}, tips: [][]tip{callerTips}},
 	}
 	if timeline != nil && len(timeline.Series) > 0 {

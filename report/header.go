@@ -63,10 +63,10 @@ func holdsTimed(records []capture.Record) bool {
 }
 
 // highlights are the few numbers a reader should see first: how much waiting there was, where most of
-// it went, and whether the capture can be trusted.
-func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Group) []highlight {
-	m := c.Meta
-	ms := measureOf(m)
+// it went, and whether the capture can be trusted: of an's capture.
+func highlights(an *model) []highlight {
+	c, m, ms := an.c, an.c.Meta, an.ms
+	types, byCaller, callers := an.types(), an.contended(), an.callers()
 	locks := make(map[string]bool)
 	threads := make(map[uint32]bool)
 	for _, r := range c.Records {
@@ -76,7 +76,7 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 		locks[capture.ByLock(r)] = true
 		threads[r.TID] = true
 	}
-	totals := c.Totals()
+	totals := an.totals()
 	total, waits := totals.TotalNS, totals.Count
 	hs := []highlight{{
 		Label: "Total " + ms.Time, Value: FormatDuration(float64(total)), Title: nsTitle(total),
@@ -106,7 +106,7 @@ func highlights(c *capture.Capture, types []typeSummary, byCaller []capture.Grou
 			share = float64(g.TotalNS) / float64(total)
 		}
 		hs = append(hs, highlight{
-			Label: "Top caller", Value: callerText(g.Caller), Title: g.Type + " " + callerText(g.Caller), Symbol: true,
+			Label: "Top caller", Value: callerText(callers[0]), Title: g.Type + " " + callerText(callers[0]), Symbol: true,
 			Detail: fmt.Sprintf("%s, %.1f%% of the %s time, %s", g.Type, 100*share, ms.Time, FormatDuration(float64(g.TotalNS))),
 		})
 	}

@@ -14,7 +14,7 @@ func TestHighlightsNamedShare(t *testing.T) {
 		{Type: "spinlock", Lock: 2, TID: 2, Count: 3, TotalNS: 75, MinNS: 25, MaxNS: 25},
 		{Type: "mutex", Lock: 3, Name: "jiffies_lock", TID: 2, Count: 1, TotalNS: 50, MinNS: 50, MaxNS: 50},
 	}}
-	for _, h := range highlights(c, nil, nil) {
+	for _, h := range highlights(newModel(c, true, nil)) {
 		if h.Label == "Contended locks" {
 			// A slab cache's name says what kind of object holds the lock, not which lock: it does not
 			// count as the lock's name.
@@ -66,7 +66,7 @@ func TestHealthUnseen(t *testing.T) {
 	if len(health) == 0 || health[0].Label != "Unseen lock types" || health[0].Value != want || !health[0].Bad {
 		t.Errorf("health card opens with %+v, want the unseen spinlocks, marked bad", health[0])
 	}
-	hs := highlights(c, nil, nil)
+	hs := highlights(newModel(c, true, nil))
 	h := hs[len(hs)-1]
 	if h.Label != "Capture health" || h.Value != "spinlock waits unseen" || !h.Bad || !strings.HasPrefix(h.Detail, want+"; probe cost ") {
 		t.Errorf("health highlight %+v, want it to say the spinlock waits unseen", h)
@@ -79,7 +79,7 @@ func TestHealthUnseen(t *testing.T) {
 			t.Errorf("a capture that saw every type has %+v", f)
 		}
 	}
-	if hs := highlights(c, nil, nil); hs[len(hs)-1].Value != "complete" {
+	if hs := highlights(newModel(c, true, nil)); hs[len(hs)-1].Value != "complete" {
 		t.Errorf("health highlight %+v, want complete", hs[len(hs)-1])
 	}
 }

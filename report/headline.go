@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/klockstat/klockstat/capture"
@@ -18,43 +19,39 @@ type waitTotals struct {
 	topNS     uint64 // the top lock's share of totalNS
 }
 
-// waitTotalsOf sums the waits of records, holds without a contended acquire left out. hashed says
-// that the locks' addresses are ids (capture.HashAddresses), which name a lock without a name;
-// sources, when not nil, give the top caller its source line.
-func waitTotalsOf(records []capture.Record, hashed bool, sources *capture.Sources) waitTotals {
-	waited := make([]capture.Record, 0, len(records))
+// waitTotalsOf sums the waits of records, whose groups by lock (capture.ByLock) are locks, and
+// names their top lock and its top caller as m shows them. Holds without a contended acquire add
+// nothing to the sums (their Count and TotalNS are 0), and no thread that waited.
+func (m *model) waitTotalsOf(records []capture.Record, locks []capture.Group) waitTotals {
 	threads := map[uint32]bool{}
-	for _, r := range records {
-		if r.Count > 0 {
-			waited = append(waited, r)
-			threads[r.TID] = true
+	for i := range records {
+		if records[i].Count > 0 {
+			threads[records[i].TID] = true
 		}
 	}
-	sums := (&capture.Capture{Records: waited}).Totals()
+	sums := capture.TotalsOf(records)
 	t := waitTotals{totalNS: sums.TotalNS, saturated: sums.Saturated, threads: len(threads)}
-	locks := capture.GroupBy(waited, capture.ByLock)
-	if len(locks) == 0 {
+	i := slices.IndexFunc(locks, func(g capture.Group) bool { return g.Count > 0 })
+	if i < 0 {
 		return t
 	}
-	top := locks[0]
+	top := locks[i]
 	var onTop []capture.Record
-	for _, r := range waited {
-		if capture.ByLock(r) == top.Key {
+	for _, r := range records {
+		if r.Count > 0 && r.Type == top.Type && r.Lock == top.Lock { // capture.ByLock's key
 			onTop = append(onTop, r)
 		}
 	}
 	// The lock's label of its heaviest record, as the summary by lock shows it.
-	t.topLock = waited[top.Heaviest].LockLabel()
-	if t.topLock == "" || t.topLock == capture.UnnamedStatic {
-		id := top.Lock.String()
-		if hashed {
-			id = top.Lock.HashedString()
-		}
-		// An unnamed static lock is one of several such: its id tells which.
-		t.topLock = strings.TrimSpace(t.topLock + " " + id)
+	t.topLock = records[top.Heaviest].LockLabel()
+	// A lock without a name is told by its id, and said to have none rather than left a bare number.
+	switch t.topLock {
+	case "":
+		t.topLock = m.lockText(top.Lock) + " (no name)"
+	case capture.UnnamedStatic:
+		t.topLock = m.lockText(top.Lock) + " (a static kernel object without a name)"
 	}
-	caller := capture.GroupBy(onTop, capture.ByCaller)[0].Caller
-	t.topCaller = callerText(caller) + capture.SourceText(sources.Lines(caller))
+	t.topCaller = m.callerLine(capture.GroupBy(onTop, capture.ByCaller)[0].Caller)
 	t.topNS = top.TotalNS
 	return t
 }
@@ -91,9 +88,9 @@ func (t waitTotals) threadShare(durationNS int64) float64 {
 // part of its threads' time they spent waiting (waitTotals.threadShare); a capture of the
 // workload's processes only says that the waits are the command's, and one of every process
 // splits the command's waits from the others' on a second line. None when nothing waited.
-func headlineLines(c *capture.Capture, filtered bool) []string {
-	ms := measureOf(c.Meta)
-	all := waitTotalsOf(c.Records, c.Meta.AddressesHashed, c.Sources)
+func headlineLines(m *model, filtered bool) []string {
+	c, ms := m.c, m.ms
+	all := m.waits()
 	if all.threads == 0 {
 		return nil
 	}
@@ -111,19 +108,19 @@ func headlineLines(c *capture.Capture, filtered bool) []string {
 	if d := c.Meta.DurationNS; d > 0 {
 		fmt.Fprintf(&b, " in %s, %s threads %s on average", FormatDuration(float64(d)), threadsText(float64(all.totalNS)/float64(d)), ongoing(ms))
 	}
-	command, others, split := commandSplit(c)
+	split := m.split().ok
 	switch {
 	case c.Meta.Scope == capture.ScopeCommand:
 		b.WriteString(threadShareText("its", all, c.Meta.DurationNS, ms))
 	case split:
-		b.WriteString(threadShareText("the command's", waitTotalsOf(command, c.Meta.AddressesHashed, c.Sources), c.Meta.DurationNS, ms))
+		b.WriteString(threadShareText("the command's", m.command(), c.Meta.DurationNS, ms))
 	case len(c.Meta.Workload) > 0:
 		b.WriteString(" (every process's: this capture does not tell the command's apart)")
 	}
 	b.WriteString("; " + all.topText("of the "+ms.Time+" time"))
 	lines := []string{b.String()}
 	if split {
-		lines = append(lines, splitLine(c, command, others, all.totalNS, ms))
+		lines = append(lines, splitLine(m, all.totalNS))
 	}
 	return lines
 }
@@ -142,17 +139,16 @@ func threadShareText(whose string, t waitTotals, durationNS int64, ms measure) s
 }
 
 // splitLine parts the waits of a capture of every process into the command's and the others': the
-// total of each, its share and its top lock.
-func splitLine(c *capture.Capture, command, others []capture.Record, totalNS uint64, ms measure) string {
-	part := func(whose string, records []capture.Record) string {
-		t := waitTotalsOf(records, c.Meta.AddressesHashed, c.Sources)
-		s := fmt.Sprintf("%s %s %s (%s)", whose, ms.Time, t.total(), percentOf(t.totalNS, totalNS))
+// total of each, its share of totalNS and its top lock.
+func splitLine(m *model, totalNS uint64) string {
+	part := func(whose string, t waitTotals) string {
+		s := fmt.Sprintf("%s %s %s (%s)", whose, m.ms.Time, t.total(), percentOf(t.totalNS, totalNS))
 		if t.threads > 0 {
 			s += ", " + t.topText("of it")
 		}
 		return s
 	}
-	return part("the command's", command) + "; " + part("the others'", others)
+	return part("the command's", m.command()) + "; " + part("the others'", m.others())
 }
 
 // threadsText is a number of threads on average: "1.30", "<0.01" for a few waits rather than none.

@@ -130,7 +130,7 @@ func TestHeadlineWithoutSplit(t *testing.T) {
 		if err := WriteSummary(&b, c, SummaryOptions{AddressKey: key}); err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("total wait 5.00 us in 4.00 s, <0.01 threads waiting on average%s; top lock %s at ?[2J__schedule+0xad, 100.0%% of the wait time", tc.whose, id)
+		want := fmt.Sprintf("total wait 5.00 us in 4.00 s, <0.01 threads waiting on average%s; top lock %s (no name) at ?[2J__schedule+0xad, 100.0%% of the wait time", tc.whose, id)
 		if got := firstLines(b.String(), 1)[0]; got != want {
 			t.Errorf("workload %q: headline\n got %q\nwant %q", tc.workload, got, want)
 		}

@@ -27,19 +27,13 @@ const defaultTop = 20
 // Unless o.RawAddresses is set, kernel addresses are replaced by ids under o.AddressKey, or a key drawn
 // for this report only (capture.HashAddresses), in the page and in the embedded capture alike.
 func WriteHTML(w io.Writer, c *capture.Capture, o HTMLOptions) error {
-	key := o.AddressKey
-	if key == nil {
-		key = newKey()
-	}
-	return writeHTML(w, c, o, key)
+	return newModel(c, o.RawAddresses, o.AddressKey).writeHTML(w, o)
 }
 
-// writeHTML is WriteHTML with the address-hashing key chosen by the caller.
-func writeHTML(w io.Writer, c *capture.Capture, o HTMLOptions, key []byte) error {
+// writeHTML is WriteHTML of m's capture, its addresses shown as m shows them.
+func (m *model) writeHTML(w io.Writer, o HTMLOptions) error {
 	return renderPage(w, "report", o, func(a *assets, o HTMLOptions) (any, error) {
-		tab := newStrtab(hasherFor(!o.RawAddresses && !c.Meta.AddressesHashed, key))
-		tab.sources = c.Sources
-		return newReportPage(c, o, a, tab)
+		return newReportPage(m, o, a)
 	})
 }
 
@@ -53,9 +47,12 @@ type reportPage struct {
 	Flame                      bool // the page draws flame graphs of the waits
 }
 
-func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*reportPage, error) {
+func newReportPage(an *model, o HTMLOptions, a *assets) (*reportPage, error) {
+	c := an.c
+	tab := newStrtab(an.hasher)
+	tab.sources = c.Sources
 	m := c.Meta
-	m.AddressesHashed = m.AddressesHashed || tab.hasher != nil
+	m.AddressesHashed = an.hashed
 	var sub []string
 	for _, s := range []string{m.Hostname, m.Kernel, formatStart(m.Start), FormatDuration(float64(m.DurationNS))} {
 		if s != "" {
@@ -74,35 +71,25 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 
 	// Interning every string and stack of the records (newRecordFields) takes the longest; grouping
 	// them and laying out the flame graphs do not touch tab, so they run beside it.
-	var order []int32
 	var records *recordFields
 	interned := make(chan struct{})
 	go func() {
 		defer close(interned)
-		order = capture.Order(c.Records)
-		records = newRecordFields(c.Records, order, tab)
+		records = newRecordFields(c.Records, an.order(), tab)
 	}()
-	var trees []capture.FlameTree
 	laidOut := make(chan struct{})
 	go func() {
 		defer close(laidOut)
-		trees = capture.FlameGraphs(c.Records, c.Sources, flameNodes)
+		an.trees()
 	}()
-	byCaller := capture.GroupBy(c.Records, capture.ByCaller)
-	byLock := capture.GroupBy(c.Records, capture.ByLock)
-	byCgroup := capture.GroupBy(c.Records, capture.ByCgroup)
-	types := summarizeTypes(c.Histograms)
+	byCaller, byLock, byCgroup := an.groups["caller"](), an.groups["lock"](), an.groups["cgroup"]()
+	an.contended()
 	<-interned
 	<-laidOut
-
-	// Groups of holds only (uncontended acquires) have no place in the charts of waits.
-	contended := slices.DeleteFunc(slices.Clone(byCaller), func(g capture.Group) bool { return g.Count == 0 })
-	for i := range contended {
-		contended[i].Caller = tab.strings[tab.frame(contended[i].Caller)]
-	}
-	p.Highlights = highlights(c, types, contended)
+	order := an.order()
+	p.Highlights = highlights(an)
 	p.Captured, p.Settings, p.Health = headerFields(m)
-	ms := measureOf(m)
+	ms := an.ms
 	if f, ok := scopeField(c, ms); ok {
 		// After the workload's line, which it is about; the report's alone: a diff pairs the
 		// lines of headerFields.
@@ -110,7 +97,7 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 		p.Captured = slices.Insert(p.Captured, i+1, f)
 	}
 	if !p.Empty {
-		charts, err := reportCharts(types, c.HoldHistograms, c.Timeline, contended, o.Top, ms)
+		charts, err := reportCharts(an, o.Top)
 		if err != nil {
 			return nil, err
 		}
@@ -145,9 +132,9 @@ func newReportPage(c *capture.Capture, o HTMLOptions, a *assets, tab *strtab) (*
 	embedded := *c
 	embedded.Meta, embedded.Records, embedded.Owners = m, nil, hashedOwners(c.Owners, tab)
 	embedded.OwnerChains = hashedChains(c.OwnerChains, tab)
-	flame := newFlameGraphs(trees, tab)
-	if tree, ok := capture.OwnerFlameGraph(c.Owners, c.Sources, flameNodes); ok {
-		owners := newFlameGraphs([]capture.FlameTree{tree}, tab)[0]
+	flame := newFlameGraphs(an.trees(), tab)
+	if of := an.ownerTree(); of.ok {
+		owners := newFlameGraphs([]capture.FlameTree{of.tree}, tab)[0]
 		owners.Owners = true
 		flame = append(flame, owners)
 	}

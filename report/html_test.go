@@ -25,7 +25,7 @@ var testKey = []byte("test key")
 func renderHTML(t testing.TB, c *capture.Capture, o HTMLOptions, key []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := writeHTML(&b, c, o, key); err != nil {
+	if err := newModel(c, o.RawAddresses, key).writeHTML(&b, o); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

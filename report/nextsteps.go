@@ -20,15 +20,15 @@ type nextStep struct {
 
 // nextStepRules suggest the next commands, each from the capture and the summary's options alone,
 // in the order the summary lists them: what the capture missed first, then where to look next.
-var nextStepRules = []func(c *capture.Capture, o SummaryOptions) (nextStep, bool){
+var nextStepRules = []func(an *model, o SummaryOptions) (nextStep, bool){
 	mapSizeStep, stacksStep, ownersStep, byOwnerStep, sourcesStep, scopeStep, scaleStep, diffStep,
 }
 
-// nextSteps are the steps of the rules that fit c and o.
-func nextSteps(c *capture.Capture, o SummaryOptions) []nextStep {
+// nextSteps are the steps of the rules that fit the capture of an and o.
+func nextSteps(an *model, o SummaryOptions) []nextStep {
 	var steps []nextStep
 	for _, rule := range nextStepRules {
-		if s, ok := rule(c, o); ok {
+		if s, ok := rule(an, o); ok {
 			steps = append(steps, s)
 		}
 	}
@@ -37,7 +37,8 @@ func nextSteps(c *capture.Capture, o SummaryOptions) []nextStep {
 
 // mapSizeStep: events were lost to a full BPF map, so the capture again with --map-nr-entries four
 // times the size of the largest map that was full, replacing the -M the capture was given.
-func mapSizeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+func mapSizeStep(an *model, _ SummaryOptions) (nextStep, bool) {
+	c := an.c
 	var lost, size uint64
 	var full []string // the maps that were full, with their sizes
 	for _, l := range c.Meta.Lost {
@@ -78,7 +79,8 @@ func mapSizeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
 var mapSizeFlags = []string{"map-nr-entries", "map-size", "M"}
 
 // stacksStep: the capture took no stacks (--max-stack 0), so its waits have no caller.
-func stacksStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+func stacksStep(an *model, _ SummaryOptions) (nextStep, bool) {
+	c := an.c
 	if c.Meta.StackDepth != 0 || !contended(c.Records) {
 		return nextStep{}, false
 	}
@@ -94,7 +96,8 @@ const minOwnerShare = 0.5
 
 // ownersStep: the capture has no owners, and most of its wait was slept on locks that record their
 // owner (ownerRecorded), which --owners names.
-func ownersStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+func ownersStep(an *model, _ SummaryOptions) (nextStep, bool) {
+	c := an.c
 	if len(c.Owners) > 0 {
 		return nextStep{}, false
 	}
@@ -122,7 +125,8 @@ func ownerRecorded(lockType string) bool {
 }
 
 // byOwnerStep: the capture charged waits to known owners, and the summary is not by owner.
-func byOwnerStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
+func byOwnerStep(an *model, o SummaryOptions) (nextStep, bool) {
+	c := an.c
 	known := slices.ContainsFunc(c.Owners, func(ow capture.Owner) bool { return ow.Reason == "" })
 	if !known || o.By == OwnerView || o.Saved == "" {
 		return nextStep{}, false
@@ -135,7 +139,8 @@ func byOwnerStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
 
 // sourcesStep: a saved capture with stacks and no source lines, which the kernel's debug image gives
 // at re-rendering: the path is where Debian's linux-image-RELEASE-dbg installs it.
-func sourcesStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
+func sourcesStep(an *model, o SummaryOptions) (nextStep, bool) {
+	c := an.c
 	if c.Sources != nil || c.Meta.StackDepth == 0 || o.Saved == "" || !contended(c.Records) {
 		return nextStep{}, false
 	}
@@ -151,12 +156,12 @@ func sourcesStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
 
 // scopeStep: a capture of every process while a workload ran, where the others' waits outweigh the
 // command's.
-func scopeStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
-	command, others, split := commandSplit(c)
-	if !split {
+func scopeStep(an *model, _ SummaryOptions) (nextStep, bool) {
+	c := an.c
+	if !an.split().ok {
 		return nextStep{}, false
 	}
-	mine, theirs := totalWait(command), totalWait(others)
+	mine, theirs := an.command().totalNS, an.others().totalNS
 	if theirs <= mine {
 		return nextStep{}, false
 	}
@@ -173,16 +178,17 @@ const minScaleShare = 0.01
 
 // scaleStep: the workload takes a level of parallelism (levelArg), and its threads spent a part of
 // their time waiting: how that part grows with the level is klockstat scale's question.
-func scaleStep(c *capture.Capture, _ SummaryOptions) (nextStep, bool) {
+func scaleStep(an *model, _ SummaryOptions) (nextStep, bool) {
+	c := an.c
 	m := c.Meta
 	if len(m.Workload) == 0 || len(m.CommandLine) > 1 && m.CommandLine[1] == "scale" {
 		return nextStep{}, false
 	}
-	records := c.Records
-	if command, _, split := commandSplit(c); split {
-		records = command
+	waits := an.waits()
+	if an.split().ok {
+		waits = an.command()
 	}
-	if waitTotalsOf(records, false, nil).threadShare(m.DurationNS) < minScaleShare {
+	if waits.threadShare(m.DurationNS) < minScaleShare {
 		return nextStep{}, false
 	}
 	level, levelled, ok := levelArg(m.Workload)
@@ -222,7 +228,8 @@ func levelArg(argv []string) (level string, levelled []string, ok bool) {
 }
 
 // diffStep: the capture is in a file, to be compared with one taken after a change.
-func diffStep(c *capture.Capture, o SummaryOptions) (nextStep, bool) {
+func diffStep(an *model, o SummaryOptions) (nextStep, bool) {
+	c := an.c
 	if o.Saved == "" || !contended(c.Records) {
 		return nextStep{}, false
 	}

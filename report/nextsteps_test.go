@@ -20,14 +20,14 @@ type stepCase struct {
 }
 
 // checkRule runs rule on each case.
-func checkRule(t *testing.T, rule func(*capture.Capture, SummaryOptions) (nextStep, bool), cases []stepCase) {
+func checkRule(t *testing.T, rule func(*model, SummaryOptions) (nextStep, bool), cases []stepCase) {
 	t.Helper()
 	for _, tc := range cases {
 		c := renameCapture(t, capture.ScopeSystem)
 		if tc.change != nil {
 			tc.change(c)
 		}
-		step, ok := rule(c, tc.o)
+		step, ok := rule(newModel(c, true, nil), tc.o)
 		switch {
 		case ok != (tc.want != ""):
 			t.Errorf("%s: step %v (%q), want one: %v", tc.name, ok, step, tc.want != "")
@@ -196,7 +196,7 @@ func TestWriteSummaryNextSteps(t *testing.T) {
 		t.Fatalf("no next steps:\n%s", b.String())
 	}
 	var want []string
-	for _, s := range nextSteps(c, o) {
+	for _, s := range nextSteps(newModel(c, true, nil), o) {
 		want = append(want, "  # "+sanitize(s.why), "  "+sanitize(s.command))
 	}
 	if len(want) != 2*5 { // -M, --owners, --scope, scale, diff

@@ -31,12 +31,13 @@ func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int
 		ownerNS[t.Key()] = t.TotalNS
 	}
 	chainTexts := ownerChainTexts(chains, ownerNS, tab)
+	waits := ownRowWaits(owners)
 	none := tab.str("")
 	for i, o := range owners {
 		names[i] = tab.str(ownerText(o))
 		types[i] = tab.str(o.Type)
 		locks[i], lockTitles[i] = lockTexts(tab, o.Name, o.Lock)
-		pids[i], tids[i], counts[i], totals[i], samples[i] = uint64(o.PID), uint64(o.TID), o.Count, o.TotalNS, o.Samples
+		pids[i], tids[i], counts[i], totals[i], samples[i] = uint64(o.PID), uint64(o.TID), waits[i], o.TotalNS, o.Samples
 		stacks[i], notes[i], wheres[i], chained[i] = -1, tab.str(stackReasonText(o.StackReason, ownerStatesOf(o))), none, none
 		if len(o.Stack) > 0 {
 			stacks[i] = tab.stack(o.Stack)
@@ -87,6 +88,38 @@ func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int
 	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began, " +
 		"and to the owner's kernel stacks in its critical section, " + sampling + ", or as it left its CPU holding the lock",
 		Rows: n, SortKey: "total", Columns: cols}
+}
+
+// ownRowWaits are the waits of each owner's row: its own Count, but for the stacks an owner was
+// sampled at, which each carry all the waits their wait was spread from
+// (capture.SpreadOwnerSamples), those waits shared out by the samples, the remainder to the most
+// sampled, so that an owner's rows add up to its waits instead of repeating them.
+func ownRowWaits(owners []capture.Owner) []uint64 {
+	waits := make([]uint64, len(owners))
+	sampled := map[string][]int{} // an owner's sampled rows, by its key
+	for i, o := range owners {
+		waits[i] = o.Count
+		if o.Where == capture.OwnerStackOnCPU && o.Samples > 0 {
+			sampled[o.Key()] = append(sampled[o.Key()], i)
+		}
+	}
+	for _, rows := range sampled {
+		var n, count, given uint64
+		top := rows[0]
+		for _, i := range rows {
+			n += owners[i].Samples
+			count = max(count, owners[i].Count)
+			if owners[i].Samples > owners[top].Samples {
+				top = i
+			}
+		}
+		for _, i := range rows {
+			waits[i] = count * owners[i].Samples / n
+			given += waits[i]
+		}
+		waits[top] += count - given
+	}
+	return waits
 }
 
 // ownerWhereLabels say where an owner's stack was seen (capture.Owner.Where).

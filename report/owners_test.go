@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,5 +173,25 @@ func TestHTMLStackReasonAgreesWithState(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An owner sampled at several stacks has a row per stack, each with its share of the owner's waits
+// by its samples, not all of them repeated: its rows add up to its waits. A row of a stack taken as
+// the owner left its CPU keeps its own count.
+func TestOwnerRowsHaveTheirOwnWaits(t *testing.T) {
+	stack := func(f string) []string { return []string{f} }
+	hot := capture.Owner{Type: "rwsem", Lock: 1, Comm: "hog", PID: 5, TID: 7, Stack: stack("copy_page+0x1"), Where: capture.OwnerStackOnCPU, Samples: 30, Count: 1702, TotalNS: 90}
+	cold := hot
+	cold.Stack, cold.Samples, cold.TotalNS = stack("clear_page+0x1"), 10, 30
+	rare := hot
+	rare.Stack, rare.Samples, rare.TotalNS = stack("memcpy+0x1"), 1, 3
+	left := capture.Owner{Type: "rwsem", Lock: 1, Comm: "hog", PID: 5, TID: 7, Stack: stack("schedule+0x1"), Where: capture.OwnerStackOffCPU, Count: 2, TotalNS: 50}
+	other := hot // another owner of the same lock
+	other.TID, other.Samples, other.Count = 8, 4, 9
+	got := ownRowWaits([]capture.Owner{hot, left, cold, rare, other})
+	// 1702 by 30:10:1 is 1245.36, 415.12, 41.51: the remainder, 1, to the most sampled.
+	if want := []uint64{1246, 2, 415, 41, 9}; !slices.Equal(got, want) {
+		t.Errorf("waits per row %v, want %v", got, want)
 	}
 }

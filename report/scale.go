@@ -17,7 +17,6 @@ import (
 	"sync"
 
 	"github.com/klockstat/klockstat/capture"
-	"github.com/klockstat/klockstat/internal/inputfile"
 	"github.com/klockstat/klockstat/templates"
 )
 
@@ -146,10 +145,7 @@ func WriteScaleHTML(w io.Writer, s *capture.Sweep, o HTMLOptions) error {
 	if o.AddressKey == nil {
 		o.AddressKey = newKey()
 	}
-	s, hashed, err := displayedSweep(s, o.RawAddresses, o.AddressKey)
-	if err != nil {
-		return err
-	}
+	s, hashed := displayedSweep(s, o.RawAddresses, o.AddressKey)
 	an := s.Analyze()
 	p := &scalePage{
 		page:    newPage(a, "klockstat scaling report", fmt.Sprintf("%d levels · %d CPUs · %s", len(s.Levels), s.CPUs, formatStart(s.Start)), strings.TrimSpace("klockstat "+s.ToolVersion)),
@@ -211,30 +207,30 @@ func executePage(w io.Writer, t *template.Template, name string, data any, what 
 	return nil
 }
 
-// displayedSweep is a copy of s as it is shown, read back from its own JSON: its addresses ids under
-// key unless raw. The ids are of one kind across a sweep: a capture hashed before (a sweep JSON
-// written hashed in part) cannot be shown raw, so the others are hashed too; hashed says whether
-// they are.
-func displayedSweep(s *capture.Sweep, raw bool, key []byte) (*capture.Sweep, bool, error) {
-	var buf bytes.Buffer
-	if err := s.Write(&buf); err != nil {
-		return nil, false, err
+// displayedSweep is s as it is shown: unless raw, a copy whose captures have their addresses as ids
+// under key (capture.Capture.Hashed), the rest shared with s. The ids are of one kind across a
+// sweep: a capture hashed before (a sweep JSON written hashed in part) cannot be shown raw, so the
+// others are hashed too; hashed says whether they are.
+func displayedSweep(s *capture.Sweep, raw bool, key []byte) (*capture.Sweep, bool) {
+	hashed := !raw || slices.ContainsFunc(runCaptures(s), func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
+	if !hashed {
+		return s, false
 	}
-	s, err := capture.ParseSweep(buf.Bytes())
-	if err != nil {
-		return nil, false, fmt.Errorf("copying the sweep: %w", err)
+	if key == nil {
+		key = newKey()
 	}
-	captures := runCaptures(s)
-	hashed := !raw || slices.ContainsFunc(captures, func(c *capture.Capture) bool { return c.Meta.AddressesHashed })
-	if hashed {
-		if key == nil {
-			key = newKey()
+	shown := *s
+	shown.Levels = slices.Clone(s.Levels)
+	for i := range shown.Levels {
+		l := &shown.Levels[i]
+		l.Runs = slices.Clone(l.Runs)
+		for j := range l.Runs {
+			if r := &l.Runs[j]; r.Capture != nil {
+				r.Capture = r.Capture.Hashed(key)
+			}
 		}
-		for _, c := range captures {
-			c.HashAddresses(key)
-		}
 	}
-	return s, hashed, nil
+	return &shown, true
 }
 
 // ownFigures reports whether every level with runs has the command's own figures, its tree's waits
@@ -565,7 +561,8 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 		if r == nil {
 			continue
 		}
-		page, err := embedPage(a, func(w io.Writer) error { return writeHTML(w, r.Capture, o, o.AddressKey) })
+		// One model per level: its captures hold ids already, or are shown raw.
+		page, err := embedPage(a, func(w io.Writer) error { return newModel(r.Capture, true, nil).writeHTML(w, o) })
 		if err != nil {
 			return "", fmt.Errorf("level %d: %w", l.N, err)
 		}
@@ -633,26 +630,6 @@ func embedSweep(s *capture.Sweep) (template.HTML, error) {
 	}
 	out.WriteString("</script>")
 	return template.HTML(out.String()), nil
-}
-
-// ReadSweepInputFile reads the sweep at path (stdin for "-"): a sweep JSON (`klockstat scale --json`)
-// or a scaling report. ok is false, with no error, for an input that is neither, which may be a
-// capture; errors start with the path.
-func ReadSweepInputFile(path string, stdin io.Reader) (s *capture.Sweep, ok bool, err error) {
-	f, err := inputfile.Open(path, stdin, MaxInputSize)
-	if err != nil {
-		return nil, false, err
-	}
-	defer f.Close()
-	data, err := inputfile.ReadAll(f, MaxInputSize, 0)
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", inputfile.Name(path), err)
-	}
-	s, ok, err = readSweep(data, MaxInputSize)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", inputfile.Name(path), err)
-	}
-	return s, ok, nil
 }
 
 // readSweep reads a sweep JSON or the sweep a scaling report embeds, inflating at most limit bytes.

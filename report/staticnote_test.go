@@ -57,8 +57,8 @@ func TestSummaryStaticLocks(t *testing.T) {
 			t.Errorf("no row of lock %s named static (unnamed):\n%s", lock, out)
 		}
 	}
-	if !strings.Contains(out, "; top lock static (unnamed) "+staticRwsem.String()+" at locks_lock_inode_wait+0x5a") {
-		t.Errorf("the headline does not give the top lock as static (unnamed) with its address:\n%s", out)
+	if !strings.Contains(out, "; top lock "+staticRwsem.String()+" (a static kernel object without a name) at locks_lock_inode_wait+0x5a") {
+		t.Errorf("the headline does not give the top lock's address and say it is a static object without a name:\n%s", out)
 	}
 	// Separated values: the note is a comment; rows only: none.
 	sep := written(t, func(w io.Writer) error { return WriteSummary(w, c, SummaryOptions{Separator: ",", RawAddresses: true}) })

@@ -107,28 +107,30 @@ type summaryView struct {
 	// textFrom is the first of heads that is text, aligned to the left as perf does; the columns
 	// before it, numbers and types, go to the right.
 	textFrom int
-	cells    func(g capture.Group, heaviest *capture.Record, hashed bool) []string
+	// cells are the columns that say what group g is, as m shows them; lines adds what a terminal
+	// shows after a caller, its source line and inlined functions, which separated values leave out.
+	cells func(m *model, g capture.Group, heaviest *capture.Record, lines bool) []string
 }
 
 var summaryViews = []summaryView{
-	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, 1, func(g capture.Group, _ *capture.Record, _ bool) []string {
-		return []string{sanitize(g.Type), sanitize(callerText(g.Caller))}
+	{"caller", capture.ByCaller, "callers", []string{"type", "caller"}, 1, func(m *model, g capture.Group, _ *capture.Record, lines bool) []string {
+		caller := callerText(m.frameText(g.Caller))
+		if lines {
+			caller = m.callerLine(g.Caller)
+		}
+		return []string{sanitize(g.Type), sanitize(caller)}
 	}},
-	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, 2, func(g capture.Group, _ *capture.Record, _ bool) []string {
+	{"thread", capture.ByTask, "threads", []string{"pid", "tid", "comm"}, 2, func(_ *model, g capture.Group, _ *capture.Record, _ bool) []string {
 		pid, tid, _ := strings.Cut(g.Key, " ") // capture.ByTask's key
 		return []string{pid, tid, cmp.Or(sanitize(variousIfMixed(g, capture.FieldComm, g.Comm)), "-")}
 	}},
 	// perf -l: "address symbol (type)".
 	// The name of a lock in a slab object has its offset and struct field, as the report's table:
 	// "&kmalloc-2k+0x408 (super_block.s_vfs_rename_mutex?)".
-	{"lock", capture.ByLock, "locks", []string{"lock", "name", "type"}, 1, func(g capture.Group, heaviest *capture.Record, hashed bool) []string {
-		lock := g.Lock.String()
-		if hashed {
-			lock = g.Lock.HashedString()
-		}
-		return []string{lock, cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, heaviest.LockLabel())), "-"), sanitize(g.Type)}
+	{"lock", capture.ByLock, "locks", []string{"lock", "name", "type"}, 1, func(m *model, g capture.Group, heaviest *capture.Record, _ bool) []string {
+		return []string{m.lockText(g.Lock), cmp.Or(sanitize(variousIfMixed(g, capture.FieldName, heaviest.LockLabel())), "-"), sanitize(g.Type)}
 	}},
-	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, 0, func(g capture.Group, _ *capture.Record, _ bool) []string {
+	{"cgroup", capture.ByCgroup, "cgroups", []string{"cgroup"}, 0, func(_ *model, g capture.Group, _ *capture.Record, _ bool) []string {
 		return []string{sanitize(capture.CgroupName(g.CgroupID, g.Cgroup))}
 	}},
 }
@@ -166,11 +168,16 @@ func variousIfMixed(g capture.Group, field capture.Fields, value string) string 
 // Callers, types, reasons and warnings come from an untrusted file (thread names end up in them), so
 // control characters are printed as '?' and cannot drive the terminal.
 func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
+	return newModel(c, o.RawAddresses, o.AddressKey).writeSummary(w, o)
+}
+
+// writeSummary is WriteSummary of m's capture, its addresses shown as m shows them.
+func (m *model) writeSummary(w io.Writer, o SummaryOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if o.By == OwnerView {
-		return writeOwnerSummary(w, c, o)
+		return m.writeOwnerSummary(w, o)
 	}
 	view, _ := summaryViewOf(o.By)
 	if o.Sort == "" {
@@ -179,10 +186,10 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	if o.Fields == nil {
 		o.Fields = DefaultFields
 	}
-	// Selected before hashing: the filter's addresses are the capture's.
-	shown := withAddressIDs(o.Select(c), o)
+	// Selected as they are, not as ids: the filter's addresses are the capture's.
+	shown := m.selected(o)
 	var b bytes.Buffer
-	groups := slices.DeleteFunc(capture.GroupBy(shown.Records, view.key), func(g capture.Group) bool { return g.Count == 0 })
+	groups := slices.DeleteFunc(slices.Clone(shown.groups[view.name]()), func(g capture.Group) bool { return g.Count == 0 })
 	capture.SortGroups(groups, o.Sort)
 	top := groups
 	if o.Top > 0 && len(groups) > o.Top {
@@ -193,33 +200,42 @@ func WriteSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
 	writeHeadline(people, shown, o.filtered())
 	switch {
 	case len(groups) > 0:
-		writeTable(&b, top, shown.Records, view, o, measureOf(c.Meta), shown.Meta.AddressesHashed, shown.Sources)
+		writeTable(&b, shown, top, view, o)
 		if omitted := len(groups) - len(top); omitted > 0 {
 			notes.printf("... %d more %s not shown", omitted, plural(omitted, strings.TrimSuffix(view.plural, "s"), view.plural))
 		}
 	case !o.filtered():
 		notes.printf("no lock contention recorded")
-	case filtersUnseen(c.Meta, o.Types):
-		notes.printf("no contention matches the filters, and %s waits cannot be seen on this kernel (below)", unseenTypes(c.Meta))
+	case filtersUnseen(m.c.Meta, o.Types):
+		notes.printf("no contention matches the filters, and %s waits cannot be seen on this kernel (below)", unseenTypes(m.c.Meta))
 	default:
 		notes.printf("no contention matches the filters")
 	}
 	if o.filtered() {
-		notes.printf("filters keep %d of %d records: %s of the %s waited", len(shown.Records), len(c.Records),
-			FormatDuration(float64(totalWait(shown.Records))), FormatDuration(float64(totalWait(c.Records))))
+		notes.printf("filters keep %d of %d records: %s of the %s waited", len(shown.c.Records), len(m.c.Records),
+			totalText(shown.totals()), totalText(m.totals()))
 	}
-	if note := staticNote(c, shown.Records); note != "" {
+	if note := staticNote(m.c, shown.c.Records); note != "" {
 		notes.printf("%s", sanitize(note))
 	}
-	writeHealth(notes, c)
-	writeNextSteps(people, nextSteps(c, o))
+	writeHealth(notes, m.c)
+	writeNextSteps(people, nextSteps(m, o))
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
+// totalText is a sum of waits, ">=" before one that saturated.
+func totalText(t capture.Totals) string {
+	s := FormatDuration(float64(t.TotalNS))
+	if t.Saturated {
+		s = ">=" + s
+	}
+	return s
+}
+
 // writeHeadline writes the headline's lines and a blank line.
-func writeHeadline(l lineWriter, c *capture.Capture, filtered bool) {
-	lines := headlineLines(c, filtered)
+func writeHeadline(l lineWriter, m *model, filtered bool) {
+	lines := headlineLines(m, filtered)
 	for _, line := range lines {
 		l.printf("%s", line)
 	}
@@ -254,27 +270,26 @@ func commentPrefix(separator string) string {
 	return ""
 }
 
-// writeOwnerSummary is WriteSummary by owner: the records' filters do not apply to owners.
-func writeOwnerSummary(w io.Writer, c *capture.Capture, o SummaryOptions) error {
+// writeOwnerSummary is writeSummary by owner: the records' filters do not apply to owners.
+func (m *model) writeOwnerSummary(w io.Writer, o SummaryOptions) error {
 	switch {
 	case o.filtered():
 		return fmt.Errorf("--by %s takes no lock, type, thread, cgroup or callstack filter (-L, -Y, --tid, -G, -S): they select records, not owners; drop them", OwnerView)
 	case o.Separator != "":
 		return fmt.Errorf("--by %s is a table of owners' stacks and states, not separated values: drop -x", OwnerView)
 	}
-	shown := withAddressIDs(c, o)
 	var b, table bytes.Buffer
 	lines := lineWriter{b: &b, off: o.RowsOnly}
-	writeHeadline(lines, shown, false)
-	writeOwnerTable(&table, shown, o.Top)
+	writeHeadline(lines, m, false)
+	writeOwnerTable(&table, m, o.Top)
 	if o.RowsOnly {
 		b.Write(ownerRows(table.Bytes()))
 	} else {
 		b.Write(table.Bytes())
-		writeCriticalSections(&b, shown, o.Top)
+		writeCriticalSections(&b, m, o.Top)
 	}
-	writeHealth(lines, c)
-	writeNextSteps(lines, nextSteps(c, o))
+	writeHealth(lines, m.c)
+	writeNextSteps(lines, nextSteps(m, o))
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -292,37 +307,13 @@ func ownerRows(table []byte) []byte {
 	return rows
 }
 
-// withAddressIDs is c as the summary shows it: unless o.RawAddresses, or c holds ids already, a copy
-// whose kernel addresses are ids under o.AddressKey. c itself is left as it is: the other outputs
-// are written from it.
-func withAddressIDs(c *capture.Capture, o SummaryOptions) *capture.Capture {
-	if o.RawAddresses || c.Meta.AddressesHashed {
-		return c
-	}
-	key := o.AddressKey
-	if key == nil {
-		key = newKey()
-	}
-	h := *c
-	h.Records = slices.Clone(c.Records)
-	for i := range h.Records {
-		h.Records[i].Stack = slices.Clone(h.Records[i].Stack)
-	}
-	h.Owners = slices.Clone(c.Owners)
-	for i := range h.Owners {
-		h.Owners[i].Stack = slices.Clone(h.Owners[i].Stack)
-	}
-	h.HashAddresses(key)
-	return &h
-}
-
 // writeHealth ends a summary with the capture's health line and its warnings, after a blank line.
 func writeHealth(l lineWriter, c *capture.Capture) {
 	if l.off {
 		return
 	}
 	l.b.WriteString("\n")
-	l.printf("%s", healthLine(c.Meta))
+	l.printf("%s", healthLine(c.Meta, len(c.Records)))
 	for _, line := range unseenLines(c.Meta) {
 		l.printf("%s", line)
 	}
@@ -367,21 +358,13 @@ func statList() string {
 	return strings.Join(names, ", ")
 }
 
-// totalWait is the wait time of the records.
-func totalWait(records []capture.Record) uint64 {
-	var total uint64
-	for _, r := range records {
-		total += r.TotalNS
-	}
-	return total
-}
-
 // writeTable writes the groups' rows under their header: perf's numbers, the columns that say what
 // a row is, then klockstat's numbers. Aligned, numbers and identifying columns go to the right as
 // perf does, free-form text to the left; separated values (o.Separator) give the numbers raw, times
 // in nanoseconds. An aligned table by caller gives each caller its source line and inlined functions
-// when sources has them; separated values keep perf's caller column.
-func writeTable(b *bytes.Buffer, groups []capture.Group, records []capture.Record, view summaryView, o SummaryOptions, ms measure, hashed bool, sources *capture.Sources) {
+// when the capture has them; separated values keep perf's caller column.
+func writeTable(b *bytes.Buffer, m *model, groups []capture.Group, view summaryView, o SummaryOptions) {
+	ms := m.ms
 	var perf, own []capture.GroupStat
 	for _, f := range o.Fields {
 		if perfStat(f) {
@@ -394,10 +377,7 @@ func writeTable(b *bytes.Buffer, groups []capture.Group, records []capture.Recor
 	head := slices.Concat(statHeadings(perf, ms), view.heads, statHeadings(own, ms))
 	rows := [][]string{head}
 	for _, g := range groups {
-		cells := view.cells(g, &records[g.Heaviest], hashed)
-		if view.name == "caller" && !separated {
-			cells[len(cells)-1] += sanitize(capture.SourceText(sources.Lines(g.Caller)))
-		}
+		cells := view.cells(m, g, &m.c.Records[g.Heaviest], !separated)
 		if separated {
 			for i := range cells {
 				cells[i] = strings.ReplaceAll(cells[i], o.Separator, "?") // one cell, however it is named
@@ -525,14 +505,18 @@ func writeAligned(b *bytes.Buffer, rows [][]string, left []bool, rowsOnly bool) 
 
 // healthLine tells how much of the contention the records hold and what capturing it cost, e.g.
 // "1200 contention events in 10.00 s, 1190 waits (2 in progress), 7 lost (aggregation map full: 7);
-// probe cost 152 ns/event, 0.01% CPU".
-func healthLine(m capture.Meta) string {
+// probe cost 152 ns/event, 0.01% CPU". The counts are the kernel's events, the rest of a summary its
+// records: a capture of no records says that none holds the waits counted.
+func healthLine(m capture.Meta, records int) string {
 	var b strings.Builder
 	if a := m.Acquire; a != nil {
 		fmt.Fprintf(&b, "%s: %d acquires timed in %s, %d contended (longer than %s), %d holds",
 			m.Probe, m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits, FormatDuration(float64(a.ThresholdNS)), a.Holds)
 	} else {
 		fmt.Fprintf(&b, "%d contention events in %s, %d waits", m.Events.Begin, FormatDuration(float64(m.DurationNS)), m.Events.Waits)
+	}
+	if records == 0 && m.Events.Waits > 0 {
+		b.WriteString(", none of them in the records")
 	}
 	if m.Events.InProgress > 0 {
 		fmt.Fprintf(&b, " (%d in progress)", m.Events.InProgress)

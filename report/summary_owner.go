@@ -16,7 +16,8 @@ const OwnerView = "owner"
 
 // writeOwnerTable writes the owners, the wait charged to them largest first, with the owner's
 // states when the waits began as shares of that wait.
-func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
+func writeOwnerTable(b *bytes.Buffer, m *model, top int) {
+	c := m.c
 	if len(c.Owners) == 0 {
 		b.WriteString("no lock owners in this capture: capture with --owners\n")
 		return
@@ -27,13 +28,10 @@ func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
 	}
 	rows := [][]string{{"waits", "total wait", "owner state", "type", "lock", "name", "owner", "owner stack"}}
 	for _, o := range owners {
-		lock := o.Lock.String()
-		if c.Meta.AddressesHashed {
-			lock = o.Lock.HashedString()
-		}
+		lock := m.lockText(o.Lock)
 		name := cmp.Or(sanitize(o.Name), "-")
 		rows = append(rows, []string{strconv.FormatUint(o.Count, 10), FormatDuration(float64(o.TotalNS)), ownerStates(o),
-			sanitize(o.Type), lock, name, sanitize(ownerText(o)), ownerStackText(o.Stack, o.StackReason, ownerStatesOf(o))})
+			sanitize(o.Type), lock, name, sanitize(ownerText(o)), ownerStackText(m.frameTexts(o.Stack), o.StackReason, ownerStatesOf(o))})
 	}
 	writeColumns(b, rows)
 	if omitted := len(c.Owners) - len(owners); omitted > 0 {
@@ -44,7 +42,8 @@ func writeOwnerTable(b *bytes.Buffer, c *capture.Capture, top int) {
 // writeCriticalSections writes, for each known owner, the wait charged to it over all its stacks,
 // the share of it with a stack, its top critical-section stack (on its CPU, sampled, or where it
 // left it) with that stack's share, and whom it waited for in turn.
-func writeCriticalSections(b *bytes.Buffer, c *capture.Capture, top int) {
+func writeCriticalSections(b *bytes.Buffer, m *model, top int) {
+	c := m.c
 	var totals []capture.OwnerTotal
 	for _, t := range capture.OwnerTotals(c.Owners) {
 		if t.Reason == "" {
@@ -65,12 +64,12 @@ func writeCriticalSections(b *bytes.Buffer, c *capture.Capture, top int) {
 		stack := "-"
 		for _, i := range t.Entries {
 			if o := c.Owners[i]; len(o.Stack) > 0 {
-				stack = fmt.Sprintf("%s%.0f%%: %s", whereText(o), 100*float64(o.TotalNS)/float64(t.TotalNS), ownerStackText(o.Stack, "", nil))
+				stack = fmt.Sprintf("%s%.0f%%: %s", whereText(o), 100*float64(o.TotalNS)/float64(t.TotalNS), ownerStackText(m.frameTexts(o.Stack), "", nil))
 				break
 			}
 		}
 		rows = append(rows, []string{FormatDuration(float64(t.TotalNS)), fmt.Sprintf("%.0f%%", 100*float64(t.StackNS)/float64(t.TotalNS)),
-			sanitize(ownerText(first)), sanitize(t.Type), cmp.Or(sanitize(first.Name), "-"), stack, chainText(c, t)})
+			sanitize(ownerText(first)), sanitize(t.Type), cmp.Or(sanitize(first.Name), "-"), stack, chainText(m, t)})
 	}
 	writeColumns(b, rows)
 	if omitted := len(totals) - len(shown); omitted > 0 {
@@ -91,16 +90,12 @@ func whereText(o capture.Owner) string {
 
 // chainText names the end of the owner's largest wait chain, with its share of the owner's wait;
 // "-" when the owner was not seen waiting.
-func chainText(c *capture.Capture, t capture.OwnerTotal) string {
-	for _, ch := range c.OwnerChains { // largest first
+func chainText(m *model, t capture.OwnerTotal) string {
+	for _, ch := range m.c.OwnerChains { // largest first
 		if ch.Type != t.Type || ch.Lock != t.Lock || ch.TID != t.TID {
 			continue
 		}
-		lock := ch.EndLock.String()
-		if c.Meta.AddressesHashed {
-			lock = ch.EndLock.HashedString()
-		}
-		s := fmt.Sprintf("%s %s held by %s/%d (%.0f%%)", sanitize(ch.EndType), cmp.Or(sanitize(ch.EndName), lock),
+		s := fmt.Sprintf("%s %s held by %s/%d (%.0f%%)", sanitize(ch.EndType), cmp.Or(sanitize(ch.EndName), m.lockText(ch.EndLock)),
 			cmp.Or(sanitize(ch.EndComm), "?"), ch.EndTID, 100*float64(ch.TotalNS)/float64(t.TotalNS))
 		if ch.Cycle {
 			s = "a cycle: " + s

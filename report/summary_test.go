@@ -288,3 +288,25 @@ func TestWriteSummaryUnseen(t *testing.T) {
 		t.Errorf("a capture that saw every type says one is unseen:\n%s", out)
 	}
 }
+
+// A capture whose records were all left out (or never kept) still has the kernel's counts of
+// events: the health line says that no record holds those waits, so the counts do not read as
+// waits the summary shows.
+func TestHealthLineOfNoRecords(t *testing.T) {
+	c := &capture.Capture{Records: []capture.Record{}, Meta: capture.Meta{DurationNS: 2e9, Events: capture.Events{Begin: 53, End: 53, Waits: 53}}}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "53 contention events in 2.00 s, 53 waits, none of them in the records;"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary of no records:\n%s\nwant %q", b.String(), want)
+	}
+	c.Records = []capture.Record{{Type: "mutex", Lock: 1, TID: 1, Count: 53, TotalNS: 530, MinNS: 10, MaxNS: 10}}
+	b.Reset()
+	if err := WriteSummary(&b, c, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "none of them") {
+		t.Errorf("a capture with records says none holds its waits:\n%s", b.String())
+	}
+}

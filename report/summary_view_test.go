@@ -494,7 +494,7 @@ func TestWriteSummarySeparated(t *testing.T) {
 			}
 			rows++
 		}
-		if rows != len(groups) || !strings.Contains(b.String(), "\n# "+healthLine(c.Meta)+"\n") {
+		if rows != len(groups) || !strings.Contains(b.String(), "\n# "+healthLine(c.Meta, len(c.Records))+"\n") {
 			t.Errorf("--by %s: %d rows of %d groups, and want the health line as a comment:\n%s", by, rows, len(groups), b.String())
 		}
 	}

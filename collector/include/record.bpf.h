@@ -2,8 +2,8 @@
 /*
  * Recording: a wait that ended, or a hold (funcprobe.bpf.h), added to the
  * records of its key (lock, stack, cgroup, thread, type), its type's
- * histogram and the timeline. The programs' results, read by user space
- * once, at the end.
+ * histogram and the timeline. The programs' results, read by user space at
+ * the end, or drained between runs (collector Rounds).
  */
 #ifndef __KLOCKSTAT_RECORD_BPF_H__
 #define __KLOCKSTAT_RECORD_BPF_H__
