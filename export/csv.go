@@ -17,6 +17,7 @@ var csvHeader = []string{
 	"min_wait_ns", "in_progress", "spin_ns", "lock", "lock_name", "comm", "pid", "tid",
 	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack", "cgroup_id", "cgroup",
 	"kind", "owner_where", "owner_samples", "object_offset", "field", "field_candidates",
+	"lock_static",
 }
 
 // WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
@@ -28,7 +29,9 @@ var csvHeader = []string{
 // owner_where (on_cpu, sampled, or off_cpu) and owner_samples (the samples an on_cpu stack rests
 // on); a reader summing waits takes the rows of kind "wait" only. object_offset, field and
 // field_candidates (space-separated) are a slab lock's offset in its object and its struct field, a
-// guess among the candidates when there are several (docs/lock-names.md).
+// guess among the candidates when there are several (docs/lock-names.md). lock_static is "static"
+// for a lock in the kernel image's static data that no symbol names (capture.UnnamedStatic), which
+// lock_name then leaves empty.
 //
 // Text fields come from processes (thread names) and the kernel: their control characters are
 // replaced as in every export (printableText), and a spreadsheet runs a cell that starts with =, +, -
@@ -52,6 +55,7 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(addrs.stack(r.Stack)),
 			u(r.CgroupID), csvText(r.Cgroup), "wait", "", "",
 			csvText(r.ObjectOffset), csvText(r.Field), csvText(strings.Join(r.FieldCandidates, " ")),
+			staticMark(r),
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)
@@ -62,6 +66,7 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			u(o.Count), u(o.TotalNS), "", u(o.TotalNS / o.Count), csvText(o.Type), "",
 			"", "", "", addrs.lock(o.Lock), csvText(o.Name), csvText(o.Comm), u(uint64(o.PID)), u(uint64(o.TID)),
 			"", "", "", "", csvText(addrs.stack(o.Stack)), "", "", "owner", o.Where, u(o.Samples), "", "", "",
+			"",
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)

@@ -71,7 +71,7 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 			Label:    map[string][]string{"lock_type": {printableText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
 			NumLabel: map[string][]int64{},
 		}
-		for key, value := range map[string]string{"lock_name": r.Name, "lock_offset": r.ObjectOffset, "lock_field": r.Field, "comm": r.Comm, "cgroup": r.Cgroup} {
+		for key, value := range map[string]string{"lock_name": r.Name, "lock_offset": r.ObjectOffset, "lock_field": r.Field, "comm": r.Comm, "cgroup": r.Cgroup, "lock_static": staticMark(r)} {
 			if value != "" {
 				s.Label[key] = []string{printableText(value)}
 			}

@@ -3,6 +3,8 @@ package export
 import (
 	"strings"
 	"unicode"
+
+	"github.com/klockstat/klockstat/capture"
 )
 
 // printableText is s, which a process named (thread names end up in locks' names and cgroup paths
@@ -17,4 +19,13 @@ func printableText(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// staticMark is "static" for a lock of the kernel image's static data without a name, which an
+// export's lock name leaves empty, and "" otherwise.
+func staticMark(r capture.Record) string {
+	if r.Static && r.Name == "" {
+		return "static"
+	}
+	return ""
 }
