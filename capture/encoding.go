@@ -61,11 +61,26 @@ func Decode(r io.Reader) (*Capture, error) {
 	}
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("decoding capture: %w", err)
+		return nil, decodeError(err)
 	case c.Version != FormatVersion:
-		return nil, errors.New(`decoding capture: no "version" field, not a klockstat capture`)
+		return nil, errNoVersion
 	}
-	return nil, errors.New(`decoding capture: no "records" field, not a klockstat capture`)
+	return nil, errNoRecords
+}
+
+// Decode's and Parse's errors for JSON that is no capture.
+var (
+	errNoVersion = errors.New(`decoding capture: no "version" field, not a klockstat capture`)
+	errNoRecords = errors.New(`decoding capture: no "records" field, not a klockstat capture`)
+)
+
+// decodeError wraps a decoding error; JSON that ends early is said to be cut short, which is what
+// a user needs to know (a copy or a download interrupted, klockstat killed while writing).
+func decodeError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("decoding capture: the JSON ends early, the file is truncated (a copy cut short, or its writer killed?): %w", err)
+	}
+	return fmt.Errorf("decoding capture: %w", err)
 }
 
 // headBytes is how much of a stream Decode keeps to report a failure as Parse would.
@@ -120,7 +135,7 @@ func Parse(data []byte) (*Capture, error) {
 			return nil, err
 		}
 		if err != nil {
-			return nil, fmt.Errorf("decoding capture: %w", err)
+			return nil, decodeError(err)
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -137,17 +152,17 @@ func checkHeader(data []byte) error {
 		Records *presentValue `json:"records"`
 	}
 	if err := jsonv2.Unmarshal(data, &header); err != nil {
-		return fmt.Errorf("decoding capture: %w", err)
+		return decodeError(err)
 	}
 	if header.Version == nil {
-		return errors.New(`decoding capture: no "version" field, not a klockstat capture`)
+		return errNoVersion
 	}
 	if *header.Version != FormatVersion {
 		return fmt.Errorf("%w %d: this klockstat reads version %d", ErrUnsupportedVersion, *header.Version, FormatVersion)
 	}
 	// Other JSON files have a version too (locks.json does).
 	if header.Records == nil {
-		return errors.New(`decoding capture: no "records" field, not a klockstat capture`)
+		return errNoRecords
 	}
 	return nil
 }

@@ -494,3 +494,21 @@ func TestUnseenTypesEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedCaptureSaysSo: a capture cut short, read whole (Parse) or streamed (Decode, past the
+// head it keeps), is said to be truncated.
+func TestTruncatedCaptureSaysSo(t *testing.T) {
+	var b bytes.Buffer
+	if err := testCapture(t).Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	cut := b.Bytes()[:b.Len()/2]
+	_, perr := Parse(cut)
+	big := append(bytes.Repeat([]byte(" "), headBytes), cut...) // a head Decode cannot hold whole
+	_, derr := Decode(bytes.NewReader(big))
+	for name, err := range map[string]error{"Parse": perr, "Decode": derr} {
+		if err == nil || !strings.Contains(err.Error(), "the file is truncated") {
+			t.Errorf("%s of a capture cut in half: %v", name, err)
+		}
+	}
+}
