@@ -82,7 +82,7 @@ func callSite(t *testing.T, cp *capture.Capture, keep func(capture.Record) bool)
 }
 
 // TestDelayBounds asks the kernel program for more than it allows: 1 ms a delay (set on the
-// variable, past SetDelay's own cap) and a budget of 5 ms per CPU a second. Each delay stays
+// variable, past SetDelay's own cap) and a budget of three delays per CPU a second. Each delay stays
 // within MaxDelayNS, the time added within the budget, and the refusals are counted.
 func TestDelayBounds(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -94,7 +94,10 @@ func TestDelayBounds(t *testing.T) {
 	time.Sleep(time.Second)
 	inode := inodeOf(w)
 	site := callSite(t, captureOf(t, func() { time.Sleep(2 * time.Second) }, inode), inode)
-	const budget = 5 * time.Millisecond
+	// Three delays a CPU a second, which a loaded emulated guest's few dozen contended inode
+	// acquisitions a second still exhaust: 5 ms was nearly all used on 6.1 alone (160 delays
+	// fired of 168 in 3 s), and none was refused in CI's matrix, two guests at a time.
+	const budget = 3 * time.Duration(MaxDelayNS)
 	d, err := StartDelay(DelayConfig{Callers: []uint64{site}, BudgetNS: uint64(budget)})
 	if err != nil {
 		t.Fatalf("starting the delay: %+v", err)
@@ -134,9 +137,11 @@ func TestDelayBounds(t *testing.T) {
 	if per := float64(c.AddedNS) / float64(c.Fired); per >= bound {
 		t.Errorf("%.0f ns a delay, past the bound of %d ns (%.0f ns allowed here)", per, MaxDelayNS, bound)
 	}
-	// Each CPU's windows of a second: those the run spans, and one more it may start in.
+	// Each CPU's windows of a second: those the run spans, and one more it may start in. A delay
+	// starts only while it fits in its window's budget, and may end late by as much as one delay
+	// may be: a window adds at most the budget and that.
 	windows := float64(runtime.NumCPU()) * (math.Ceil(seconds) + 1)
-	if max := 1.5 * float64(budget) * windows; float64(c.AddedNS) > max {
+	if max := (float64(budget) + bound) * windows; float64(c.AddedNS) > max {
 		t.Errorf("%d ns added in %.2f s, past %.0f ns: %v a CPU a second", c.AddedNS, seconds, max, budget)
 	}
 }

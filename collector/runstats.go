@@ -149,8 +149,7 @@ func (s *runStats) turnOff() {
 	s.held = nil
 	time.Sleep(statsSettle)
 	if a, read := s.read(); ok && read {
-		a.events = events
-		s.coverage.add(statsReading{at: at, activity: a})
+		s.coverage.closeWindow(at, events, a)
 	}
 }
 
@@ -319,6 +318,15 @@ func (c *statsCoverage) add(r statsReading) {
 		c.quiet += r.at.Sub(c.last.at)
 	}
 	c.last = r
+}
+
+// closeWindow accounts for a window of ours that closed at at, events counted by then, and takes
+// a, read once the statistics settled, as the reading the next stretch starts from: the events
+// counted while they settled had their runs counted before a's first read of the runs, and must
+// not make a stretch without runs after it read quiet.
+func (c *statsCoverage) closeWindow(at time.Time, events uint64, a activity) {
+	c.add(statsReading{at: at, activity: activity{events: events}})
+	c.last.activity = a
 }
 
 // since is the coverage from base, an earlier reading of the same runStats, to c.
