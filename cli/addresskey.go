@@ -27,17 +27,38 @@ const addressKeyPath = "/run/klockstat/address-key"
 // bootIDPath is the kernel's random id of the running boot.
 const bootIDPath = "/proc/sys/kernel/random/boot_id"
 
-var bootKey = sync.OnceValue(func() []byte {
-	key, err := loadBootKey(addressKeyPath, bootIDPath)
-	if err != nil {
-		return randomKey()
-	}
-	return key
+// bootKey is the boot's key, or why it cannot be had.
+var bootKey = sync.OnceValues(func() ([]byte, error) {
+	return loadBootKey(addressKeyPath, bootIDPath)
 })
 
-// newAddressKey is the key under which a run's outputs hash kernel addresses: the boot's.
-func newAddressKey() []byte {
-	return bootKey()
+// runKey is this run's own key, for when the boot's cannot be had.
+var runKey = sync.OnceValue(randomKey)
+
+// keyWarned makes the warning that ids are the run's own a single line however often a key is
+// asked for.
+var keyWarned sync.Once
+
+// addressKey is the key under which a run's outputs hash kernel addresses: the boot's, or when it
+// cannot be had the run's own, said once on stderr, since an id copied from another run's output
+// then matches nothing. Not said to a user who may not read root's key: that is by design.
+func (inv invocation) addressKey() []byte {
+	key, err := bootKey()
+	if err == nil {
+		return key
+	}
+	if ownKeySaid(err, os.Geteuid()) {
+		keyWarned.Do(func() {
+			fmt.Fprintf(inv.stderr, "klockstat: warning: lock ids hashed under this run's own key, so ids from other runs (-L) will not match: the boot's key in %s: %v\n", addressKeyPath, err)
+		})
+	}
+	return runKey()
+}
+
+// ownKeySaid reports whether a user of id euid is told that ids are the run's own when the boot's
+// key could not be had for err: always, but to a user who may not read root's key.
+func ownKeySaid(err error, euid int) bool {
+	return euid == 0 || !errors.Is(err, fs.ErrPermission)
 }
 
 // randomKey is a key of this run alone.

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klockstat/klockstat/internal/testenv"
@@ -97,4 +99,20 @@ func TestIDsStayTheSameAcrossRuns(t *testing.T) {
 // isHexID reports whether s is written as a hashed id, 16 hex digits.
 func isHexID(s string) bool {
 	return len(s) == 16 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// Root is told when the boot's key cannot be had (a read-only /run), a user only when the reason
+// is not that root's key is root's.
+func TestOwnKeySaid(t *testing.T) {
+	readOnly := &fs.PathError{Op: "mkdir", Path: "/run/klockstat", Err: syscall.EROFS}
+	denied := &fs.PathError{Op: "open", Path: addressKeyPath, Err: syscall.EACCES}
+	for _, tt := range []struct {
+		err  error
+		euid int
+		want bool
+	}{{readOnly, 0, true}, {readOnly, 1000, true}, {denied, 0, true}, {denied, 1000, false}} {
+		if got := ownKeySaid(tt.err, tt.euid); got != tt.want {
+			t.Errorf("%v as %d: said %v, want %v", tt.err, tt.euid, got, tt.want)
+		}
+	}
 }

@@ -137,7 +137,7 @@ func (inv invocation) parseCaptureFlagsIn(fs *pflag.FlagSet, args []string) (*ca
 	if o.duration <= 0 {
 		return nil, usagef("--duration %v: must be positive", o.duration)
 	}
-	if err := o.captureOutputs.validate(); err != nil {
+	if err := o.captureOutputs.validate(inv.addressKey()); err != nil {
 		return nil, err
 	}
 	if err := o.sources.checkKernel(srcline.RunningBuildID()); err != nil {

@@ -74,7 +74,7 @@ func (inv invocation) runDiff(args []string) (int, error) {
 	}
 	if !page.rawAddrs {
 		// One key for both sides, the page and the summary, so that an address has one id in all.
-		key := newAddressKey()
+		key := inv.addressKey()
 		before.HashAddresses(key)
 		after.HashAddresses(key)
 	}

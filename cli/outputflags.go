@@ -94,8 +94,8 @@ func (o *captureOutputs) addFlags(fs *pflag.FlagSet, quietHelp string) {
 	o.views.addFlags(fs)
 }
 
-// validate checks the flags and sets summary.
-func (o *captureOutputs) validate() error {
+// validate checks the flags and sets summary, whose lock ids are hashed under key.
+func (o *captureOutputs) validate(key []byte) error {
 	if err := o.pageFlags.validate(); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (o *captureOutputs) validate() error {
 	o.summary, err = o.views.summaryOptions()
 	// An id -L names is the boot's id of a lock: it matches the lock in a capture of raw
 	// addresses too.
-	o.summary.Filter = o.summary.Filter.UnderKey(newAddressKey())
+	o.summary.Filter = o.summary.Filter.UnderKey(key)
 	return err
 }
 
@@ -141,7 +141,7 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	inv, unguard := inv.guardStdout()
 	defer unguard()
 	// One key for the report, the exports and the summary, so that they name a lock by the same id.
-	key := newAddressKey()
+	key := inv.addressKey()
 	an := report.Analyze(c, o.rawAddrs, key)
 	outs := o.outputs(c, an, key)
 	err := writeAll(outs, o.dests, inv.stdout)

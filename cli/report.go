@@ -32,7 +32,7 @@ func (inv invocation) runReport(args []string) (int, error) {
 	if fs.NArg() != 1 {
 		return 0, cmp.Or(movedFlagError(args, nil), usagef("report takes one INPUT (a capture JSON or a klockstat HTML report), got %d", fs.NArg()))
 	}
-	if err := o.validate(); err != nil {
+	if err := o.validate(inv.addressKey()); err != nil {
 		return 0, err
 	}
 	inputPath := fs.Arg(0)

@@ -144,7 +144,7 @@ func (inv invocation) parseScaleFlags(args []string) (*scaleOptions, error) {
 	if !slices.ContainsFunc(o.command, func(a string) bool { return strings.Contains(a, "{N}") }) {
 		fmt.Fprintf(inv.stderr, "klockstat: warning: no {N} in the command: every level runs the same command, unless it reads KLOCKSTAT_LEVEL from its environment (then all is well)\n")
 	}
-	if err := o.plan(o.inputs, fs.Changed("output")); err != nil {
+	if err := o.plan(o.inputs, fs.Changed("output"), inv.addressKey()); err != nil {
 		return nil, err
 	}
 	o.commandOut = inv.stdout
@@ -155,8 +155,8 @@ func (inv invocation) parseScaleFlags(args []string) (*scaleOptions, error) {
 }
 
 // plan decides where every output goes (see planOutputs): the scaling report goes to
-// klockstat-scale.html unless --output was given.
-func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
+// klockstat-scale.html unless --output was given; addresses are hashed under key.
+func (o *sweepOutputs) plan(ins []input, outputGiven bool, key []byte) error {
 	f := o.flags
 	for _, e := range []struct{ flag, path string }{{"--folded", f.exports.folded}, {"--csv", f.exports.csv}} {
 		if e.path == "-" {
@@ -166,7 +166,6 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool) error {
 	if !outputGiven {
 		f.htmlPath = "klockstat-scale.html"
 	}
-	key := newAddressKey()
 	o.key = key
 	var hasher *capture.AddressHasher
 	if !f.rawAddrs {
@@ -577,7 +576,7 @@ func (inv invocation) reportSweep(o *captureOutputs, path string, s *capture.Swe
 	}
 	if !levelGiven {
 		sw := sweepOutputs{flags: o, levels: levels, sweep: s}
-		if err := sw.plan(ins, outputGiven); err != nil {
+		if err := sw.plan(ins, outputGiven, inv.addressKey()); err != nil {
 			return err
 		}
 		return sw.write(inv)
