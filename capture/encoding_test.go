@@ -263,6 +263,8 @@ func TestReadErrors(t *testing.T) {
 			c.Owners[0].Stack, c.Owners[0].StackReason = []string{"schedule+0x1"}, OwnerStackRan
 		}, want: "owner 0: an owner stack, and a reason for none"},
 		{name: "owner stack place unknown", change: func(c *Capture) { c.Owners[3].Where = "elsewhere" }, want: `owner 3: unknown owner stack place "elsewhere"`},
+		{name: "owner holder state unknown", change: func(c *Capture) { c.Owners[0].HolderState = "napping" }, want: `owner 0: unknown holder state "napping"`},
+		{name: "unknown owner with a holder state", change: func(c *Capture) { c.Owners[1].HolderState = HolderRunnable }, want: "owner 1: owner thread 0, states or stack, but unknown"},
 		{name: "owner samples off CPU", change: func(c *Capture) { c.Owners[3].Where = OwnerStackOffCPU }, want: `owner 3: 3 samples for an owner stack "off_cpu"`},
 		{name: "owner chain too deep", change: func(c *Capture) { c.OwnerChains[0].Depth = MaxOwnerChain + 1 }, want: "owner chain 0: depth 5 out of range (want 1 to 4)"},
 		{name: "owner chain without an end", change: func(c *Capture) { c.OwnerChains[0].EndTID = 0 }, want: "owner chain 0: no owner thread, or no thread at the end"},

@@ -29,10 +29,15 @@ type Owner struct {
 	// Samples is how many samples of the owner on its CPU an OwnerStackOnCPU stack rests on: its
 	// share of the wait is the wait charged to the owner while it ran, times Samples over the
 	// owner's samples (SpreadOwnerSamples).
-	Samples uint64       `json:"samples,omitempty"`
-	Count   uint64       `json:"count"` // waits charged
-	TotalNS uint64       `json:"total_ns"`
-	States  []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
+	Samples uint64 `json:"samples,omitempty"`
+	// HolderState is what the owner did over this entry's share of the waits, one of HolderStates:
+	// each wait charged to a known owner is split by the owner's time on its CPU, runnable and off
+	// its CPU while it lasted, each share an entry of its own (a wait counts in each). "" for a
+	// share not split: an unknown owner, a lost mark, or a capture from before the split.
+	HolderState string       `json:"holder_state,omitempty"`
+	Count       uint64       `json:"count"` // waits charged
+	TotalNS     uint64       `json:"total_ns"`
+	States      []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
 }
 
 // OwnerState is the waits that began while their lock's owner was in one state.
@@ -51,6 +56,16 @@ const (
 	OwnerOther     = "other"      // stopped, traced or exiting
 )
 
+// What a known owner did over a share of a wait charged to it: Owner.HolderState.
+const (
+	HolderOnCPU    = "on_cpu"   // on its CPU, in its critical section
+	HolderRunnable = "runnable" // runnable but not running: preempted holding the lock (lock-holder preemption)
+	HolderOffCPU   = "off_cpu"  // off its CPU and not runnable: asleep or blocked, or woken and not yet running
+)
+
+// HolderStates are the holder states, in the order the kernel side numbers them from 1.
+var HolderStates = []string{HolderOnCPU, HolderRunnable, HolderOffCPU}
+
 // OwnerStates are the owner states, in the order the kernel side numbers them.
 var OwnerStates = []string{OwnerOnCPU, OwnerRunnable, OwnerSleeping, OwnerDiskSleep, OwnerOther}
 
@@ -68,10 +83,13 @@ const (
 	OwnerStackFailed = "the stack walk failed, or the stack map was full"
 	OwnerStackLost   = "the owner's mark was gone (map full, or it went on to hold another contended lock)"
 	OwnerStackExited = "the owner exited before the wait ended, not seen leaving its CPU holding the lock"
+	// OwnerStackBefore is a share runnable or off CPU whose stack was not seen: the owner left its
+	// CPU so before it was marked (a lock-holder preempted before its waiters came), not since.
+	OwnerStackBefore = "the owner left its CPU before its waiters came, not seen leaving it since"
 )
 
 // OwnerStackReasons are the reasons a known owner's waits have no stack.
-var OwnerStackReasons = []string{OwnerStackRan, OwnerStackFailed, OwnerStackLost, OwnerStackExited}
+var OwnerStackReasons = []string{OwnerStackRan, OwnerStackFailed, OwnerStackLost, OwnerStackExited, OwnerStackBefore}
 
 // SortOwners orders owners by the wait charged to them, largest first (ties: waits, then type,
 // lock and thread), and each owner's states likewise.
@@ -84,7 +102,8 @@ func SortOwners(owners []Owner) {
 	slices.SortStableFunc(owners, func(a, b Owner) int {
 		return cmp.Or(cmp.Compare(b.TotalNS, a.TotalNS), cmp.Compare(b.Count, a.Count),
 			cmp.Compare(a.Type, b.Type), cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Reason, b.Reason),
-			slices.Compare(a.Stack, b.Stack), cmp.Compare(a.StackReason, b.StackReason), cmp.Compare(a.Where, b.Where))
+			slices.Compare(a.Stack, b.Stack), cmp.Compare(a.StackReason, b.StackReason), cmp.Compare(a.Where, b.Where),
+			cmp.Compare(a.HolderState, b.HolderState))
 	})
 }
 
@@ -105,8 +124,10 @@ func (o Owner) validate() error {
 		return errors.New("count is 0")
 	case o.Reason == "" && o.TID == 0:
 		return errors.New("neither an owner thread nor a reason")
-	case o.Reason != "" && (o.TID != 0 || len(o.States) > 0 || len(o.Stack) > 0 || o.StackReason != ""):
+	case o.Reason != "" && (o.TID != 0 || len(o.States) > 0 || len(o.Stack) > 0 || o.StackReason != "" || o.HolderState != ""):
 		return fmt.Errorf("owner thread %d, states or stack, but unknown: %s", o.TID, o.Reason)
+	case o.HolderState != "" && !slices.Contains(HolderStates, o.HolderState):
+		return fmt.Errorf("unknown holder state %q", o.HolderState)
 	case o.StackReason != "" && !slices.Contains(OwnerStackReasons, o.StackReason):
 		return fmt.Errorf("unknown owner stack reason %q", o.StackReason)
 	case o.StackReason != "" && len(o.Stack) > 0:
@@ -142,6 +163,8 @@ type OwnerTotal struct {
 	TotalNS uint64 // the wait charged to the owner, over all its entries
 	// StackNS is the part of TotalNS charged to a stack of the owner's, on or off its CPU.
 	StackNS uint64
+	// Holder is TotalNS split by what the owner did over the waits.
+	Holder HolderSplit
 	// Entries index the owner's entries in the owners given to OwnerTotals, largest first: the
 	// first with a stack is its top critical-section stack.
 	Entries []int
@@ -164,6 +187,7 @@ func OwnerTotals(owners []Owner) []OwnerTotal {
 		if len(o.Stack) > 0 {
 			t.StackNS += o.TotalNS
 		}
+		t.Holder.add(o)
 		t.Entries = append(t.Entries, i)
 	}
 	slices.SortStableFunc(out, func(a, b OwnerTotal) int { return cmp.Compare(b.TotalNS, a.TotalNS) })
@@ -179,4 +203,49 @@ func (o Owner) Key() string {
 // Key is the Key of the owner's entries.
 func (t OwnerTotal) Key() string {
 	return Owner{Type: t.Type, Lock: t.Lock, TID: t.TID, Reason: t.Reason}.Key()
+}
+
+// HolderSplit is wait charged to known owners split by what they did over it (Owner.HolderState).
+type HolderSplit struct {
+	OnCPUNS, RunnableNS, OffCPUNS uint64
+	// UnsplitNS is the wait charged to known owners and not split: a lost mark, or a capture from
+	// before the split.
+	UnsplitNS uint64
+}
+
+// SplitByHolder adds up the wait charged to the known owners of owners by what they did over it.
+func SplitByHolder(owners []Owner) HolderSplit {
+	var h HolderSplit
+	for _, o := range owners {
+		h.add(o)
+	}
+	return h
+}
+
+func (h *HolderSplit) add(o Owner) {
+	if o.Reason != "" {
+		return
+	}
+	switch o.HolderState {
+	case HolderOnCPU:
+		h.OnCPUNS += o.TotalNS
+	case HolderRunnable:
+		h.RunnableNS += o.TotalNS
+	case HolderOffCPU:
+		h.OffCPUNS += o.TotalNS
+	default:
+		h.UnsplitNS += o.TotalNS
+	}
+}
+
+// SplitNS is the wait split: on CPU, runnable and off CPU.
+func (h HolderSplit) SplitNS() uint64 { return h.OnCPUNS + h.RunnableNS + h.OffCPUNS }
+
+// RunnableShare is the share of the split wait the owners spent preempted, runnable but not running;
+// 0 when none was split.
+func (h HolderSplit) RunnableShare() float64 {
+	if h.SplitNS() == 0 {
+		return 0
+	}
+	return float64(h.RunnableNS) / float64(h.SplitNS())
 }

@@ -40,7 +40,9 @@ type ownerThread struct {
 // Where OwnerStackOnCPU, with its share of the wait and of the states, the owner's waits it came
 // from as Count (a wait spread over several stacks counts in each), and the samples it rests on.
 // An owner with no samples keeps its entry, and entries with a stack taken as the owner left its
-// CPU are marked OwnerStackOffCPU. Owners are then sorted by SortOwners.
+// CPU are marked OwnerStackOffCPU. A share of the waits the owner spent runnable or off its CPU
+// (HolderState) is never spread over where it ran: it keeps its reason. Owners are then sorted by
+// SortOwners.
 func SpreadOwnerSamples(owners []Owner, samples []OwnerSample) []Owner {
 	byOwner := map[ownerThread][]OwnerSample{}
 	for _, s := range samples {
@@ -55,7 +57,8 @@ func SpreadOwnerSamples(owners []Owner, samples []OwnerSample) []Owner {
 			o.Where = OwnerStackOffCPU
 		}
 		sampled := byOwner[ownerThread{o.Type, o.Lock, o.TID}]
-		if o.Reason != "" || (o.StackReason != OwnerStackRan && o.StackReason != OwnerStackExited) || len(sampled) == 0 {
+		if o.Reason != "" || (o.StackReason != OwnerStackRan && o.StackReason != OwnerStackExited) || len(sampled) == 0 ||
+			(o.HolderState != "" && o.HolderState != HolderOnCPU) {
 			out = append(out, o)
 			continue
 		}
@@ -97,17 +100,18 @@ func share(total, part, whole uint64) uint64 {
 	return uint64(float64(total) * float64(part) / float64(whole))
 }
 
-// mergeOwnerStacks merges the sorted owners' entries that agree in type, lock, thread, stack, where
-// and reasons: a stack seen both spread from waits with no stack and from waits that exited.
+// mergeOwnerStacks merges the sorted owners' entries that agree in type, lock, thread, stack, where,
+// holder state and reasons: a stack seen both spread from waits with no stack and from waits that
+// exited.
 func mergeOwnerStacks(owners []Owner) []Owner {
 	type key struct {
 		ownerThread
-		reason, stackReason, where, stack string
+		reason, stackReason, where, holder, stack string
 	}
 	index := map[key]int{}
 	out := owners[:0]
 	for _, o := range owners {
-		k := key{ownerThread{o.Type, o.Lock, o.TID}, o.Reason, o.StackReason, o.Where, strings.Join(o.Stack, "\n")}
+		k := key{ownerThread{o.Type, o.Lock, o.TID}, o.Reason, o.StackReason, o.Where, o.HolderState, strings.Join(o.Stack, "\n")}
 		i, ok := index[k]
 		if !ok {
 			index[k] = len(out)

@@ -531,6 +531,15 @@ var ownerStackReasons = map[lockstatOwnerStackReason]string{
 	lockstatOwnerStackReasonOWNER_STACK_FAILED: capture.OwnerStackFailed,
 	lockstatOwnerStackReasonOWNER_STACK_LOST:   capture.OwnerStackLost,
 	lockstatOwnerStackReasonOWNER_STACK_EXITED: capture.OwnerStackExited,
+	lockstatOwnerStackReasonOWNER_STACK_BEFORE: capture.OwnerStackBefore,
+}
+
+// holderStates names what an owner did over a share of a wait, the kernel
+// side's split of it; OWNER_HELD_UNSPLIT names none.
+var holderStates = map[lockstatOwnerHeld]string{
+	lockstatOwnerHeldOWNER_HELD_ON_CPU:   capture.HolderOnCPU,
+	lockstatOwnerHeldOWNER_HELD_RUNNABLE: capture.HolderRunnable,
+	lockstatOwnerHeldOWNER_HELD_OFF_CPU:  capture.HolderOffCPU,
 }
 
 // owners builds the owners of the owners map's entries, and charges the
@@ -556,6 +565,7 @@ func (b *builder) owners(entries []ownerEntry) ([]capture.Owner, error) {
 		}
 		if lockstatOwnerReason(k.Reason) == lockstatOwnerReasonOWNER_KNOWN {
 			o.Comm, o.PID, o.TID = cString(v.Comm[:]), v.Pid, k.Tid
+			o.HolderState = holderStates[lockstatOwnerHeld(k.Held)]
 			for i, state := range capture.OwnerStates {
 				if v.StateCount[i] > 0 {
 					o.States = append(o.States, capture.OwnerState{State: state, Count: v.StateCount[i], TotalNS: v.StateNs[i]})

@@ -394,7 +394,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	}
 	if !cfg.Owners {
 		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1
-		s.OwnerSamples.MaxEntries, s.OwnerChains.MaxEntries = 1, 1
+		s.OwnerSamples.MaxEntries, s.OwnerChains.MaxEntries, s.OwnerTasks.MaxEntries = 1, 1, 1
 	}
 	s.SlabNames.MaxEntries = slabNameEntries(cfg.MapSize)
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)

@@ -76,6 +76,7 @@ const enum fn_info unused_fn_info __attribute__((unused));
 const enum owner_reason unused_owner_reason __attribute__((unused));
 const enum owner_state unused_owner_state __attribute__((unused));
 const enum owner_stack_reason unused_owner_stack_reason __attribute__((unused));
+const enum owner_held unused_owner_held __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -407,40 +408,55 @@ int tp_tree_fork(struct trace_event_raw_sched_process_fork *ctx)
  * the CPU is still current: an owner's stack is the current stack, and a
  * waiter going back to sleep (woken without the lock: an rwsem writer, an
  * rtmutex waiter, which announce their wait once) has the owner of its lock
- * read again. Most switches are by neither: one array read tells them apart
- * (thread_buckets).
+ * read again. The clocks of marked owners turn as they leave (prev, here:
+ * runnable when preempted or still TASK_RUNNING) and arrive (next, by the
+ * callers). Most switches are by neither: an array read for each thread
+ * tells them apart (thread_buckets, owner_tasks).
  */
-static __always_inline int on_switch(void *ctx)
+static __always_inline int on_switch(void *ctx, bool preempt)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_bucket *bucket;
 	struct wait_slot *s;
+	unsigned int state;
 
 	if (!tid)
 		return 0; /* idle */
 	bucket = thread_bucket_of(tid);
-	if (!bucket)
+	if (!bucket || !(bucket->waiters | bucket->owner))
 		return 0;
-	if (bucket->waiters &&
-	    (task_state((void *)bpf_get_current_task()) & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
+	state = task_state((void *)bpf_get_current_task());
+	if (bucket->waiters && (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
 		s = bpf_map_lookup_elem(&thread_waits, &tid);
 		if (s && s->lock)
 			owner_again(s, s->owner_lock, s->owner_flags);
 	}
 	if (bucket->owner)
-		owner_switch(ctx, tid);
+		owner_switch(ctx, tid, preempt || !state);
 	return 0;
 }
 
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 SEC("raw_tp/sched_switch")
 int raw_owner_switch(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_switch(ctx);
+	struct task_struct *next = (void *)ctx->args[2];
+	__u32 i = task_bucket((__u64)next), *marked;
+
+	marked = bpf_map_lookup_elem(&owner_tasks, &i);
+	if (marked && *marked)
+		owner_arrive(BPF_CORE_READ(next, pid));
+	return on_switch(ctx, ctx->args[0]);
 }
 
-/* For the perf-event tracepoint backend. */
+/* For the perf-event tracepoint backend, whose record has no preempt flag:
+ * a task preempted in a sleeping state counts as off its CPU. */
 SEC("tracepoint/sched/sched_switch")
-int tp_owner_switch(void *ctx)
+int tp_owner_switch(struct trace_event_raw_sched_switch *ctx)
 {
-	return on_switch(ctx);
+	struct thread_bucket *bucket = thread_bucket_of(ctx->next_pid);
+
+	if (bucket && bucket->owner)
+		owner_arrive(ctx->next_pid);
+	return on_switch(ctx, false);
 }

@@ -135,6 +135,15 @@ const (
 	lockstatLockNameLOCK_NAME_SIGHAND lockstatLockName = 2
 )
 
+type lockstatOwnerHeld uint32
+
+const (
+	lockstatOwnerHeldOWNER_HELD_UNSPLIT  lockstatOwnerHeld = 0
+	lockstatOwnerHeldOWNER_HELD_ON_CPU   lockstatOwnerHeld = 1
+	lockstatOwnerHeldOWNER_HELD_RUNNABLE lockstatOwnerHeld = 2
+	lockstatOwnerHeldOWNER_HELD_OFF_CPU  lockstatOwnerHeld = 3
+)
+
 type lockstatOwnerKey struct {
 	_           structs.HostLayout
 	Lock        uint64
@@ -143,19 +152,26 @@ type lockstatOwnerKey struct {
 	Type        uint32
 	Reason      uint32
 	StackReason uint32
+	Held        uint32
+	Pad         uint32
 }
 
 type lockstatOwnerMark struct {
-	_       structs.HostLayout
-	Lock    uint64
-	Stack   uint64
-	Task    uint64
-	Flags   uint32
-	Taken   uint16
-	Ended   uint16
-	Charged uint64
-	Type    uint32
-	Pad     uint32
+	_            structs.HostLayout
+	Lock         uint64
+	Stack        uint64
+	Task         uint64
+	Flags        uint32
+	Taken        uint16
+	Ended        uint16
+	Charged      uint64
+	Type         uint32
+	PreemptTaken uint16
+	ClockState   uint16
+	PreemptStack uint64
+	ClockSince   uint64
+	ClockOnNs    uint64
+	ClockRunNs   uint64
 }
 
 type lockstatOwnerReason uint32
@@ -184,6 +200,7 @@ const (
 	lockstatOwnerStackReasonOWNER_STACK_FAILED lockstatOwnerStackReason = 2
 	lockstatOwnerStackReasonOWNER_STACK_LOST   lockstatOwnerStackReason = 3
 	lockstatOwnerStackReasonOWNER_STACK_EXITED lockstatOwnerStackReason = 4
+	lockstatOwnerStackReasonOWNER_STACK_BEFORE lockstatOwnerStackReason = 5
 )
 
 type lockstatOwnerState uint32
@@ -262,31 +279,34 @@ type lockstatWaitKey struct {
 }
 
 type lockstatWaitSlot struct {
-	_           structs.HostLayout
-	Lock        uint64
-	Ts          uint64
-	Stack       uint64
-	SpinNs      uint64
-	SpinFrom    uint64
-	Cgroup      uint64
-	Tid         uint32
-	Pid         uint32
-	Type        uint16
-	Skip        uint16
-	Repeat      uint32
-	OwnerFrom   uint64
-	OwnerLock   uint64
-	OwnerTid    uint32
-	OwnerReason uint8
-	OwnerState  uint8
-	OwnerFlags  uint8
-	ChainType   uint8
-	ChainFrom   uint64
-	ChainLock   uint64
-	ChainTid    uint32
-	ChainDepth  uint8
-	ChainCycle  uint8
-	Pad         uint16
+	_            structs.HostLayout
+	Lock         uint64
+	Ts           uint64
+	Stack        uint64
+	SpinNs       uint64
+	SpinFrom     uint64
+	Cgroup       uint64
+	Tid          uint32
+	Pid          uint32
+	Type         uint16
+	Skip         uint16
+	Repeat       uint32
+	OwnerFrom    uint64
+	OwnerLock    uint64
+	OwnerTid     uint32
+	OwnerReason  uint8
+	OwnerState   uint8
+	OwnerFlags   uint8
+	ChainType    uint8
+	ChainFrom    uint64
+	ChainLock    uint64
+	ChainTid     uint32
+	ChainDepth   uint8
+	ChainCycle   uint8
+	OwnerClocked uint8
+	Pad          uint8
+	OwnerOnNs    uint64
+	OwnerRunNs   uint64
 }
 
 type lockstatWaitStats struct {
@@ -322,6 +342,7 @@ const (
 	lockstatMapOwnerExits                = "owner_exits"
 	lockstatMapOwnerMarks                = "owner_marks"
 	lockstatMapOwnerSamples              = "owner_samples"
+	lockstatMapOwnerTasks                = "owner_tasks"
 	lockstatMapOwners                    = "owners"
 	lockstatMapPaths                     = "paths"
 	lockstatMapPidFilter                 = "pid_filter"
@@ -392,6 +413,7 @@ const (
 	lockstatVarUnusedCounter             = "unused_counter"
 	lockstatVarUnusedFnInfo              = "unused_fn_info"
 	lockstatVarUnusedLockName            = "unused_lock_name"
+	lockstatVarUnusedOwnerHeld           = "unused_owner_held"
 	lockstatVarUnusedOwnerReason         = "unused_owner_reason"
 	lockstatVarUnusedOwnerStackReason    = "unused_owner_stack_reason"
 	lockstatVarUnusedOwnerState          = "unused_owner_state"
@@ -487,6 +509,7 @@ type lockstatMapSpecs struct {
 	OwnerExits    *ebpf.MapSpec `ebpf:"owner_exits"`
 	OwnerMarks    *ebpf.MapSpec `ebpf:"owner_marks"`
 	OwnerSamples  *ebpf.MapSpec `ebpf:"owner_samples"`
+	OwnerTasks    *ebpf.MapSpec `ebpf:"owner_tasks"`
 	Owners        *ebpf.MapSpec `ebpf:"owners"`
 	Paths         *ebpf.MapSpec `ebpf:"paths"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
@@ -538,6 +561,7 @@ type lockstatVariableSpecs struct {
 	UnusedCounter          *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedFnInfo           *ebpf.VariableSpec `ebpf:"unused_fn_info"`
 	UnusedLockName         *ebpf.VariableSpec `ebpf:"unused_lock_name"`
+	UnusedOwnerHeld        *ebpf.VariableSpec `ebpf:"unused_owner_held"`
 	UnusedOwnerReason      *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
 	UnusedOwnerStackReason *ebpf.VariableSpec `ebpf:"unused_owner_stack_reason"`
 	UnusedOwnerState       *ebpf.VariableSpec `ebpf:"unused_owner_state"`
@@ -580,6 +604,7 @@ type lockstatMaps struct {
 	OwnerExits    *ebpf.Map `ebpf:"owner_exits"`
 	OwnerMarks    *ebpf.Map `ebpf:"owner_marks"`
 	OwnerSamples  *ebpf.Map `ebpf:"owner_samples"`
+	OwnerTasks    *ebpf.Map `ebpf:"owner_tasks"`
 	Owners        *ebpf.Map `ebpf:"owners"`
 	Paths         *ebpf.Map `ebpf:"paths"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
@@ -613,6 +638,7 @@ func (m *lockstatMaps) Close() error {
 		m.OwnerExits,
 		m.OwnerMarks,
 		m.OwnerSamples,
+		m.OwnerTasks,
 		m.Owners,
 		m.Paths,
 		m.PidFilter,
@@ -665,6 +691,7 @@ type lockstatVariables struct {
 	UnusedCounter          *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedFnInfo           *ebpf.Variable `ebpf:"unused_fn_info"`
 	UnusedLockName         *ebpf.Variable `ebpf:"unused_lock_name"`
+	UnusedOwnerHeld        *ebpf.Variable `ebpf:"unused_owner_held"`
 	UnusedOwnerReason      *ebpf.Variable `ebpf:"unused_owner_reason"`
 	UnusedOwnerStackReason *ebpf.Variable `ebpf:"unused_owner_stack_reason"`
 	UnusedOwnerState       *ebpf.Variable `ebpf:"unused_owner_state"`

@@ -164,3 +164,65 @@ func TestWaitSlotOwnerFieldsLast(t *testing.T) {
 		}
 	}
 }
+
+// TestAssembleHolderSplit assembles the waits charged to one owner split by what it did over them,
+// as the kernel side charges each share to a key of its own: 3000 ns on its CPU, spread over its
+// samples; 5000 ns runnable at the stack it was preempted at, and 1000 ns runnable from before its
+// waiters came, with no stack; 1000 ns off its CPU at the stack it blocked at; and 500 ns whose
+// mark was lost, not split. No share goes to another state's stacks, not even where the owner was
+// sampled at the stack it was preempted at.
+func TestAssembleHolderSplit(t *testing.T) {
+	f := newAssembleFixture(t, assembleKallsyms)
+	f.in.cfg.Owners = true
+	f.in.ownerSampleHz = DefaultOwnerSampleHz
+	share := func(stack uint64, reason lockstatOwnerStackReason, held lockstatOwnerHeld, count, total uint64) {
+		f.knownOwner(lockHeap, stack, 77, reason, count, total)
+		f.snap.owners[len(f.snap.owners)-1].key.Held = uint32(held)
+	}
+	share(0, lockstatOwnerStackReasonOWNER_STACK_RAN, lockstatOwnerHeldOWNER_HELD_ON_CPU, 2, 3000)
+	share(stackPipe, lockstatOwnerStackReasonOWNER_STACK_TAKEN, lockstatOwnerHeldOWNER_HELD_RUNNABLE, 2, 5000)
+	share(0, lockstatOwnerStackReasonOWNER_STACK_BEFORE, lockstatOwnerHeldOWNER_HELD_RUNNABLE, 1, 1000)
+	share(stackXfs, lockstatOwnerStackReasonOWNER_STACK_TAKEN, lockstatOwnerHeldOWNER_HELD_OFF_CPU, 1, 1000)
+	share(0, lockstatOwnerStackReasonOWNER_STACK_LOST, lockstatOwnerHeldOWNER_HELD_UNSPLIT, 1, 500)
+	key := func(stack uint64) lockstatOwnerSampleKey {
+		return lockstatOwnerSampleKey{Lock: lockHeap, Stack: stack, Tid: 77, Type: f.types["mutex"]}
+	}
+	f.snap.ownerSamples = []ownerSampleEntry{{key: key(stackPipe), value: 1}, {key: key(stackOwner), value: 2}}
+	cp := f.assemble(t)
+
+	type entry struct {
+		holder, where, reason, top string
+		total                      uint64
+	}
+	var got []entry
+	for _, o := range cp.Owners {
+		e := entry{holder: o.HolderState, where: o.Where, reason: o.StackReason, total: o.TotalNS}
+		if len(o.Stack) > 0 {
+			e.top = o.Stack[0]
+		}
+		got = append(got, e)
+	}
+	want := []entry{
+		{capture.HolderRunnable, capture.OwnerStackOffCPU, "", "mutex_lock+0x5", 5000},
+		{capture.HolderOnCPU, capture.OwnerStackOnCPU, "", "pipe_write+0x40", 2000},
+		// Ties: the on-CPU share counts both waits spread over it.
+		{capture.HolderOnCPU, capture.OwnerStackOnCPU, "", "mutex_lock+0x5", 1000},
+		{capture.HolderRunnable, "", capture.OwnerStackBefore, "", 1000},
+		{capture.HolderOffCPU, capture.OwnerStackOffCPU, "", "down_write+0x20", 1000},
+		{"", "", capture.OwnerStackLost, "", 500},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("owner entries\n%+v\nwant\n%+v", got, want)
+	}
+	split := capture.SplitByHolder(cp.Owners)
+	if wantSplit := (capture.HolderSplit{OnCPUNS: 3000, RunnableNS: 6000, OffCPUNS: 1000, UnsplitNS: 500}); split != wantSplit {
+		t.Errorf("split %+v, want %+v", split, wantSplit)
+	}
+	if share := split.RunnableShare(); share != 0.6 {
+		t.Errorf("runnable share %v, want 0.6 (6000 of the 10000 ns split)", share)
+	}
+	totals := capture.OwnerTotals(cp.Owners)
+	if len(totals) != 1 || totals[0].Holder != split || totals[0].TotalNS != 10500 {
+		t.Errorf("owner totals %+v, want one of 10500 ns split as %+v", totals, split)
+	}
+}

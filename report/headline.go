@@ -122,7 +122,28 @@ func headlineLines(m *model, filtered bool) []string {
 	if split {
 		lines = append(lines, splitLine(m, all.totalNS))
 	}
+	if l := preemptedLine(c.Owners); l != "" {
+		lines = append(lines, l)
+	}
 	return lines
+}
+
+// preemptedShare is the share of the wait charged to lock owners that they spent runnable but not
+// running from which the headline names lock-holder preemption: then the waits are as much the
+// scheduler's doing as the lock's.
+const preemptedShare = 0.2
+
+// preemptedLine says how much of the wait charged to known owners they spent preempted, when it is
+// at least preemptedShare of it: "holders were preempted for 62% of the wait: lock-holder
+// preemption (on CPU 20%, off CPU 18%)". "" otherwise, or when no wait was split by what its owner
+// did (a capture without --owners, or from before the split).
+func preemptedLine(owners []capture.Owner) string {
+	h := capture.SplitByHolder(owners)
+	if h.SplitNS() == 0 || h.RunnableShare() < preemptedShare {
+		return ""
+	}
+	return fmt.Sprintf("holders were preempted for %.0f%% of the wait: lock-holder preemption (on CPU %s, off CPU %s of the %s charged to lock owners)",
+		100*h.RunnableShare(), percentOf(h.OnCPUNS, h.SplitNS()), percentOf(h.OffCPUNS, h.SplitNS()), FormatDuration(float64(h.SplitNS())))
 }
 
 // threadShareText is the headline's part on the time of whose threads that waited, spent waiting:

@@ -220,3 +220,35 @@ func TestSummarySourceLines(t *testing.T) {
 		t.Errorf("separated values changed the caller column:\n%s", b.String())
 	}
 }
+
+// TestHeadlinePreemptedHolders: when lock owners spent at least a fifth of the wait charged to them
+// runnable but not running, the headline ends with a line that says so, with the other shares; not
+// when they spent less, nor when the waits were not split by what their owners did.
+func TestHeadlinePreemptedHolders(t *testing.T) {
+	c := renameCapture(t, capture.ScopeCommand)
+	c.Records = c.Records[:3]
+	owner := func(holder string, ns uint64) capture.Owner {
+		return capture.Owner{Type: "mutex", Lock: c.Records[0].Lock, Comm: "stress-ng-renam", PID: 101, TID: 101,
+			StackReason: capture.OwnerStackBefore, HolderState: holder, Count: 3, TotalNS: ns}
+	}
+	for _, tc := range []struct {
+		name   string
+		owners []capture.Owner
+		want   string
+	}{
+		{"preempted", []capture.Owner{owner(capture.HolderRunnable, 62_000_000), owner(capture.HolderOnCPU, 20_000_000), owner(capture.HolderOffCPU, 18_000_000),
+			{Type: "mutex", Lock: c.Records[0].Lock, Reason: capture.OwnerNone, Count: 1, TotalNS: 500_000_000}},
+			"holders were preempted for 62% of the wait: lock-holder preemption (on CPU 20.0%, off CPU 18.0% of the 100.00 ms charged to lock owners)"},
+		{"seldom preempted", []capture.Owner{owner(capture.HolderRunnable, 19_000_000), owner(capture.HolderOnCPU, 81_000_000)}, ""},
+		{"not split", []capture.Owner{owner("", 100_000_000)}, ""},
+	} {
+		c.Owners = tc.owners
+		var b bytes.Buffer
+		if err := WriteSummary(&b, c, SummaryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := firstLines(b.String(), 2)[1]; got != tc.want {
+			t.Errorf("%s: second line\n got %q\nwant %q (empty: none)", tc.name, got, tc.want)
+		}
+	}
+}

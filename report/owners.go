@@ -12,14 +12,15 @@ import (
 // ownerView is the "Blocked by" table: the lock owners ranked by the wait charged to them (capture
 // order, capture.SortOwners), with the wait split by the owner's state when each wait began. An owner
 // has a row per stack it was seen at: sampled on its CPU in its critical section (at sampleHz), or
-// as it left its CPU holding the lock; each with its share of the owner's wait, and the owner's wait
-// chains, the threads it waited for in turn. Its lock ids are those of the other views, so the
+// as it left its CPU holding the lock, preempted or blocked; each with what the owner did over its
+// share of the waits (capture.Owner.HolderState: preempted rows stand out in a colour of their own),
+// its share of the owner's wait, and the owner's wait chains, the threads it waited for in turn. Its lock ids are those of the other views, so the
 // filter box finds an owner's waiters by them, and its column "Waiters" leads to their records
 // (links).
 func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int, tab *strtab, links *ownerLinks) view {
 	n := len(owners)
 	names, types, locks, lockTitles := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-	stacks, notes, wheres, chained := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	stacks, notes, wheres, chained, holders := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	pids, tids, counts, totals, samples := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	shares := make([]float64, n)
 	states := make([][]uint64, len(capture.OwnerStates))
@@ -38,7 +39,14 @@ func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int
 		types[i] = tab.str(o.Type)
 		locks[i], lockTitles[i] = lockTexts(tab, o.Name, o.Lock)
 		pids[i], tids[i], counts[i], totals[i], samples[i] = uint64(o.PID), uint64(o.TID), waits[i], o.TotalNS, o.Samples
-		stacks[i], notes[i], wheres[i], chained[i] = -1, tab.str(stackReasonText(o.StackReason, ownerStatesOf(o))), none, none
+		stacks[i], notes[i], wheres[i], chained[i], holders[i] = -1, tab.str(stackReasonText(o.StackReason, ownerStatesOf(o))), none, none, none
+		if o.HolderState == capture.HolderOnCPU && o.StackReason == capture.OwnerStackRan {
+			// Its share went by while it ran: the states as the waits began say nothing of it.
+			notes[i] = tab.str("the owner ran on its CPU over this share, and was not sampled there (a critical section shorter than the sampling period, or sampling off)")
+		}
+		if h, ok := holderLabels[o.HolderState]; ok {
+			holders[i] = tab.str(h)
+		}
 		if len(o.Stack) > 0 {
 			stacks[i] = tab.stack(o.Stack)
 		}
@@ -70,11 +78,13 @@ func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int
 	sampled.Term = "owner-stack"
 	chain := textColumn("chain", "Blocked in turn by", "prose", chained)
 	chain.Term = "owner-chain"
+	// A status column: each value its own colour (page.css, td.status-*).
+	holder := column{Key: "holder", Label: "Holder was", Kind: kindStatus, Term: "owner-holder", text: holders}
 	// The owner's stack, or why there is none, before the states: a screen 1400 pixels wide shows
 	// them without scrolling.
 	cols := []column{textColumn("owner", "Owner", "", names), textColumn("type", "Type", "", types), lock,
 		links.toWaiters(owners), sum(intColumn("count", "Waits", counts)), charged,
-		stackColumn("Owner's stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes), where, share, sampled, chain}
+		stackColumn("Owner's stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes), holder, where, share, sampled, chain}
 	for k, state := range capture.OwnerStates {
 		c := sum(nsColumn(state, ownerStateLabels[state], states[k]))
 		c.Group, c.Term = "Owner's state as the wait began", "owner-state"
@@ -86,7 +96,8 @@ func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int
 		sampling = fmt.Sprintf("sampled on its CPU at %d Hz while others waited", sampleHz)
 	}
 	return view{ID: "owners", Title: "Blocked by", Caption: "the lock owners, by the wait charged to them: each wait to the owner found when it began, " +
-		"and to the owner's kernel stacks in its critical section, " + sampling + ", or as it left its CPU holding the lock",
+		"and to the owner's kernel stacks in its critical section, " + sampling + ", or as it left its CPU holding the lock, " +
+		"split by what the owner did over the wait: on its CPU, preempted (runnable, not running) or off its CPU",
 		Rows: n, SortKey: "total", Columns: cols}
 }
 
@@ -126,6 +137,14 @@ func ownRowWaits(owners []capture.Owner) []uint64 {
 var ownerWhereLabels = map[string]string{
 	capture.OwnerStackOnCPU:  "on CPU (sampled)",
 	capture.OwnerStackOffCPU: "off CPU (left it)",
+}
+
+// holderLabels say what an owner did over a row's share of the waits (capture.Owner.HolderState),
+// as words a CSS class can name: td.status-preempted stands out.
+var holderLabels = map[string]string{
+	capture.HolderOnCPU:    "on-CPU",
+	capture.HolderRunnable: "preempted",
+	capture.HolderOffCPU:   "off-CPU",
 }
 
 // ownerChainTexts says, by owner (capture.Owner.Key), whom each owner waited for in turn while

@@ -195,3 +195,42 @@ func TestOwnerRowsHaveTheirOwnWaits(t *testing.T) {
 		t.Errorf("waits per row %v, want %v", got, want)
 	}
 }
+
+// TestHTMLHolderColumn: the Blocked-by view says what the owner did over each row's share of the
+// waits, the preempted share named apart (and coloured by its status class), nothing for a share
+// not split; an on-CPU share that was not sampled says so, not what the states as the waits began
+// would suggest.
+func TestHTMLHolderColumn(t *testing.T) {
+	c := capturetest.Of(t, 1e9, capturetest.Rec("mutex", "", "f+0x1", "waiter", 1, 2, 0xffff888100000040, 1_000))
+	share := func(holder, reason string, stack []string, ns uint64) capture.Owner {
+		return capture.Owner{Type: "mutex", Lock: 0xffff888100000040, Comm: "holder", PID: 1, TID: 7, HolderState: holder,
+			StackReason: reason, Stack: stack, Count: 1, TotalNS: ns,
+			States: []capture.OwnerState{{State: capture.OwnerRunnable, Count: 1, TotalNS: ns}}}
+	}
+	c.Owners = []capture.Owner{
+		share(capture.HolderRunnable, "", []string{"__cond_resched+0x35", "generic_perform_write+0x151"}, 6_000),
+		share(capture.HolderOnCPU, capture.OwnerStackRan, nil, 3_000),
+		share(capture.HolderOffCPU, capture.OwnerStackBefore, nil, 2_000),
+		share("", capture.OwnerStackLost, nil, 1_000),
+	}
+	c.Owners[0].Where = capture.OwnerStackOffCPU
+	page := renderHTML(t, c, HTMLOptions{}, testKey)
+	d := dataOf(t, page)
+	owners := d.view(t, "owners")
+	for i, want := range []struct{ holder, reason string }{
+		{"preempted", ""},
+		{"on-CPU", "the owner ran on its CPU over this share, and was not sampled there (a critical section shorter than the sampling period, or sampling off)"},
+		{"off-CPU", capture.OwnerStackBefore},
+		{"", capture.OwnerStackLost},
+	} {
+		if got := d.cell(t, owners, "holder", i); got != want.holder {
+			t.Errorf("row %d (%s): holder %q, want %q", i, c.Owners[i].HolderState, got, want.holder)
+		}
+		if got := d.cell(t, owners, "stack_reason", i); got != want.reason {
+			t.Errorf("row %d (%s): why no stack %q, want %q", i, c.Owners[i].HolderState, got, want.reason)
+		}
+	}
+	if !strings.Contains(string(page), "td.status-preempted {") {
+		t.Error("no colour of its own for a preempted share: td.status-preempted is not in the page's style")
+	}
+}

@@ -130,7 +130,12 @@ struct wait_slot {
 	__u32 chain_tid;
 	__u8 chain_depth;
 	__u8 chain_cycle; /* the chain came back to a thread already in it */
-	__u16 _pad;
+	__u8 owner_clocked; /* owner_on_ns and owner_run_ns hold the owner's clock at owner_from */
+	__u8 _pad;
+	/* The owner's clock (struct owner_mark) as the wait began to be
+	 * charged to it: its time on its CPU and runnable so far. */
+	__u64 owner_on_ns;
+	__u64 owner_run_ns;
 };
 
 /* Whether a wait's owner is known, and why not. */
@@ -152,6 +157,15 @@ enum owner_state {
 	OWNER_STATES,
 };
 
+/* What an owner did over a share of a wait charged to it: the owner_key a
+ * share goes to, and the state of an owner's clock (struct owner_mark). */
+enum owner_held {
+	OWNER_HELD_UNSPLIT = 0, /* not split: an unknown owner, or a lost mark */
+	OWNER_HELD_ON_CPU,      /* on its CPU */
+	OWNER_HELD_RUNNABLE,    /* runnable but not running: preempted holding the lock */
+	OWNER_HELD_OFF_CPU,     /* off its CPU, not runnable: asleep or blocked */
+};
+
 /* Why a known owner's waits carry no stack. */
 enum owner_stack_reason {
 	OWNER_STACK_TAKEN = 0, /* the key's stack; none when stacks are off */
@@ -159,6 +173,7 @@ enum owner_stack_reason {
 	OWNER_STACK_FAILED,    /* the walk failed, or the stack map was full */
 	OWNER_STACK_LOST,      /* the owner's mark was gone: map full, or it went on to own another contended lock */
 	OWNER_STACK_EXITED,    /* the owner exited before the wait ended, not seen leaving a CPU holding the lock */
+	OWNER_STACK_BEFORE,    /* a runnable or off-CPU share: the owner left its CPU before it was marked, and not since */
 };
 
 /* Waits charged to one owner of one lock and one of its stacks, or to one
@@ -170,11 +185,17 @@ struct owner_key {
 	__u32 type;   /* the waits' lock type */
 	__u32 reason; /* enum owner_reason */
 	__u32 stack_reason; /* enum owner_stack_reason */
+	__u32 held;   /* enum owner_held: the owner's state over the share charged */
+	__u32 _pad;
 };
 
 /*
- * An owner some thread waits for: the lock it holds, and its kernel stack
- * the first time it left a CPU holding it (owner.bpf.h). By owner thread.
+ * An owner some thread waits for: the lock it holds, and its kernel stacks
+ * the first time it left a CPU holding it, blocked and preempted
+ * (owner.bpf.h). By owner thread. And the thread's clock, turned at its
+ * switches until the tenure ends, its totals carried over to its later
+ * tenures: its time on its CPU and runnable since it was first marked, so
+ * that a wait knows what its owner did over it.
  */
 struct owner_mark {
 	__u64 lock;
@@ -185,7 +206,12 @@ struct owner_mark {
 	__u16 ended;   /* the owner was seen not holding the lock: its tenure is over */
 	__u64 charged; /* the lock its waits are charged to (owner_key.lock): the wait's, which differs from lock on PREEMPT_RT */
 	__u32 type;    /* the waits' lock type, for the samples' key */
-	__u32 _pad;
+	__u16 preempt_taken; /* as taken, for preempt_stack */
+	__u16 clock_state;   /* enum owner_held: what the owner does since clock_since */
+	__u64 preempt_stack; /* stacks map key of where it was preempted holding the lock, 0: not taken */
+	__u64 clock_since;   /* when clock_state began */
+	__u64 clock_on_ns;   /* time on its CPU before clock_since */
+	__u64 clock_run_ns;  /* time runnable, not running, before clock_since */
 };
 
 /* Samples of marked owners on their CPU, holding the lock others wait for

@@ -9,10 +9,18 @@
  * stack (bpf_get_task_stack wants a BTF task pointer, which raw tracepoints
  * do not give), so the owner is marked instead, and its stack is taken by
  * owner_switch as it leaves a CPU still holding the lock, when it is current:
- * where it blocked or was preempted while others waited. Once per tenure,
- * not once per waiter. An owner that holds the lock on its CPU for the whole
- * wait never leaves it: its waits are charged to that reason
- * (OWNER_STACK_RAN).
+ * where it blocked, and where it was preempted, while others waited. Once
+ * per tenure for each, not once per waiter.
+ *
+ * A wait is split by what its owner did over it: on its CPU, runnable but
+ * not running (preempted holding the lock), or off its CPU. The mark keeps a
+ * clock of the owner's time on its CPU and runnable, turned at each of its
+ * switches (owner_switch, owner_arrive); the wait reads it as it begins and
+ * as it ends, and charges each share to its own key (owner_split): the
+ * on-CPU share to OWNER_STACK_RAN, which user space spreads over the
+ * owner's samples, the runnable share to where it was preempted, the rest
+ * to where it blocked. A thread woken is counted off its CPU until it runs:
+ * there is no hook at wakeups.
  *
  * The owner is read again when the waiter announces its wait again (a
  * mutex's), and when it goes back to sleep without the lock (on_switch in
@@ -67,6 +75,27 @@ struct {
 	__uint(max_entries, 1024); /* 1 when owners are off */
 } owner_exits SEC(".maps");
 
+/* Marked owners by their task_struct's address, hashed (task_bucket): the
+ * raw sched_switch tracepoint names the task arriving on a CPU by pointer,
+ * and reading its pid at every switch would cost a helper call where this
+ * costs an array read. Set as an owner is marked, never cleared: a task
+ * that shares a bucket with an owner costs that read and a lookup. */
+#define TASK_BUCKETS 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, TASK_BUCKETS);
+} owner_tasks SEC(".maps");
+
+/* task_bucket is the owner_tasks index of task t: task_structs are
+ * kilobytes apart, so their low bits say little. */
+static __always_inline __u32 task_bucket(__u64 t)
+{
+	return ((t >> 10) ^ (t >> 24)) & (TASK_BUCKETS - 1);
+}
+
 /* task_state is a task's __state (state before Linux 5.14). */
 static __always_inline unsigned int task_state(struct task_struct *t)
 {
@@ -92,47 +121,109 @@ static __always_inline __u16 owner_state(struct task_struct *t)
 	return OWNER_OTHER;
 }
 
+/* held_state is an owner's clock state for its enum owner_state. */
+static __always_inline __u16 held_state(__u16 state)
+{
+	if (state == OWNER_ON_CPU)
+		return OWNER_HELD_ON_CPU;
+	if (state == OWNER_RUNNABLE)
+		return OWNER_HELD_RUNNABLE;
+	return OWNER_HELD_OFF_CPU;
+}
+
+/* owner_clock reads the clock of mark m at now: the owner's time on its CPU
+ * and runnable since it was first marked. */
+static __always_inline void owner_clock(const struct owner_mark *m, __u64 now, __u64 *on, __u64 *run)
+{
+	__u64 since = m->clock_since, d = now > since ? now - since : 0;
+
+	*on = m->clock_on_ns + (m->clock_state == OWNER_HELD_ON_CPU ? d : 0);
+	*run = m->clock_run_ns + (m->clock_state == OWNER_HELD_RUNNABLE ? d : 0);
+}
+
+/* clock_turn moves the clock of mark m to state at now, adding the time
+ * since its last turn to the state it leaves. Only the owner's switches
+ * turn it, one at a time; a waiter reading it meanwhile on another CPU may
+ * see it half turned, which the split of the wait bounds (owner_split). */
+static __always_inline void clock_turn(struct owner_mark *m, __u16 state, __u64 now)
+{
+	__u64 d = now > m->clock_since ? now - m->clock_since : 0;
+
+	if (m->clock_state == OWNER_HELD_ON_CPU)
+		m->clock_on_ns += d;
+	else if (m->clock_state == OWNER_HELD_RUNNABLE)
+		m->clock_run_ns += d;
+	m->clock_state = state;
+	m->clock_since = now;
+}
+
 /* mark_owner marks task t, thread tid, which owns lock (announced with
- * flags), for its stack, unless it is marked for this tenure already: the
+ * flags) and is in state (enum owner_state), for its stack, unless it is marked for this tenure already: the
  * waits charged to it, by key, are of key->lock and key->type. A full map
- * leaves it unmarked: its waits are charged to OWNER_STACK_LOST. */
-static __always_inline void mark_owner(__u32 tid, struct task_struct *t, __u64 lock, __u32 flags,
-				       const struct owner_key *key)
+ * leaves it unmarked: its waits are charged to OWNER_STACK_LOST. A new
+ * tenure of the same task keeps its clock, which waits of the old one
+ * still read. Returns the mark, NULL for none. */
+static __always_inline struct owner_mark *mark_owner(__u32 tid, struct task_struct *t, __u16 state, __u64 lock,
+						      __u32 flags, const struct owner_key *key)
 {
 	struct owner_mark *m, init = {
 		.lock = lock, .task = (__u64)t, .flags = flags, .taken = OWNER_STACK_RAN,
-		.charged = key->lock, .type = key->type,
+		.preempt_taken = OWNER_STACK_RAN, .charged = key->lock, .type = key->type,
 	};
 	struct thread_bucket *bucket;
+	__u32 i = task_bucket((__u64)t), *marked;
 
 	if (!stack_depth)
-		return;
+		return NULL;
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
 	if (m && m->lock == lock && m->task == (__u64)t && !m->ended)
-		return;
+		return m;
+	init.clock_state = held_state(state);
+	init.clock_since = bpf_ktime_get_ns();
+	if (m && m->task == (__u64)t) {
+		/* An ended tenure's clock stopped turning: its totals go on,
+		 * the time since it ended counted as off CPU. */
+		init.clock_on_ns = m->clock_on_ns;
+		init.clock_run_ns = m->clock_run_ns;
+		if (!m->ended) {
+			init.clock_state = m->clock_state;
+			init.clock_since = m->clock_since;
+		}
+	}
 	if (bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY))
-		return;
+		return NULL;
 	bucket = thread_bucket_of(tid);
 	if (bucket && !bucket->owner)
 		bucket->owner = 1;
+	marked = bpf_map_lookup_elem(&owner_tasks, &i);
+	if (marked && !*marked)
+		*marked = 1;
+	return bpf_map_lookup_elem(&owner_marks, &tid);
 }
 
 /*
- * owner_switch takes the kernel stack of thread tid leaving its CPU
- * (sched_switch's prev, still current) when it is an owner marked for one and
- * still holds the lock; it ends the mark's tenure when it no longer does.
+ * owner_switch turns the clock of thread tid leaving its CPU (sched_switch's
+ * prev, still current) when it is marked for a tenure not ended, to runnable when it stays on the
+ * run queue (preempted, or yielding) and off CPU when it does not; and takes
+ * its kernel stack, once per tenure for each, when it still holds the lock
+ * its mark is for; it ends the mark's tenure when it no longer does.
  */
-static __always_inline void owner_switch(void *ctx, __u32 tid)
+static __always_inline void owner_switch(void *ctx, __u32 tid, bool runnable)
 {
 	__u32 reason = OWNER_KNOWN;
 	struct stack_scratch *sc;
 	struct owner_mark *m;
 	struct cpu_busy *b;
+	__u16 *taken;
 	__u64 h = 0;
 	int level;
 
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
-	if (!m || m->ended || m->taken != OWNER_STACK_RAN)
+	if (!m || m->ended)
+		return;
+	clock_turn(m, runnable ? OWNER_HELD_RUNNABLE : OWNER_HELD_OFF_CPU, bpf_ktime_get_ns());
+	taken = runnable ? &m->preempt_taken : &m->taken;
+	if (*taken != OWNER_STACK_RAN)
 		return;
 	if (owner_word(m->lock, m->flags, &reason) != bpf_get_current_task()) {
 		m->ended = 1;
@@ -144,14 +235,27 @@ static __always_inline void owner_switch(void *ctx, __u32 tid)
 		return;
 	sc = bpf_map_lookup_elem(&scratch, &level);
 	if (sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h, NULL) > 0) {
-		m->stack = h;
-		m->taken = OWNER_STACK_TAKEN;
+		if (runnable)
+			m->preempt_stack = h;
+		else
+			m->stack = h;
+		*taken = OWNER_STACK_TAKEN;
 		count(CNT_OWNER_STACK, 1);
 	} else {
-		m->taken = OWNER_STACK_FAILED;
+		*taken = OWNER_STACK_FAILED;
 		count(CNT_OWNER_STACK_FAILED, 1);
 	}
 	leave(b);
+}
+
+/* owner_arrive turns the clock of thread tid, marked for a tenure not
+ * ended, back on its CPU: it is sched_switch's next. */
+static __always_inline void owner_arrive(__u32 tid)
+{
+	struct owner_mark *m = bpf_map_lookup_elem(&owner_marks, &tid);
+
+	if (m && !m->ended)
+		clock_turn(m, OWNER_HELD_ON_CPU, bpf_ktime_get_ns());
 }
 
 /* owner_exit moves the mark of thread tid, being freed, to owner_exits. */
@@ -193,6 +297,7 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	/* The slot's lock, not the one read: on PREEMPT_RT, owner_again
 	 * reads an rwsem's inner rtmutex, and its charges go to the rwsem. */
 	struct owner_key key = { .lock = s->lock, .type = s->type };
+	struct owner_mark *m;
 	struct task_struct *t;
 	__u64 word;
 	int err;
@@ -213,12 +318,20 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	s->owner_state = 0;
 	s->owner_lock = lock;
 	s->owner_flags = flags;
+	s->owner_clocked = 0;
 	if (key.reason == OWNER_KNOWN) {
 		t = (void *)word;
 		key.tid = BPF_CORE_READ(t, pid);
 		s->owner_tid = key.tid;
 		s->owner_state = owner_state(t);
-		mark_owner(key.tid, t, lock, flags, &key);
+		m = mark_owner(key.tid, t, s->owner_state, lock, flags, &key);
+		if (m) {
+			/* The wait is charged from a moment later (its ts,
+			 * or owner_again's now): owner_split bounds the
+			 * difference. */
+			owner_clock(m, bpf_ktime_get_ns(), &s->owner_on_ns, &s->owner_run_ns);
+			s->owner_clocked = 1;
+		}
 		chain_follow(s, s->tid, key.tid);
 		if (!bpf_map_lookup_elem(&owners, &key)) {
 			struct owner_stats init = { .pid = BPF_CORE_READ(t, tgid) };
@@ -234,38 +347,128 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	s->owner_reason = key.reason;
 }
 
-/* owner_stack sets the stack of a known owner's key from its mark, made
- * for owner_lock, and ends the mark's tenure when the owner no longer holds
- * the lock. */
-static __always_inline void owner_stack(struct owner_key *key, __u64 owner_lock)
+/* owner_mark_of returns the mark of a known owner, made for owner_lock:
+ * the live one, or the one it left as it exited (*exited). NULL when it was
+ * lost. */
+static __always_inline struct owner_mark *owner_mark_of(__u32 tid, __u64 owner_lock, bool *exited)
 {
-	struct owner_mark *m;
-	__u32 reason = OWNER_KNOWN;
+	struct owner_mark *m = bpf_map_lookup_elem(&owner_marks, &tid);
 
-	if (!stack_depth)
-		return;
-	m = bpf_map_lookup_elem(&owner_marks, &key->tid);
-	if (!m || m->lock != owner_lock) {
-		/* Only waits whose owner was not found still marked pay
-		 * this lookup. */
-		m = bpf_map_lookup_elem(&owner_exits, &key->tid);
-		if (!m || m->lock != owner_lock) {
-			key->stack_reason = OWNER_STACK_LOST;
+	*exited = false;
+	if (m && m->lock == owner_lock)
+		return m;
+	/* Only waits whose owner was not found still marked pay this
+	 * lookup. */
+	m = bpf_map_lookup_elem(&owner_exits, &tid);
+	if (!m || m->lock != owner_lock)
+		return NULL;
+	*exited = true;
+	return m;
+}
+
+/* A new owners entry's first value, read from a map rather than built on
+ * the BPF stack: the function-probe programs, whose stack adds to that of
+ * their bpf_loop callbacks, come within 32 bytes of the verifier's 512. */
+static const struct owner_stats owner_stats_zero;
+
+/* owner_add charges part ns of a wait whose owner was in state st (enum
+ * owner_state) as it began to owner key key. */
+static __always_inline void owner_add(const struct owner_key *key, __u64 part, __u32 st)
+{
+	struct owner_stats *v, *first_v = NULL;
+	int err;
+
+	v = bpf_map_lookup_elem(&owners, key);
+	if (!v) {
+		if (key->reason == OWNER_KNOWN) {
+			/* The first wait charged to this stack: the
+			 * owner's pid and name are in the entry its
+			 * begin made. */
+			struct owner_key first = *key;
+
+			first.stack = 0;
+			first.stack_reason = OWNER_STACK_TAKEN;
+			first.held = OWNER_HELD_UNSPLIT;
+			first_v = bpf_map_lookup_elem(&owners, &first);
+			if (!first_v)
+				return;
+		}
+		err = bpf_map_update_elem(&owners, key, &owner_stats_zero, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			count(CNT_LOST_OWNER_FULL, 1);
 			return;
 		}
-		key->stack = m->stack;
-		key->stack_reason = m->taken == OWNER_STACK_RAN && !m->ended ? OWNER_STACK_EXITED : m->taken;
-		return;
+		v = bpf_map_lookup_elem(&owners, key);
+		if (v && first_v && !err) {
+			v->pid = first_v->pid;
+			__builtin_memcpy(v->comm, first_v->comm, sizeof(v->comm));
+		}
 	}
-	key->stack = m->stack;
-	key->stack_reason = m->taken;
-	if (!m->ended && owner_word(m->lock, m->flags, &reason) != m->task)
-		m->ended = 1;
+	if (!v)
+		return;
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->total_ns, part);
+	if (st < OWNER_STATES) {
+		__sync_fetch_and_add(&v->state_count[st], 1);
+		__sync_fetch_and_add(&v->state_ns[st], part);
+	}
+}
+
+/* share_reason is why a runnable or off-CPU share, whose stack was taken
+ * with reason taken, has none: the owner left its CPU so before its mark,
+ * or exited. */
+static __always_inline __u32 share_reason(__u16 taken, bool exited)
+{
+	if (taken != OWNER_STACK_RAN)
+		return taken;
+	return exited ? OWNER_STACK_EXITED : OWNER_STACK_BEFORE;
+}
+
+/* owner_split charges the delta ns of wait w ending at now, whose owner
+ * has mark m, by what the owner did over it, read from m's clock against
+ * the wait's snapshot: its time on its CPU (spread over its samples in
+ * user space), runnable (at the stack it was preempted at), and the rest
+ * off its CPU (at the stack it blocked at); each share to its own key,
+ * and a wait counts once in each. The shares are bounded to add up to
+ * delta: the clock may be read half turned. */
+static __always_inline void owner_split(const struct wait_slot *w, struct owner_key *key, const struct owner_mark *m,
+					bool exited, __u64 delta, __u64 now, __u32 st)
+{
+	__u64 on, run;
+
+	owner_clock(m, now, &on, &run);
+	on = on > w->owner_on_ns ? on - w->owner_on_ns : 0;
+	run = run > w->owner_run_ns ? run - w->owner_run_ns : 0;
+	if (on > delta)
+		on = delta;
+	if (run > delta - on)
+		run = delta - on;
+	if (on) {
+		key->held = OWNER_HELD_ON_CPU;
+		key->stack = 0;
+		key->stack_reason = OWNER_STACK_RAN;
+		owner_add(key, on, st);
+	}
+	if (run) {
+		key->held = OWNER_HELD_RUNNABLE;
+		key->stack = m->preempt_stack;
+		key->stack_reason = share_reason(m->preempt_taken, exited);
+		owner_add(key, run, st);
+	}
+	/* The last share takes a wait of no time. */
+	if (delta - on - run || !(on | run)) {
+		key->held = OWNER_HELD_OFF_CPU;
+		key->stack = m->stack;
+		key->stack_reason = share_reason(m->taken, exited);
+		owner_add(key, delta - on - run, st);
+	}
 }
 
 /* owner_charge charges a wait up to now to the owner its slot notes, since
- * owner_from, to the owner's stack, and to its chain. Waiters on other CPUs
- * charge the same owner at once. */
+ * owner_from, to the owner's stacks, split by what the owner did over it
+ * when its clock was read as the wait began, and to its chain. A known
+ * owner's mark ends its tenure when the owner no longer holds the lock.
+ * Waiters on other CPUs charge the same owner at once. */
 static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 {
 	struct owner_key key = {
@@ -274,52 +477,37 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 		.type = w->type,
 		.reason = w->owner_reason,
 	};
-	struct owner_stats *v;
 	/* Masked so that Linux 5.10's verifier knows its bounds below. */
-	__u32 st = w->owner_state & 7;
+	__u32 st = w->owner_state & 7, reason = OWNER_KNOWN;
 	__u64 delta = now - w->owner_from;
-	int err;
+	struct owner_mark *m = NULL;
+	bool exited;
 
 	/* owners_on first: the verifier drops the rest from the programs
 	 * of a capture without --owners, whose waits are all untracked. */
 	if (!owners_on || w->owner_reason == OWNER_UNTRACKED)
 		return;
 	if (w->owner_reason == OWNER_KNOWN) {
-		owner_stack(&key, w->owner_lock);
 		chain_charge(w, now);
-	}
-	v = bpf_map_lookup_elem(&owners, &key);
-	if (!v) {
-		struct owner_key first = key;
-		struct owner_stats init = {};
-
-		if (key.reason == OWNER_KNOWN) {
-			/* The first wait charged to this stack: the
-			 * owner's pid and name are in the entry its
-			 * begin made. */
-			first.stack = 0;
-			first.stack_reason = OWNER_STACK_TAKEN;
-			v = bpf_map_lookup_elem(&owners, &first);
-			if (!v)
-				return;
-			init.pid = v->pid;
-			__builtin_memcpy(init.comm, v->comm, sizeof(init.comm));
+		if (stack_depth) {
+			m = owner_mark_of(w->owner_tid, w->owner_lock, &exited);
+			if (!m)
+				key.stack_reason = OWNER_STACK_LOST;
 		}
-		err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
-		if (err && err != -EEXIST) {
-			count(CNT_LOST_OWNER_FULL, 1);
-			return;
-		}
-		v = bpf_map_lookup_elem(&owners, &key);
 	}
-	if (!v)
+	if (m && !exited && !m->ended && owner_word(m->lock, m->flags, &reason) != m->task)
+		m->ended = 1;
+	if (m && w->owner_clocked) {
+		owner_split(w, &key, m, exited, delta, now, st);
 		return;
-	__sync_fetch_and_add(&v->count, 1);
-	__sync_fetch_and_add(&v->total_ns, delta);
-	if (st < OWNER_STATES) {
-		__sync_fetch_and_add(&v->state_count[st], 1);
-		__sync_fetch_and_add(&v->state_ns[st], delta);
 	}
+	if (m) {
+		key.stack = m->stack;
+		key.stack_reason = m->taken;
+		if (exited && m->taken == OWNER_STACK_RAN && !m->ended)
+			key.stack_reason = OWNER_STACK_EXITED;
+	}
+	owner_add(&key, delta, st);
 }
 
 /* owner_end charges a wait ending at now to its owner, since owner_from. */

@@ -147,4 +147,15 @@ struct trace_event_raw_sched_process_template {
 	int pid;
 } __attribute__((preserve_access_index));
 
+/* Tracepoint sched:sched_switch: a CPU switches from prev to next. */
+struct trace_event_raw_sched_switch {
+	struct trace_entry ent;
+	char prev_comm[16];
+	int prev_pid;
+	int prev_prio;
+	long prev_state;
+	char next_comm[16];
+	int next_pid;
+} __attribute__((preserve_access_index));
+
 #endif /* __KLOCKSTAT_VMLINUX_H__ */

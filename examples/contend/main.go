@@ -1,6 +1,6 @@
 // Command contend creates real Linux kernel lock contention for klockstat's tests, demos and benchmarks.
 //
-//	contend [-lock mmap,inode,pipe,spin,fault,threads,hog,relay,chain,fown] [-threads N] [-duration D] [-ops N] [-name PREFIX] [-dir DIR] [-json]
+//	contend [-lock mmap,inode,pipe,spin,fault,threads,hog,relay,chain,fown,preempt] [-threads N] [-duration D] [-ops N] [-name PREFIX] [-dir DIR] [-json]
 //
 // Each named lock gets its own workers, all running at once. Once every
 // worker has started, contend prints "ready pid=<pid>" to stderr; at the end

@@ -70,6 +70,11 @@ const (
 	// LRU contends the LRU lock of the memory cgroup's node: every thread
 	// faults in the pages of a region of its own and frees them again.
 	LRU Lock = "lru"
+	// Preempt is lock-holder preemption: the i_rwsem of one shared file
+	// held long by "<prefix>-hog", pinned to one CPU at nice 19 beside
+	// "<prefix>-busy", which spins at nice 0 and preempts it, while the
+	// others, on the other CPUs, write a page and wait for the lock.
+	Preempt Lock = "preempt"
 	// Flock contends file_rwsem, the static semaphore of fs/locks.c: half
 	// the threads take and drop an exclusive flock of one shared file, half
 	// read /proc/locks.
@@ -100,6 +105,7 @@ var generators = map[Lock]func(Options) (generator, error){
 	Zone:    newZone,
 	LRU:     newLRU,
 	Flock:   newFlock,
+	Preempt: newPreempt,
 }
 
 // A threadNamer names its workers itself, instead of "<prefix>-<i>".
@@ -109,7 +115,7 @@ type threadNamer interface {
 
 // Names returns the lock names Run accepts.
 func Names() []string {
-	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Chain), string(Fown), string(Zone), string(LRU), string(Flock)}
+	return []string{string(Mmap), string(Inode), string(Pipe), string(Spin), string(Fault), string(Threads), string(Hog), string(Relay), string(Chain), string(Fown), string(Zone), string(LRU), string(Flock), string(Preempt)}
 }
 
 // Options configures one Run.

@@ -52,8 +52,11 @@ func TestRun(t *testing.T) {
 					// The workers are alive and named until Run returns.
 					for w, tid := range tids {
 						name := fmt.Sprintf("%s-%d", wantPrefix, w)
-						if Lock(lock) == Hog && w == 0 {
+						if (Lock(lock) == Hog || Lock(lock) == Preempt) && w == 0 {
 							name = wantPrefix + "-" + HogThread // the hog is named apart
+						}
+						if Lock(lock) == Preempt && w == 1 {
+							name = wantPrefix + "-" + BusyThread
 						}
 						if Lock(lock) == Relay && w < 2 {
 							name = fmt.Sprintf("%s-%s%d", wantPrefix, RelayThread, w)
