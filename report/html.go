@@ -126,7 +126,7 @@ func newReportPage(an *model, o HTMLOptions, a *assets) (*reportPage, error) {
 			return lockKey{r.Type, r.Lock}
 		}))
 		locks.insertAfter("type", links.toOwners(len(byLock), func(i int) lockKey { return lockKey{byLock[i].Type, byLock[i].Lock} }))
-		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, c.OwnerChains, m.OwnerSampleHz, tab, links))
+		p.Tables.Views = append(p.Tables.Views, ownerView(c.Owners, an.ownerWaits(), c.OwnerChains, m.OwnerSampleHz, tab, links))
 	}
 
 	embedded := *c

@@ -27,18 +27,19 @@ type model struct {
 	computed map[string]int // how often each part was computed: once, which a test holds it to
 	groups   map[string]func() []capture.Group
 
-	order     func() []int32             // the records' order on the page (capture.Order)
-	contended func() []capture.Group     // the groups by caller with a contended acquire
-	callers   func() []string            // their callers as shown (frameText), Group.Caller left as it is
-	types     func() []typeSummary       // the lock types with waits, by total wait
-	holdTypes func() []typeSummary       // the lock types with holds timed
-	totals    func() capture.Totals      // the one sum of the waits, saturating
-	split     func() commandRecords      // the records of the command's tree and the others'
-	waits     func() waitTotals          // the headline's figures of all the records
-	command   func() waitTotals          // the same of the command's records, under --scope system
-	others    func() waitTotals          // and of the others'
-	trees     func() []capture.FlameTree // the flame graphs of the waits
-	ownerTree func() ownerFlame          // the flame graph of the owners
+	order      func() []int32             // the records' order on the page (capture.Order)
+	contended  func() []capture.Group     // the groups by caller with a contended acquire
+	callers    func() []string            // their callers as shown (frameText), Group.Caller left as it is
+	types      func() []typeSummary       // the lock types with waits, by total wait
+	holdTypes  func() []typeSummary       // the lock types with holds timed
+	totals     func() capture.Totals      // the one sum of the waits, saturating
+	split      func() commandRecords      // the records of the command's tree and the others'
+	waits      func() waitTotals          // the headline's figures of all the records
+	command    func() waitTotals          // the same of the command's records, under --scope system
+	others     func() waitTotals          // and of the others'
+	trees      func() []capture.FlameTree // the flame graphs of the waits
+	ownerTree  func() ownerFlame          // the flame graph of the owners
+	ownerWaits func() []uint64            // the waits of each owner row (ownRowWaits)
 }
 
 // commandRecords are a capture's records split by commandSplit; ok is false when it does not split.
@@ -102,6 +103,7 @@ func newModel(c *capture.Capture, raw bool, key []byte) *model {
 		tree, ok := capture.OwnerFlameGraph(c.Owners, c.Sources, flameNodes)
 		return ownerFlame{tree, ok}
 	})
+	m.ownerWaits = part(m, "owner waits", func() []uint64 { return ownRowWaits(c.Owners) })
 	return m
 }
 

@@ -17,7 +17,7 @@ import (
 // its share of the owner's wait, and the owner's wait chains, the threads it waited for in turn. Its lock ids are those of the other views, so the
 // filter box finds an owner's waiters by them, and its column "Waiters" leads to their records
 // (links).
-func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int, tab *strtab, links *ownerLinks) view {
+func ownerView(owners []capture.Owner, waits []uint64, chains []capture.OwnerChain, sampleHz int, tab *strtab, links *ownerLinks) view {
 	n := len(owners)
 	names, types, locks, lockTitles := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	stacks, notes, wheres, chained, holders := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
@@ -32,7 +32,6 @@ func ownerView(owners []capture.Owner, chains []capture.OwnerChain, sampleHz int
 		ownerNS[t.Key()] = t.TotalNS
 	}
 	chainTexts := ownerChainTexts(chains, ownerNS, tab)
-	waits := ownRowWaits(owners)
 	none := tab.str("")
 	for i, o := range owners {
 		names[i] = tab.str(ownerText(o))

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -191,8 +193,25 @@ func TestOwnerRowsHaveTheirOwnWaits(t *testing.T) {
 	other.TID, other.Samples, other.Count = 8, 4, 9
 	got := ownRowWaits([]capture.Owner{hot, left, cold, rare, other})
 	// 1702 by 30:10:1 is 1245.36, 415.12, 41.51: the remainder, 1, to the most sampled.
-	if want := []uint64{1246, 2, 415, 41, 9}; !slices.Equal(got, want) {
+	want := []uint64{1246, 2, 415, 41, 9}
+	if !slices.Equal(got, want) {
 		t.Errorf("waits per row %v, want %v", got, want)
+	}
+	// The terminal's owner table shows the same waits as the page: the model's, once.
+	c := capturetest.Of(t, 1e9, capturetest.Rec("rwsem:W", "", "f+0x1", "waiter", 1, 2, 1, 1_000))
+	c.Owners = []capture.Owner{hot, left, cold, rare, other}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, RowsOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	var shown []uint64
+	for line := range strings.Lines(b.String()) {
+		if n, err := strconv.ParseUint(strings.Fields(line)[0], 10, 64); err == nil {
+			shown = append(shown, n)
+		}
+	}
+	if !slices.Equal(shown, want) {
+		t.Errorf("the summary by owner shows waits %v, want %v:\n%s", shown, want, b.String())
 	}
 }
 

@@ -27,10 +27,11 @@ func writeOwnerTable(b *bytes.Buffer, m *model, top int) {
 		owners = owners[:top]
 	}
 	rows := [][]string{{"waits", "total wait", "owner state", "type", "lock", "name", "owner", "owner stack"}}
-	for _, o := range owners {
+	waits := m.ownerWaits()
+	for i, o := range owners {
 		lock := m.lockText(o.Lock)
 		name := cmp.Or(sanitize(o.Name), "-")
-		rows = append(rows, []string{strconv.FormatUint(o.Count, 10), FormatDuration(float64(o.TotalNS)), ownerStates(o),
+		rows = append(rows, []string{strconv.FormatUint(waits[i], 10), FormatDuration(float64(o.TotalNS)), ownerStates(o),
 			sanitize(o.Type), lock, name, sanitize(ownerText(o)), ownerStackText(m.frameTexts(o.Stack), o.StackReason, ownerStatesOf(o))})
 	}
 	writeColumns(b, rows)
