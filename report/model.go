@@ -9,10 +9,11 @@ import (
 )
 
 // model is the analysis of one capture that every rendering of it draws from, as pprof's Report is
-// built once from a profile: the terminal summary (summary.go), the page (html.go), the level pages
-// of a scaling report (scale.go) read it and group nothing themselves. Each part is computed the
-// first time a rendering asks for it, once: a summary by caller never pays for the page's flame
-// graphs, and the summary and page of one run share what both show.
+// built once from a profile: the terminal summary (summary.go), the page (html.go), the diffs
+// (diff_model.go) and the level pages of a scaling report (scale.go) read it and group nothing
+// themselves. Each part is computed the first time a rendering asks for it, once: a summary by
+// caller never pays for the page's flame graphs, and the summary and page of one run share what both
+// show.
 //
 // Display strings stay here, beside the groups: a Group keeps the capture's caller, which the
 // source lines are looked up by, and the model hashes what it shows (lockText, frameText) instead
@@ -41,6 +42,7 @@ type model struct {
 	ownerTree  func() ownerFlame          // the flame graph of the owners
 	ownerWaits func() []uint64            // the waits of each owner row (ownRowWaits)
 	owners     func() []capture.Owner     // the owners with stacks the exports write (capture.OwnerStacks)
+	side       *diffSide                  // the model as a side of a diff (diff_model.go)
 }
 
 // commandRecords are a capture's records split by commandSplit; ok is false when it does not split.
@@ -106,6 +108,7 @@ func newModel(c *capture.Capture, raw bool, key []byte) *model {
 	})
 	m.ownerWaits = part(m, "owner waits", func() []uint64 { return ownRowWaits(c.Owners) })
 	m.owners = part(m, "owner stacks", func() []capture.Owner { return capture.OwnerStacks(c) })
+	m.side = newDiffSide(m)
 	return m
 }
 

@@ -61,6 +61,45 @@ func TestAnalysisComputedOncePerCapture(t *testing.T) {
 	assertComputedOnce(t, "the analysis", a.m, "owner stacks")
 }
 
+// A diff renders from the models of its two captures, built once each: a model in several diffs (a
+// level of a scaling page is), either way round, groups its records, sums its waits and reads its
+// histograms once, and the diff of the models is the diff of the captures.
+func TestDiffComputedOncePerModel(t *testing.T) {
+	b, af := hostilePair(t)
+	before, after := Analyze(b, true, nil), Analyze(af, true, nil)
+	o := capture.DiffOptions{ByThread: true, Top: 5}
+	render := func(d *capture.Diff) (page, summary string) {
+		var p, s bytes.Buffer
+		if err := WriteDiffHTML(&p, d, HTMLOptions{Top: 5, AddressKey: testKey}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteDiffSummary(&s, d, 5); err != nil {
+			t.Fatal(err)
+		}
+		return p.String(), s.String()
+	}
+	d := Compare(before, after, o)
+	if d.Captures != [2]*capture.Capture{b, af} {
+		t.Error("the diff does not hold the models' captures")
+	}
+	page, summary := render(d)
+	again := Compare(before, after, o)
+	Compare(after, before, o) // the other way round, as a level is before in one pair of a scaling page and after in another
+	for name, m := range map[string]*model{"before": before.m, "after": after.m} {
+		assertComputedOnce(t, name, m, "totals", "types", "lock fields", "owner groups")
+		// The rows, the callers, the locks and the cgroups: one grouping each.
+		if rows := slices.DeleteFunc(slices.Collect(maps.Keys(m.computed)), func(p string) bool { return !strings.HasPrefix(p, "diff rows") }); len(rows) != 4 {
+			t.Errorf("%s: groupings %q, want 4", name, rows)
+		}
+	}
+	if p, s := render(again); p != page || s != summary {
+		t.Error("a second diff of the same models renders differently")
+	}
+	if p, s := render(capture.Compare(b, af, o)); p != page || s != summary {
+		t.Errorf("the diff of the models renders unlike the diff of the captures:\n%s\n---\n%s", summary, s)
+	}
+}
+
 // assertComputedOnce fails unless every part of m was computed at most once, and those named once.
 func assertComputedOnce(t *testing.T, name string, m *model, parts ...string) {
 	t.Helper()
