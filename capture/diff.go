@@ -62,7 +62,7 @@ type DiffValues struct {
 type DiffRow struct {
 	Status DiffStatus
 	Type   string
-	Name   string // the lock's name ("mmap_lock", "jiffies_lock", "&kmalloc-2k (super_block.s_vfs_rename_mutex)", see groupRows); "" merges all unnamed locks of the type
+	Name   string // the lock's name ("mmap_lock", "jiffies_lock", "&kmalloc-2k (super_block.s_vfs_rename_mutex)", see GroupRows); "" merges all unnamed locks of the type
 	Caller string // the caller's Frame.Func ("vm_mmap_pgoff", "xfs_ilock [xfs]"), a raw address or hashed id as captured, or "" when unknown
 	Comm   string // thread name with DiffOptions.ByThread, else ""
 	Cgroup string // the cgroup's path (CgroupName where unknown) in Diff.Cgroups, and in Diff.Rows with DiffOptions.ByCgroup; else ""
@@ -108,48 +108,82 @@ const (
 	AfterSide  = 1
 )
 
+// DiffSide is one capture of a diff as an analysis of it holds it: its totals, its records grouped
+// as a diff matches them, its lock types' figures and its owners grouped, each computed once by the
+// analysis however many diffs and pages ask for them (report's model, one per capture). Compare takes
+// the captures themselves, and computes them as it asks.
+type DiffSide interface {
+	Capture() *Capture
+	Totals() Totals
+	// HasLockFields reports whether one of the capture's records names its lock's struct field.
+	HasLockFields() bool
+	// RowGroups are GroupRows of the capture.
+	RowGroups(fields Fields, byField bool) RowGroups
+	// TypeStats are TypeStatsOf the capture's histograms.
+	TypeStats() []TypeStats
+	// OwnerGroups are GroupOwners of the capture.
+	OwnerGroups() OwnerGroups
+}
+
+// captureSide is a capture as a side of a diff that nothing else analyses.
+type captureSide struct{ c *Capture }
+
+func (s captureSide) Capture() *Capture        { return s.c }
+func (s captureSide) Totals() Totals           { return s.c.Totals() }
+func (s captureSide) HasLockFields() bool      { return HasLockFields(s.c) }
+func (s captureSide) TypeStats() []TypeStats   { return TypeStatsOf(s.c.Histograms) }
+func (s captureSide) OwnerGroups() OwnerGroups { return GroupOwners(s.c) }
+func (s captureSide) RowGroups(fields Fields, byField bool) RowGroups {
+	return GroupRows(s.c, fields, byField)
+}
+
 // Compare matches the rows of two captures and compares them; see Diff. It reads the captures and
 // keeps them (a page of the diff draws from them too) but does not modify them.
 func Compare(b, a *Capture, o DiffOptions) *Diff {
-	d := &Diff{Options: o, Captures: [2]*Capture{b, a}}
-	d.PerSecond = !o.Absolute && b.Meta.DurationNS > 0 && a.Meta.DurationNS > 0
-	d.warnings = mismatches(b.Meta, a.Meta, o.Absolute)
+	return CompareSides(captureSide{b}, captureSide{a}, o)
+}
 
-	for side, c := range d.Captures {
-		d.totals[side] = c.Totals()
+// CompareSides is Compare of the captures of two analyses, from the totals and groups each holds.
+func CompareSides(b, a DiffSide, o DiffOptions) *Diff {
+	sides := [2]DiffSide{b, a}
+	d := &Diff{Options: o, Captures: [2]*Capture{b.Capture(), a.Capture()}}
+	d.PerSecond = !o.Absolute && d.Captures[BeforeSide].Meta.DurationNS > 0 && d.Captures[AfterSide].Meta.DurationNS > 0
+	d.warnings = mismatches(d.Captures[BeforeSide].Meta, d.Captures[AfterSide].Meta, o.Absolute)
+
+	for side, s := range sides {
+		d.totals[side] = s.Totals()
 		if d.totals[side].Saturated {
 			d.warnings = append(d.warnings, fmt.Sprintf("the %s capture's waits add up to more than a 64-bit number holds: it is corrupt, and its sums show as that maximum, %d", []string{"before", "after"}[side], uint64(math.MaxUint64)))
 		}
 	}
-	d.Rows = d.compareBy(rowFields(o))
-	d.Callers = d.compareBy(FieldType | FieldCaller)
-	d.Locks = d.compareBy(FieldType | FieldName)
-	d.Cgroups = d.compareBy(FieldType | FieldCgroup)
-	d.Types = d.compareTypes()
-	d.Owners = d.compareOwners()
+	d.Rows = d.compareBy(sides, rowFields(o))
+	d.Callers = d.compareBy(sides, FieldType|FieldCaller)
+	d.Locks = d.compareBy(sides, FieldType|FieldName)
+	d.Cgroups = d.compareBy(sides, FieldType|FieldCgroup)
+	d.Types = d.compareTypes(sides)
+	d.Owners = d.compareOwners(sides)
 	return d
 }
 
 // compareBy matches the groups of both captures that agree in fields (of FieldType, FieldName,
 // FieldCaller, FieldComm and FieldCgroup), and sorts the rows by absolute change.
-func (d *Diff) compareBy(fields Fields) []DiffRow {
-	var groups [2][]Group
-	var keys [2]map[string]rowKey
-	byField := hasLockFields(d.Captures[BeforeSide]) && hasLockFields(d.Captures[AfterSide])
-	for side, c := range d.Captures {
-		groups[side], keys[side] = groupRows(c, fields, byField)
+func (d *Diff) compareBy(sides [2]DiffSide, fields Fields) []DiffRow {
+	var groups [2]RowGroups
+	byField := sides[BeforeSide].HasLockFields() && sides[AfterSide].HasLockFields()
+	for side, s := range sides {
+		groups[side] = s.RowGroups(fields, byField)
 	}
 	rows := []DiffRow{}
 	matched := make(map[string]int) // key -> index into rows, for the before rows that can match
-	for _, g := range groups[BeforeSide] {
-		k := keys[BeforeSide][g.Key]
+	for _, g := range groups[BeforeSide].groups {
+		k := groups[BeforeSide].keys[g.Key]
 		if k.matchable {
 			matched[g.Key] = len(rows)
 		}
 		rows = append(rows, DiffRow{Status: Gone, Type: k.typ, Name: k.name, Caller: k.caller, Comm: k.comm, Cgroup: k.cgroup, Before: d.values(g, BeforeSide)})
 	}
-	for _, g := range groups[AfterSide] {
-		k := keys[AfterSide][g.Key]
+	for _, g := range groups[AfterSide].groups {
+		k := groups[AfterSide].keys[g.Key]
 		if i, ok := matched[g.Key]; ok && k.matchable {
 			rows[i].Status = Matched
 			rows[i].After = d.values(g, AfterSide)
@@ -192,8 +226,14 @@ type rowKey struct {
 	matchable                       bool // false for a caller that is a raw address or hashed id, or a cgroup without a path
 }
 
-// groupRows merges the records of c that agree in fields into the rows of a diff. It returns
-// GroupBy's groups and, for each group key, the fields the key stands for.
+// RowGroups are the records of a capture merged into the rows of a diff: GroupBy's groups and, for
+// each group key, the fields the key stands for.
+type RowGroups struct {
+	groups []Group
+	keys   map[string]rowKey
+}
+
+// GroupRows merges the records of c that agree in fields into the rows of a diff.
 //
 // A raw address or a hashed id as caller (a frame kallsyms could not name, e.g. in a module, or
 // with kernel.kptr_restrict) still merges with the same address within one capture, but never
@@ -205,7 +245,7 @@ type rowKey struct {
 // the locks of one cache are told apart by field, and a field matches the same field across boots
 // and kernels, where its offset and address do not. Without it (a capture from before fields) such a
 // lock is its cache's, as the capture without fields can only say.
-func groupRows(c *Capture, fields Fields, byField bool) ([]Group, map[string]rowKey) {
+func GroupRows(c *Capture, fields Fields, byField bool) RowGroups {
 	keys := make(map[string]rowKey)
 	key := func(r Record) string {
 		k := rowKey{typ: r.Type, matchable: true}
@@ -239,12 +279,12 @@ func groupRows(c *Capture, fields Fields, byField bool) ([]Group, map[string]row
 			withWaits = append(withWaits, r)
 		}
 	}
-	return GroupBy(withWaits, key), keys
+	return RowGroups{GroupBy(withWaits, key), keys}
 }
 
-// hasLockFields reports whether a capture names the struct fields of its slab locks: one of its
+// HasLockFields reports whether a capture names the struct fields of its slab locks: one of its
 // records has a field.
-func hasLockFields(c *Capture) bool {
+func HasLockFields(c *Capture) bool {
 	return slices.ContainsFunc(c.Records, func(r Record) bool { return r.Field != "" })
 }
 
@@ -272,32 +312,45 @@ func (d *Diff) values(g Group, side int) DiffValues {
 	}
 }
 
-// compareTypes compares the lock types that had waits in either
-func (d *Diff) compareTypes() []TypeDiff {
+// TypeStats are the figures of one lock type's waits, from its histogram.
+type TypeStats struct {
+	Type string
+	Stats
+}
+
+// TypeStatsOf are the figures of the lock types of hists that had waits, in their order.
+func TypeStatsOf(hists []Histogram) []TypeStats {
+	var types []TypeStats
+	for _, h := range hists {
+		if h.Count > 0 {
+			types = append(types, TypeStats{h.Type, h.Stats()})
+		}
+	}
+	return types
+}
+
+// compareTypes compares the lock types that had waits in either capture.
+func (d *Diff) compareTypes(sides [2]DiffSide) []TypeDiff {
 	var types []TypeDiff
 	index := make(map[string]int)
-	for side := range 2 {
-		for _, h := range d.Captures[side].Histograms {
-			if h.Count == 0 {
-				continue
-			}
-			i, ok := index[h.Type]
+	for side, sd := range sides {
+		for _, t := range sd.TypeStats() {
+			i, ok := index[t.Type]
 			if !ok {
 				i = len(types)
-				index[h.Type] = i
-				types = append(types, TypeDiff{Type: h.Type, Status: New})
+				index[t.Type] = i
+				types = append(types, TypeDiff{Type: t.Type, Status: New})
 				if side == BeforeSide {
 					types[i].Status = Gone
 				}
 			} else {
 				types[i].Status = Matched
 			}
-			s := h.Stats()
-			v := DiffValues{Count: d.Rate(h.Count, side), TotalNS: d.Rate(h.TotalNS, side), MeanNS: s.MeanNS, MaxNS: h.MaxNS}
+			v := DiffValues{Count: d.Rate(t.Count, side), TotalNS: d.Rate(t.TotalNS, side), MeanNS: t.MeanNS, MaxNS: t.MaxNS}
 			if side == BeforeSide {
-				types[i].Before, types[i].BeforeDist = v, s
+				types[i].Before, types[i].BeforeDist = v, t.Stats
 			} else {
-				types[i].After, types[i].AfterDist = v, s
+				types[i].After, types[i].AfterDist = v, t.Stats
 			}
 		}
 	}

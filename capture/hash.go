@@ -110,3 +110,42 @@ func (h *AddressHasher) Frame(f string) string {
 	}
 	return h.ID(fr.Address).HashedString()
 }
+
+// AddressText writes a capture's kernel addresses as every view of one analysis shows them (the
+// summary, the page and the exports): lock addresses, and the frames and callers kallsyms could not
+// name, as ids of Hasher, or as the capture has them.
+type AddressText struct {
+	Hasher *AddressHasher // makes the ids; nil when the addresses are shown as they are, or are ids already
+	Hashed bool           // the addresses shown are ids: made by Hasher, or the capture's (Meta.AddressesHashed)
+}
+
+// Lock is a lock's address as shown: an id, or the address.
+func (t AddressText) Lock(a Addr) string {
+	switch {
+	case t.Hasher != nil:
+		return t.Hasher.ID(a).HashedString()
+	case t.Hashed:
+		return a.HashedString()
+	}
+	return a.String()
+}
+
+// Frame is a frame or caller as shown: a raw address as its id.
+func (t AddressText) Frame(f string) string {
+	if t.Hasher != nil {
+		return t.Hasher.Frame(f)
+	}
+	return f
+}
+
+// Frames are the frames of a stack as shown: stack itself, or a copy with its raw addresses as ids.
+func (t AddressText) Frames(stack []string) []string {
+	if t.Hasher == nil {
+		return stack
+	}
+	shown := make([]string, len(stack))
+	for i, f := range stack {
+		shown[i] = t.Hasher.Frame(f)
+	}
+	return shown
+}

@@ -249,3 +249,17 @@ func (h HolderSplit) RunnableShare() float64 {
 	}
 	return float64(h.RunnableNS) / float64(h.SplitNS())
 }
+
+// OwnerStacks are the entries of c's owners with a stack: the wait charged to an owner while it ran
+// its critical section (sampled on its CPU) or after it left its CPU holding the lock. The exports
+// write them beside the waiters' records, apart: a sample type of their own in pprof, a root frame
+// of their own in folded stacks, rows of their own kind in CSV.
+func OwnerStacks(c *Capture) []Owner {
+	var out []Owner
+	for _, o := range c.Owners {
+		if len(o.Stack) > 0 && o.Reason == "" && o.TotalNS > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -15,7 +15,7 @@ import (
 // that reason. Entries of one capture that agree in all of these are merged before comparing: the
 // same thread name holding the lock under other thread ids, or other locks of the same name. A
 // stack with a frame that is a raw address or a hashed id merges with the same stack within one
-// capture but never matches across captures, as a caller does (see groupRows).
+// capture but never matches across captures, as a caller does (see GroupRows).
 
 // OwnerDiff compares the waits charged to one owner of a diff, the entries of Capture.Owners that
 // agree in what owners are matched by.
@@ -108,8 +108,12 @@ type ownerGroup struct {
 	heaviest     int // index into the capture's owners of the entry with the most wait charged
 }
 
-// groupOwners merges the owners of c that share a key, in the order their keys first appear.
-func groupOwners(c *Capture) []ownerGroup {
+// OwnerGroups are the owners of a capture merged as a diff matches them.
+type OwnerGroups struct{ groups []ownerGroup }
+
+// GroupOwners merges the owners of c that share what a diff matches owners by, in the order their
+// keys first appear.
+func GroupOwners(c *Capture) OwnerGroups {
 	var groups []ownerGroup
 	index := make(map[string]int)
 	for i, o := range c.Owners {
@@ -134,7 +138,7 @@ func groupOwners(c *Capture) []ownerGroup {
 			g.heaviest = i
 		}
 	}
-	return groups
+	return OwnerGroups{groups}
 }
 
 // ownerValues are group g of side's owners as the diff shows them.
@@ -152,12 +156,12 @@ func (d *Diff) ownerValues(g ownerGroup, side int) OwnerDiffValues {
 
 // compareOwners matches the owners of both captures, when both have owners, and sorts them by
 // absolute change in wait charged.
-func (d *Diff) compareOwners() []OwnerDiff {
+func (d *Diff) compareOwners(sides [2]DiffSide) []OwnerDiff {
 	owners := []OwnerDiff{}
 	if !d.OwnersCompared() {
 		return owners
 	}
-	before, after := groupOwners(d.Captures[BeforeSide]), groupOwners(d.Captures[AfterSide])
+	before, after := sides[BeforeSide].OwnerGroups().groups, sides[AfterSide].OwnerGroups().groups
 	diffOf := func(k ownerKey, status DiffStatus) OwnerDiff {
 		return OwnerDiff{Status: status, Type: k.typ, Name: k.name, Comm: k.comm, Reason: k.reason, Stack: nonNil(k.stack), StackReason: k.stackReason, Where: k.where}
 	}

@@ -78,7 +78,8 @@ func (inv invocation) runDiff(args []string) (int, error) {
 		before.HashAddresses(key)
 		after.HashAddresses(key)
 	}
-	d := capture.Compare(before, after, capture.DiffOptions{ByThread: by == "thread", ByCgroup: by == "cgroup", Absolute: abs, Top: page.top})
+	// The captures hold ids already, or are shown raw: their analyses hash nothing.
+	d := report.Compare(report.Analyze(before, true, nil), report.Analyze(after, true, nil), capture.DiffOptions{ByThread: by == "thread", ByCgroup: by == "cgroup", Absolute: abs, Top: page.top})
 
 	html.write = func(w io.Writer) error {
 		return report.WriteDiffHTML(w, d, report.HTMLOptions{Top: page.top, RawAddresses: page.rawAddrs})

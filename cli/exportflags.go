@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/klockstat/klockstat/capture"
 	"github.com/klockstat/klockstat/export"
+	"github.com/klockstat/klockstat/report"
 )
 
 // exportPaths are the files --pprof, --folded and --csv write, "" for none and "-" for stdout.
@@ -21,24 +21,20 @@ func (e *exportPaths) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&e.csv, "csv", "", "also write one CSV row per record to `FILE` (spreadsheets)")
 }
 
-// outputs are the exports asked for, writing c. Kernel addresses become ids under key, as in the
-// HTML report of the same key, unless rawAddresses.
-func (e exportPaths) outputs(c *capture.Capture, rawAddresses bool, key []byte) []output {
-	var hasher *capture.AddressHasher
-	if !rawAddresses {
-		hasher = capture.NewAddressHasher(key)
-	}
+// outputs are the exports asked for, writing an: its addresses as ids, as in the summary and the
+// HTML report of the same analysis, unless rawAddresses. A nil an is enough to plan them.
+func (e exportPaths) outputs(an *report.Analysis, rawAddresses bool) []output {
 	var outs []output
 	for _, out := range []struct {
 		flag, path string
-		write      func(io.Writer, *capture.Capture, *capture.AddressHasher) error
+		write      func(io.Writer, export.Analysis) error
 	}{
 		{"--pprof", e.pprof, export.WritePprof},
 		{"--folded", e.folded, export.WriteFolded},
 		{"--csv", e.csv, export.WriteCSV},
 	} {
 		outs = append(outs, output{flag: out.flag, path: out.path, secret: rawAddresses,
-			write: func(w io.Writer) error { return out.write(w, c, hasher) }})
+			write: func(w io.Writer) error { return out.write(w, an) }})
 	}
 	return outs
 }

@@ -114,19 +114,19 @@ func (o *captureOutputs) validate(key []byte) error {
 func (o *captureOutputs) plan(ins []input) error {
 	var err error
 	o.ins = ins
-	o.dests, err = planOutputs(o.outputs(nil, nil, nil), ins)
+	o.dests, err = planOutputs(o.outputs(nil, nil), ins)
 	return err
 }
 
-// outputs are the files the options write, writing c with addresses hashed under key, the page from
-// an, c's analysis; nil c and an are enough to plan them.
-func (o *captureOutputs) outputs(c *capture.Capture, an *report.Analysis, key []byte) []output {
+// outputs are the files the options write, writing c, the page and the exports from an, c's
+// analysis; nil c and an are enough to plan them.
+func (o *captureOutputs) outputs(c *capture.Capture, an *report.Analysis) []output {
 	outs := []output{{flag: "--json", path: o.jsonPath, secret: true, write: func(w io.Writer) error { return c.Write(w) }}}
-	selected := c
-	if c != nil {
-		selected = o.summary.Select(c)
+	selected := an
+	if an != nil {
+		selected = an.Select(o.summary)
 	}
-	outs = append(outs, o.exports.outputs(selected, o.rawAddrs, key)...)
+	outs = append(outs, o.exports.outputs(selected, o.rawAddrs)...)
 	return append(outs, output{flag: "--output", path: o.htmlPath, secret: o.rawAddrs, write: func(w io.Writer) error {
 		return an.WriteHTML(w, report.HTMLOptions{Top: o.top})
 	}})
@@ -143,7 +143,7 @@ func (o *captureOutputs) write(inv invocation, c *capture.Capture) error {
 	// One key for the report, the exports and the summary, so that they name a lock by the same id.
 	key := inv.addressKey()
 	an := report.Analyze(c, o.rawAddrs, key)
-	outs := o.outputs(c, an, key)
+	outs := o.outputs(c, an)
 	err := writeAll(outs, o.dests, inv.stdout)
 	if _, stopped := errors.AsType[*interruptedWrite](err); stopped {
 		return err

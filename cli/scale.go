@@ -167,24 +167,28 @@ func (o *sweepOutputs) plan(ins []input, outputGiven bool, key []byte) error {
 		f.htmlPath = "klockstat-scale.html"
 	}
 	o.key = key
-	var hasher *capture.AddressHasher
-	if !f.rawAddrs {
-		hasher = capture.NewAddressHasher(key)
+	// One analysis of each level's capture, which all its exports write, its addresses ids under key.
+	analyses := map[*capture.Capture]*report.Analysis{}
+	analysisOf := func(c *capture.Capture) *report.Analysis {
+		if analyses[c] == nil {
+			analyses[c] = report.Analyze(c, f.rawAddrs, key)
+		}
+		return analyses[c]
 	}
 	o.outs = []output{
 		{flag: "--json", path: f.jsonPath, secret: true, write: func(w io.Writer) error { return o.sweep.Write(w) }},
-		{flag: "--pprof", path: f.exports.pprof, secret: f.rawAddrs, write: func(w io.Writer) error { return writeLevelPprof(w, o.sweep, hasher) }},
+		{flag: "--pprof", path: f.exports.pprof, secret: f.rawAddrs, write: func(w io.Writer) error { return writeLevelPprof(w, o.sweep, analysisOf) }},
 	}
 	for _, e := range []struct {
 		flag, path string
-		write      func(io.Writer, *capture.Capture, *capture.AddressHasher) error
+		write      func(io.Writer, export.Analysis) error
 	}{{"--folded", f.exports.folded, export.WriteFolded}, {"--csv", f.exports.csv, export.WriteCSV}} {
 		if e.path == "" {
 			continue
 		}
 		for _, n := range o.levels {
 			o.outs = append(o.outs, output{flag: e.flag, path: levelPath(e.path, n), secret: f.rawAddrs, level: n, write: func(w io.Writer) error {
-				return e.write(w, levelCapture(o.sweep, n), hasher)
+				return e.write(w, analysisOf(levelCapture(o.sweep, n)))
 			}})
 		}
 	}
@@ -254,8 +258,9 @@ func levelCapture(s *capture.Sweep, n int) *capture.Capture {
 	return nil
 }
 
-// writeLevelPprof writes one profile of every level's capture, each sample labelled with its level.
-func writeLevelPprof(w io.Writer, s *capture.Sweep, hasher *capture.AddressHasher) error {
+// writeLevelPprof writes one profile of every level's capture, from its analysis, each sample
+// labelled with its level.
+func writeLevelPprof(w io.Writer, s *capture.Sweep, analysisOf func(*capture.Capture) *report.Analysis) error {
 	var profiles []*profile.Profile
 	for _, l := range s.Levels {
 		r := l.Representative()
@@ -263,7 +268,7 @@ func writeLevelPprof(w io.Writer, s *capture.Sweep, hasher *capture.AddressHashe
 			continue
 		}
 		var b bytes.Buffer
-		if err := export.WritePprof(&b, r.Capture, hasher); err != nil {
+		if err := export.WritePprof(&b, analysisOf(r.Capture)); err != nil {
 			return err
 		}
 		p, err := profile.Parse(&b)

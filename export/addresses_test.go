@@ -9,10 +9,11 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/report"
 )
 
-// TestExportsHashAddresses: given a hasher, no export holds a kernel address, and all of them name a
-// lock or an unnamed frame by the same id, the hasher's.
+// TestExportsHashAddresses: given an analysis that hashes, no export holds a kernel address, and all
+// of them name a lock or an unnamed frame by the same id, that of the analysis's key.
 func TestExportsHashAddresses(t *testing.T) {
 	c := hostileCapture(t)
 	key := []byte("a key for this test only")
@@ -32,14 +33,15 @@ func TestExportsHashAddresses(t *testing.T) {
 	wantLock := ids.ID(c.Records[0].Lock).HashedString()
 	wantFrame := ids.Frame("0xffffffffc0a81234")
 
+	an := report.Analyze(c, false, key)
 	var csvOut, folded, pprofOut bytes.Buffer
-	if err := WriteCSV(&csvOut, c, capture.NewAddressHasher(key)); err != nil {
+	if err := WriteCSV(&csvOut, an); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFolded(&folded, c, capture.NewAddressHasher(key)); err != nil {
+	if err := WriteFolded(&folded, an); err != nil {
 		t.Fatal(err)
 	}
-	if err := WritePprof(&pprofOut, c, capture.NewAddressHasher(key)); err != nil {
+	if err := WritePprof(&pprofOut, an); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&pprofOut)

@@ -6,8 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/klockstat/klockstat/capture"
 )
 
 // csvHeader names the columns of WriteCSV: perf lock contention's first (contended, total wait,
@@ -37,8 +35,8 @@ var csvHeader = []string{
 // replaced as in every export (printableText), and a spreadsheet runs a cell that starts with =, +, -
 // or @ as a formula (a tab or a carriage return too, which are replaced); such a field is written
 // with a leading ' (OWASP's advice against CSV injection), which spreadsheets show and do not evaluate.
-func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
-	addrs := newAddresses(c, hasher)
+func WriteCSV(w io.Writer, a Analysis) error {
+	c, addrs := a.Capture(), a.Addresses()
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true
 	if err := cw.Write(csvHeader); err != nil {
@@ -50,9 +48,9 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			continue
 		}
 		row := []string{
-			u(r.Count), u(r.TotalNS), u(r.MaxNS), u(r.TotalNS / r.Count), csvText(r.Type), csvText(addrs.frame(r.Caller)),
-			u(r.MinNS), u(r.InProgress), u(r.SpinNS), addrs.lock(r.Lock), csvText(r.Name), csvText(r.Comm), u(uint64(r.PID)), u(uint64(r.TID)),
-			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(addrs.stack(r.Stack)),
+			u(r.Count), u(r.TotalNS), u(r.MaxNS), u(r.TotalNS / r.Count), csvText(r.Type), csvText(addrs.Frame(r.Caller)),
+			u(r.MinNS), u(r.InProgress), u(r.SpinNS), addrs.Lock(r.Lock), csvText(r.Name), csvText(r.Comm), u(uint64(r.PID)), u(uint64(r.TID)),
+			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(stackText(addrs, r.Stack)),
 			u(r.CgroupID), csvText(r.Cgroup), "wait", "", "",
 			csvText(r.ObjectOffset), csvText(r.Field), csvText(strings.Join(r.FieldCandidates, " ")),
 			staticMark(r),
@@ -61,11 +59,11 @@ func WriteCSV(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) er
 			return fmt.Errorf("writing CSV: %w", err)
 		}
 	}
-	for _, o := range ownerStacks(c) {
+	for _, o := range a.OwnerStacks() {
 		row := []string{
 			u(o.Count), u(o.TotalNS), "", u(o.TotalNS / o.Count), csvText(o.Type), "",
-			"", "", "", addrs.lock(o.Lock), csvText(o.Name), csvText(o.Comm), u(uint64(o.PID)), u(uint64(o.TID)),
-			"", "", "", "", csvText(addrs.stack(o.Stack)), "", "", "owner", o.Where, u(o.Samples), "", "", "",
+			"", "", "", addrs.Lock(o.Lock), csvText(o.Name), csvText(o.Comm), u(uint64(o.PID)), u(uint64(o.TID)),
+			"", "", "", "", csvText(stackText(addrs, o.Stack)), "", "", "owner", o.Where, u(o.Samples), "", "", "",
 			"",
 		}
 		if err := cw.Write(row); err != nil {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/report"
 )
 
 // readCSV parses the output as a spreadsheet would, with the header as the first row.
@@ -37,7 +38,7 @@ func TestCSVAddsUp(t *testing.T) {
 	for name, c := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteCSV(&b, c, nil); err != nil {
+			if err := WriteCSV(&b, asCaptured(c)); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.HasSuffix(b.Bytes(), []byte("\r\n")) || bytes.Count(b.Bytes(), []byte("\n")) != bytes.Count(b.Bytes(), []byte("\r\n")) {
@@ -69,7 +70,7 @@ func TestCSVAddsUp(t *testing.T) {
 				total += n("total_wait_ns")
 				r := withWaits[i]
 				if n("max_wait_ns") != r.MaxNS || n("min_wait_ns") != r.MinNS || n("avg_wait_ns") != uint64(r.MeanNS()) ||
-					n("pid") != uint64(r.PID) || n("tid") != uint64(r.TID) || row["lock"] != newAddresses(c, nil).lock(r.Lock) {
+					n("pid") != uint64(r.PID) || n("tid") != uint64(r.TID) || row["lock"] != (capture.AddressText{Hashed: c.Meta.AddressesHashed}).Lock(r.Lock) {
 					t.Errorf("row %d = %v, does not hold record %d %+v", i, row, i, r)
 				}
 			}
@@ -85,7 +86,7 @@ func TestCSVAddsUp(t *testing.T) {
 func TestCSVHostileNames(t *testing.T) {
 	c := hostileCapture(t)
 	var b bytes.Buffer
-	if err := WriteCSV(&b, c, nil); err != nil {
+	if err := WriteCSV(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	_, rows := readCSV(t, b.Bytes())
@@ -112,7 +113,7 @@ func FuzzCSV(f *testing.F) {
 	f.Fuzz(func(t *testing.T, comm string) {
 		c := &capture.Capture{Records: []capture.Record{{Type: "mutex", Comm: comm, Count: 1, TotalNS: 5, MinNS: 5, MaxNS: 5}}}
 		var b bytes.Buffer
-		if err := WriteCSV(&b, c, nil); err != nil {
+		if err := WriteCSV(&b, asCaptured(c)); err != nil {
 			t.Fatal(err)
 		}
 		_, rows := readCSV(t, b.Bytes())
@@ -131,13 +132,13 @@ func FuzzCSV(f *testing.F) {
 }
 
 // TestCSVModuleFrames: the caller and stack columns keep a module frame as captured, offset and
-// module, as perf's caller column does; a hasher replaces the unnamed module address only.
+// module, as perf's caller column does; an analysis that hashes replaces the unnamed module address
+// only.
 func TestCSVModuleFrames(t *testing.T) {
 	c := moduleCapture(t)
-	hasher := capture.NewAddressHasher([]byte("k"))
 	id := capture.NewAddressHasher([]byte("k")).Frame("0xffffffffc0a81234")
 	var b bytes.Buffer
-	if err := WriteCSV(&b, c, hasher); err != nil {
+	if err := WriteCSV(&b, report.Analyze(c, false, []byte("k"))); err != nil {
 		t.Fatal(err)
 	}
 	_, rows := readCSV(t, b.Bytes())

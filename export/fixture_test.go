@@ -7,7 +7,12 @@ import (
 	"unicode"
 
 	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/report"
 )
+
+// asCaptured is the analysis of c that shows its addresses as captured, as the exports of a run
+// with --raw-addresses write them.
+func asCaptured(c *capture.Capture) Analysis { return report.Analyze(c, true, nil) }
 
 // realCapture is the capture the README shows: contend's four workloads on a 2-CPU VM.
 func realCapture(t testing.TB) *capture.Capture {

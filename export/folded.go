@@ -23,8 +23,8 @@ import (
 //
 // A thread name is chosen by the process, so the ';' between frames and what printableText replaces
 // (line breaks, other control characters) are replaced by '_' in it.
-func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
-	addrs := newAddresses(c, hasher)
+func WriteFolded(w io.Writer, a Analysis) error {
+	c, addrs := a.Capture(), a.Addresses()
 	weights := map[string]uint64{}
 	var b strings.Builder
 	for _, r := range c.Records {
@@ -36,20 +36,20 @@ func WriteFolded(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher)
 		stack := stackOf(r.Stack)
 		for i := len(stack) - 1; i >= 0; i-- {
 			b.WriteByte(';')
-			b.WriteString(foldedName(capture.ParseFrame(addrs.frame(stack[i])).Func()))
+			b.WriteString(foldedName(capture.ParseFrame(addrs.Frame(stack[i])).Func()))
 		}
 		if f := r.FieldLabel(); f != "" {
 			b.WriteString(";[" + foldedName(f) + "]")
 		}
 		weights[b.String()] += r.TotalNS
 	}
-	for _, o := range ownerStacks(c) {
+	for _, o := range a.OwnerStacks() {
 		b.Reset()
 		b.WriteString(ownersFrame + ";")
 		b.WriteString(foldedName(o.Comm))
 		for i := len(o.Stack) - 1; i >= 0; i-- {
 			b.WriteByte(';')
-			b.WriteString(foldedName(capture.ParseFrame(addrs.frame(o.Stack[i])).Func()))
+			b.WriteString(foldedName(capture.ParseFrame(addrs.Frame(o.Stack[i])).Func()))
 		}
 		weights[b.String()] += o.TotalNS
 	}

@@ -35,7 +35,7 @@ func TestFoldedAddsUp(t *testing.T) {
 	for name, c := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteFolded(&b, c, nil); err != nil {
+			if err := WriteFolded(&b, asCaptured(c)); err != nil {
 				t.Fatal(err)
 			}
 			lines, weights := parseFolded(t, b.Bytes())
@@ -85,7 +85,7 @@ func TestFoldedAddsUp(t *testing.T) {
 // apart from a vmlinux function of the same name.
 func TestFoldedModuleFrames(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteFolded(&b, moduleCapture(t), nil); err != nil {
+	if err := WriteFolded(&b, asCaptured(moduleCapture(t))); err != nil {
 		t.Fatal(err)
 	}
 	want := "ext4;vfs_write;xfs_ilock;mutex_lock 50\n" +
@@ -100,7 +100,7 @@ func TestFoldedModuleFrames(t *testing.T) {
 func TestFoldedHostileNames(t *testing.T) {
 	c := hostileCapture(t)
 	var b bytes.Buffer
-	if err := WriteFolded(&b, c, nil); err != nil {
+	if err := WriteFolded(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	lines, _ := parseFolded(t, b.Bytes())
@@ -133,7 +133,7 @@ func FuzzFolded(f *testing.F) {
 	f.Fuzz(func(t *testing.T, comm, fr string, ns uint64) {
 		c := &capture.Capture{Records: []capture.Record{{Type: "mutex", Comm: comm, Count: 1, TotalNS: ns, Stack: []string{fr}}}}
 		var b bytes.Buffer
-		if err := WriteFolded(&b, c, nil); err != nil {
+		if err := WriteFolded(&b, asCaptured(c)); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(b.String(), " "+strconv.FormatUint(ns, 10)+"\n") || strings.Count(b.String(), "\n") != 1 {

@@ -1,5 +1,11 @@
 package export
 
+import (
+	"strings"
+
+	"github.com/klockstat/klockstat/capture"
+)
+
 // unknownFrame stands for the stack of a record that has none (stack depth 0, or a failed walk), as
 // perf prints a frame it cannot name.
 const unknownFrame = "[unknown]"
@@ -10,4 +16,9 @@ func stackOf(stack []string) []string {
 		return []string{unknownFrame}
 	}
 	return stack
+}
+
+// stackText is a stack's frames as addrs shows them, innermost first, joined by " <- ".
+func stackText(addrs capture.AddressText, stack []string) string {
+	return strings.Join(addrs.Frames(stack), " <- ")
 }

@@ -31,7 +31,7 @@ func fieldCapture(t *testing.T) *capture.Capture {
 
 func TestCSVLockField(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteCSV(&b, fieldCapture(t), nil); err != nil {
+	if err := WriteCSV(&b, asCaptured(fieldCapture(t))); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&b).ReadAll()
@@ -59,7 +59,7 @@ func TestCSVLockField(t *testing.T) {
 
 func TestPprofLockField(t *testing.T) {
 	var b bytes.Buffer
-	if err := WritePprof(&b, fieldCapture(t), nil); err != nil {
+	if err := WritePprof(&b, asCaptured(fieldCapture(t))); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&b)
@@ -88,7 +88,7 @@ func TestPprofLockField(t *testing.T) {
 
 func TestFoldedLockField(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteFolded(&b, fieldCapture(t), nil); err != nil {
+	if err := WriteFolded(&b, asCaptured(fieldCapture(t))); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{

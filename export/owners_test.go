@@ -34,7 +34,7 @@ func ownedCapture(t testing.TB) *capture.Capture {
 func TestPprofOwners(t *testing.T) {
 	c := ownedCapture(t)
 	var b bytes.Buffer
-	if err := WritePprof(&b, c, nil); err != nil {
+	if err := WritePprof(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&b)
@@ -86,7 +86,7 @@ func TestPprofOwners(t *testing.T) {
 func TestFoldedOwners(t *testing.T) {
 	c := ownedCapture(t)
 	var b bytes.Buffer
-	if err := WriteFolded(&b, c, nil); err != nil {
+	if err := WriteFolded(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	comm := foldedName(c.Owners[0].Comm)
@@ -110,7 +110,7 @@ func TestFoldedOwners(t *testing.T) {
 func TestCSVOwners(t *testing.T) {
 	c := ownedCapture(t)
 	var b bytes.Buffer
-	if err := WriteCSV(&b, c, nil); err != nil {
+	if err := WriteCSV(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&b).ReadAll()

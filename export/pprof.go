@@ -44,8 +44,8 @@ const kernelMapping = "[kernel.kallsyms]"
 // with numeric labels pid, tid and cgroup_id, for pprof's
 // -tagfocus, -tagignore and -tags. A label whose value is empty or 0 (the idle task's pid and tid) is
 // left out: profile.proto cannot tell it from no label.
-func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) error {
-	addrs := newAddresses(c, hasher)
+func WritePprof(w io.Writer, a Analysis) error {
+	c, addrs := a.Capture(), a.Addresses()
 	p := &profile.Profile{
 		SampleType:        pprofSampleTypes,
 		DefaultSampleType: "delay",
@@ -56,7 +56,7 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 		Comments:          []string{pprofComment(c.Meta)},
 	}
 	frames := newPprofFrames(p, c.Sources)
-	owners := ownerStacks(c)
+	owners := a.OwnerStacks()
 	values := func(count, delay uint64) []int64 { return []int64{int64(count), int64(delay)} }
 	if len(owners) > 0 {
 		p.SampleType = append(slices.Clone(pprofSampleTypes), pprofOwnerSampleTypes...)
@@ -68,7 +68,7 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 		}
 		s := &profile.Sample{
 			Value:    values(r.Count, r.TotalNS),
-			Label:    map[string][]string{"lock_type": {printableText(r.Type)}, "lock": {addrs.lock(r.Lock)}},
+			Label:    map[string][]string{"lock_type": {printableText(r.Type)}, "lock": {addrs.Lock(r.Lock)}},
 			NumLabel: map[string][]int64{},
 		}
 		for key, value := range map[string]string{"lock_name": r.Name, "lock_offset": r.ObjectOffset, "lock_field": r.Field, "comm": r.Comm, "cgroup": r.Cgroup, "lock_static": staticMark(r)} {
@@ -92,7 +92,7 @@ func WritePprof(w io.Writer, c *capture.Capture, hasher *capture.AddressHasher) 
 	for _, o := range owners {
 		s := &profile.Sample{
 			Value:    []int64{0, 0, int64(o.Samples), int64(o.TotalNS)},
-			Label:    map[string][]string{"lock_type": {printableText(o.Type)}, "lock": {addrs.lock(o.Lock)}, "role": {"owner"}},
+			Label:    map[string][]string{"lock_type": {printableText(o.Type)}, "lock": {addrs.Lock(o.Lock)}, "role": {"owner"}},
 			NumLabel: map[string][]int64{"pid": {int64(o.PID)}, "tid": {int64(o.TID)}},
 		}
 		for key, value := range map[string]string{"lock_name": o.Name, "comm": o.Comm, "owner_where": o.Where} {
@@ -151,11 +151,11 @@ func (f *pprofFrames) mapping(module string) *profile.Mapping {
 }
 
 // location is the location of frame s of the capture, added to the profile the first time.
-func (f *pprofFrames) location(s string, addrs addresses) *profile.Location {
+func (f *pprofFrames) location(s string, addrs capture.AddressText) *profile.Location {
 	if loc := f.locations[s]; loc != nil {
 		return loc
 	}
-	fr := capture.ParseFrame(printableText(addrs.frame(s)))
+	fr := capture.ParseFrame(printableText(addrs.Frame(s)))
 	m := f.mapping(fr.Module)
 	name := fr.Function
 	var address uint64

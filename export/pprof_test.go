@@ -61,7 +61,7 @@ func TestPprofReadsBack(t *testing.T) {
 func readPprof(t *testing.T, c *capture.Capture) *profile.Profile {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WritePprof(&b, c, nil); err != nil {
+	if err := WritePprof(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&b)
@@ -114,7 +114,7 @@ func describeRecord(c *capture.Capture, r capture.Record) string {
 		frames = append(frames, fmt.Sprintf("%s+%d@%#x in %s/%s", name, f.Offset, address, file, file))
 	}
 	return fmt.Sprintf("type=%q name=%q lock=%q comm=%q cgroup=%q pid=%d tid=%d cgroup_id=%d value=%v stack=%+v",
-		text(r.Type), text(r.Name), text(newAddresses(c, nil).lock(r.Lock)), text(r.Comm), text(r.Cgroup), num(uint64(r.PID)), num(uint64(r.TID)), num(r.CgroupID),
+		text(r.Type), text(r.Name), text((capture.AddressText{Hashed: c.Meta.AddressesHashed}).Lock(r.Lock)), text(r.Comm), text(r.Cgroup), num(uint64(r.PID)), num(uint64(r.TID)), num(r.CgroupID),
 		[]int64{int64(r.Count), int64(r.TotalNS)}, frames)
 }
 
@@ -155,7 +155,7 @@ func TestPprofTop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WritePprof(f, c, nil); err != nil {
+	if err := WritePprof(f, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -191,7 +191,7 @@ func TestPprofTop(t *testing.T) {
 // same name.
 func TestPprofModuleFrames(t *testing.T) {
 	var b bytes.Buffer
-	if err := WritePprof(&b, moduleCapture(t), nil); err != nil {
+	if err := WritePprof(&b, asCaptured(moduleCapture(t))); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.Parse(&b)

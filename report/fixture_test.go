@@ -129,6 +129,13 @@ func ownedCapture(t testing.TB) *capture.Capture {
 // hostileDiff compares two captures whose every string tries to run script in the page.
 func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 	t.Helper()
+	b, a := hostilePair(t)
+	return capture.Compare(b, a, o)
+}
+
+// hostilePair are the captures hostileDiff compares, before and after.
+func hostilePair(t testing.TB) (before, after *capture.Capture) {
+	t.Helper()
 	b := capturetest.Of(t, 1e9,
 		capturetest.Rec(funcType, imgCanary, svgComm+"+0x10", svgComm, 1, 1, 0xffff888100000000, 5_000, 9_000),
 		capturetest.Rec("mutex", "", scriptBreak, commentOpen, 1, 2, 0xffff888100000040, 1_000),
@@ -166,7 +173,7 @@ func hostileDiff(t testing.TB, o capture.DiffOptions) *capture.Diff {
 		{Type: "mutex", Lock: 0xffff888100000140, Comm: bidiComm, PID: 2, TID: 8, StackReason: capture.OwnerStackRan, Count: 1, TotalNS: 700,
 			States: []capture.OwnerState{{State: capture.OwnerOnCPU, Count: 1, TotalNS: 700}}},
 	}
-	return capture.Compare(b, a, o)
+	return b, a
 }
 
 // syntheticCapture is a capture shaped like a big real one: n records on about 12 lock types, a few

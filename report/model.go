@@ -9,10 +9,11 @@ import (
 )
 
 // model is the analysis of one capture that every rendering of it draws from, as pprof's Report is
-// built once from a profile: the terminal summary (summary.go), the page (html.go), the level pages
-// of a scaling report (scale.go) read it and group nothing themselves. Each part is computed the
-// first time a rendering asks for it, once: a summary by caller never pays for the page's flame
-// graphs, and the summary and page of one run share what both show.
+// built once from a profile: the terminal summary (summary.go), the page (html.go), the diffs
+// (diff_model.go) and the level pages of a scaling report (scale.go) read it and group nothing
+// themselves. Each part is computed the first time a rendering asks for it, once: a summary by
+// caller never pays for the page's flame graphs, and the summary and page of one run share what both
+// show.
 //
 // Display strings stay here, beside the groups: a Group keeps the capture's caller, which the
 // source lines are looked up by, and the model hashes what it shows (lockText, frameText) instead
@@ -40,6 +41,8 @@ type model struct {
 	trees      func() []capture.FlameTree // the flame graphs of the waits
 	ownerTree  func() ownerFlame          // the flame graph of the owners
 	ownerWaits func() []uint64            // the waits of each owner row (ownRowWaits)
+	owners     func() []capture.Owner     // the owners with stacks the exports write (capture.OwnerStacks)
+	side       *diffSide                  // the model as a side of a diff (diff_model.go)
 }
 
 // commandRecords are a capture's records split by commandSplit; ok is false when it does not split.
@@ -104,6 +107,8 @@ func newModel(c *capture.Capture, raw bool, key []byte) *model {
 		return ownerFlame{tree, ok}
 	})
 	m.ownerWaits = part(m, "owner waits", func() []uint64 { return ownRowWaits(c.Owners) })
+	m.owners = part(m, "owner stacks", func() []capture.Owner { return capture.OwnerStacks(c) })
+	m.side = newDiffSide(m)
 	return m
 }
 
@@ -119,37 +124,20 @@ func part[T any](m *model, name string, compute func() T) func() T {
 	})
 }
 
-// lockText is a lock's address as the model shows it: an id, or the address.
-func (m *model) lockText(a capture.Addr) string {
-	switch {
-	case m.hasher != nil:
-		return m.hasher.ID(a).HashedString()
-	case m.hashed:
-		return a.HashedString()
-	}
-	return a.String()
+// addresses are how the model shows kernel addresses, in every rendering and export of it.
+func (m *model) addresses() capture.AddressText {
+	return capture.AddressText{Hasher: m.hasher, Hashed: m.hashed}
 }
 
+// lockText is a lock's address as the model shows it: an id, or the address.
+func (m *model) lockText(a capture.Addr) string { return m.addresses().Lock(a) }
+
 // frameText is a frame or caller as the model shows it: a raw address as its id.
-func (m *model) frameText(f string) string {
-	if m.hasher != nil {
-		return m.hasher.Frame(f)
-	}
-	return f
-}
+func (m *model) frameText(f string) string { return m.addresses().Frame(f) }
 
 // frameTexts are the frames of a stack as the model shows them: stack itself, or a copy with its raw
 // addresses as ids.
-func (m *model) frameTexts(stack []string) []string {
-	if m.hasher == nil {
-		return stack
-	}
-	shown := make([]string, len(stack))
-	for i, f := range stack {
-		shown[i] = m.hasher.Frame(f)
-	}
-	return shown
-}
+func (m *model) frameTexts(stack []string) []string { return m.addresses().Frames(stack) }
 
 // callerLine is a caller as a summary shows it, the source line and inlined functions after it when
 // the capture has them.
@@ -187,3 +175,23 @@ func (a *Analysis) WriteHTML(w io.Writer, o HTMLOptions) error { return a.m.writ
 
 // WriteSummary is WriteSummary of the analysis.
 func (a *Analysis) WriteSummary(w io.Writer, o SummaryOptions) error { return a.m.writeSummary(w, o) }
+
+// Select is the analysis of the records o's filters keep, which the exports of a summary of o write:
+// a itself when they keep every record, else that of the records kept, its addresses shown as a's
+// are.
+func (a *Analysis) Select(o SummaryOptions) *Analysis {
+	if s := a.m.selected(o); s != a.m {
+		return &Analysis{s}
+	}
+	return a
+}
+
+// Capture is the capture analysed; the exports (export.Analysis) write it.
+func (a *Analysis) Capture() *capture.Capture { return a.m.c }
+
+// Addresses are how the analysis shows kernel addresses: the exports name a lock by the id the page
+// and the summary name it by.
+func (a *Analysis) Addresses() capture.AddressText { return a.m.addresses() }
+
+// OwnerStacks are capture.OwnerStacks of the capture, computed once for every export.
+func (a *Analysis) OwnerStacks() []capture.Owner { return a.m.owners() }

@@ -555,6 +555,7 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 		return "", err
 	}
 	var shown []capture.SweepLevel
+	var models []*model // of the levels shown, which their page and their diffs render
 	pages := embeddedPages{Levels: []embeddedPage{}, Diffs: []embeddedPage{}}
 	for _, l := range s.Levels {
 		r := l.Representative()
@@ -562,19 +563,20 @@ func levelPages(s *capture.Sweep, o HTMLOptions) (template.HTML, error) {
 			continue
 		}
 		// One model per level: its captures hold ids already, or are shown raw.
-		page, err := embedPage(a, func(w io.Writer) error { return newModel(r.Capture, true, nil).writeHTML(w, o) })
+		m := newModel(r.Capture, true, nil)
+		page, err := embedPage(a, func(w io.Writer) error { return m.writeHTML(w, o) })
 		if err != nil {
 			return "", fmt.Errorf("level %d: %w", l.N, err)
 		}
 		pages.Levels = append(pages.Levels, embeddedPage{A: l.N, Page: page})
-		shown = append(shown, l)
+		shown, models = append(shown, l), append(models, m)
 	}
 	for i, before := range shown {
 		for j, after := range shown[i+1:] {
 			if !diffPair(len(shown), i, i+1+j) {
 				continue
 			}
-			d := capture.Compare(before.Representative().Capture, after.Representative().Capture, capture.DiffOptions{Top: o.Top})
+			d := compare(models[i], models[i+1+j], capture.DiffOptions{Top: o.Top})
 			page, err := embedPage(a, func(w io.Writer) error { return writeDiffHTML(w, d, o, o.AddressKey) })
 			if err != nil {
 				return "", fmt.Errorf("diff of levels %d and %d: %w", before.N, after.N, err)
