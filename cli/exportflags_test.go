@@ -149,7 +149,7 @@ func TestCaptureExports(t *testing.T) {
 	out, pprof := filepath.Join(dir, "capture.json"), filepath.Join(dir, "k.pb.gz")
 	contend := testenv.Build(t, "./examples/contend")
 	cmd, _, stderr := klockstat(t, "-q", "-o", "", "--json", out, "--pprof", pprof, "--raw-addresses", "--",
-		contend, "-lock", "pipe", "-threads", "2", "-duration", "500ms")
+		contend, "-lock", "inode", "-dir", dir, "-threads", "4", "-duration", "1s")
 	if status := exitStatus(t, cmd.Run()); status != 0 {
 		t.Fatalf("exit status %d\nstderr: %s", status, stderr)
 	}
