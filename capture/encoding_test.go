@@ -265,6 +265,13 @@ func TestReadErrors(t *testing.T) {
 		{name: "owner stack place unknown", change: func(c *Capture) { c.Owners[3].Where = "elsewhere" }, want: `owner 3: unknown owner stack place "elsewhere"`},
 		{name: "owner holder state unknown", change: func(c *Capture) { c.Owners[0].HolderState = "napping" }, want: `owner 0: unknown holder state "napping"`},
 		{name: "unknown owner with a holder state", change: func(c *Capture) { c.Owners[1].HolderState = HolderRunnable }, want: "owner 1: owner thread 0, states or stack, but unknown"},
+		{name: "blocker unknown", change: func(c *Capture) { c.Owners[0].Blocker = "bystander" }, want: `owner 0: unknown blocker "bystander"`},
+		{name: "blocker with states", change: func(c *Capture) { c.Owners[0].Blocker = BlockerWriter }, want: "owner 0: a writer blocker with a reason, a holder state or states"},
+		{name: "blocker's place for an owner", change: func(c *Capture) { c.Owners[0].Where = BlockerStackWake },
+			want: `owner 0: an owner stack place "wake" for a blocker ""`},
+		{name: "owner's place for a blocker", change: func(c *Capture) {
+			c.Owners[0].Blocker, c.Owners[0].States, c.Owners[0].Where = BlockerReader, nil, OwnerStackOffCPU
+		}, want: `owner 0: an owner stack place "off_cpu" for a blocker "reader"`},
 		{name: "owner samples off CPU", change: func(c *Capture) { c.Owners[3].Where = OwnerStackOffCPU }, want: `owner 3: 3 samples for an owner stack "off_cpu"`},
 		{name: "owner chain too deep", change: func(c *Capture) { c.OwnerChains[0].Depth = MaxOwnerChain + 1 }, want: "owner chain 0: depth 5 out of range (want 1 to 4)"},
 		{name: "owner chain without an end", change: func(c *Capture) { c.OwnerChains[0].EndTID = 0 }, want: "owner chain 0: no owner thread, or no thread at the end"},

@@ -34,10 +34,15 @@ type Owner struct {
 	// each wait charged to a known owner is split by the owner's time on its CPU, runnable and off
 	// its CPU while it lasted, each share an entry of its own (a wait counts in each). "" for a
 	// share not split: an unknown owner, a lost mark, or a capture from before the split.
-	HolderState string       `json:"holder_state,omitempty"`
-	Count       uint64       `json:"count"` // waits charged
-	TotalNS     uint64       `json:"total_ns"`
-	States      []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
+	HolderState string `json:"holder_state,omitempty"`
+	// Blocker says, for a thread charged the waits of a lock that records no owner (a percpu
+	// rwsem, a semaphore) or of an rwsem held by readers, how it blocked them: one of the
+	// Blocker* values, the thread that woke the waiters as it released the lock. "" for an owner
+	// the lock recorded.
+	Blocker string       `json:"blocker,omitempty"`
+	Count   uint64       `json:"count"` // waits charged
+	TotalNS uint64       `json:"total_ns"`
+	States  []OwnerState `json:"states"` // a known owner's state when the waits began, largest first
 }
 
 // OwnerState is the waits that began while their lock's owner was in one state.
@@ -75,6 +80,23 @@ const (
 	OwnerReaders = "held by readers"            // an rwsem held for reading names no reader for sure
 	OwnerNone    = "no owner as the wait began" // released, or being handed over, as the probe looked
 )
+
+// How a thread was found to block the waiters of a lock that records no owner: Owner.Blocker. The
+// thread that wakes such a waiter is the one that released the lock to it.
+const (
+	// BlockerWriter is a writer of the lock: one seen waiting to take it, or the one that woke a
+	// percpu rwsem's readers (percpu_up_write alone wakes them).
+	BlockerWriter = "writer"
+	// BlockerReader is a reader seen waiting for the lock, which woke the waiter as it left it: for
+	// a writer waiting on readers, the last reader it saw leave.
+	BlockerReader = "reader"
+	// BlockerReleaser is the thread that released the lock and woke the waiter, not seen waiting for
+	// it: the kernel does not say whether it read or wrote.
+	BlockerReleaser = "releaser"
+)
+
+// Blockers are the Owner.Blocker values.
+var Blockers = []string{BlockerWriter, BlockerReader, BlockerReleaser}
 
 // The reasons a known owner's waits carry no owner stack. The owner's stack is taken as it leaves a
 // CPU holding the lock, once per tenure: where it blocked or was preempted while others waited.
@@ -132,8 +154,14 @@ func (o Owner) validate() error {
 		return fmt.Errorf("unknown owner stack reason %q", o.StackReason)
 	case o.StackReason != "" && len(o.Stack) > 0:
 		return fmt.Errorf("an owner stack, and a reason for none: %s", o.StackReason)
-	case o.Where != "" && o.Where != OwnerStackOnCPU && o.Where != OwnerStackOffCPU:
+	case o.Blocker != "" && !slices.Contains(Blockers, o.Blocker):
+		return fmt.Errorf("unknown blocker %q", o.Blocker)
+	case o.Blocker != "" && (o.Reason != "" || o.HolderState != "" || len(o.States) > 0):
+		return fmt.Errorf("a %s blocker with a reason, a holder state or states", o.Blocker)
+	case o.Where != "" && !slices.Contains(ownerStackPlaces, o.Where):
 		return fmt.Errorf("unknown owner stack place %q", o.Where)
+	case (o.Where == BlockerStackAcquire || o.Where == BlockerStackWake) != (o.Blocker != "" && o.Where != ""):
+		return fmt.Errorf("an owner stack place %q for a blocker %q", o.Where, o.Blocker)
 	case o.Where != "" && len(o.Stack) == 0:
 		return fmt.Errorf("an owner stack place %q without a stack", o.Where)
 	case (o.Samples > 0) != (o.Where == OwnerStackOnCPU):
@@ -223,7 +251,7 @@ func SplitByHolder(owners []Owner) HolderSplit {
 }
 
 func (h *HolderSplit) add(o Owner) {
-	if o.Reason != "" {
+	if o.Reason != "" || o.Blocker != "" {
 		return
 	}
 	switch o.HolderState {

@@ -14,7 +14,14 @@ const (
 	// OwnerStackOffCPU is the stack the owner had as it left its CPU holding the lock: where it blocked
 	// or was preempted.
 	OwnerStackOffCPU = "off_cpu"
+	// BlockerStackAcquire is a blocker's stack as it waited to take the lock (Owner.Blocker): its
+	// path to the lock.
+	BlockerStackAcquire = "acquire"
+	// BlockerStackWake is a blocker's stack as it woke the waiter, releasing the lock.
+	BlockerStackWake = "wake"
 )
+
+var ownerStackPlaces = []string{OwnerStackOnCPU, OwnerStackOffCPU, BlockerStackAcquire, BlockerStackWake}
 
 // OwnerSample is how often one owner of one lock was sampled on its CPU at one kernel stack while it
 // held the lock and others waited for it.
@@ -53,7 +60,7 @@ func SpreadOwnerSamples(owners []Owner, samples []OwnerSample) []Owner {
 	}
 	out := make([]Owner, 0, len(owners))
 	for _, o := range owners {
-		if len(o.Stack) > 0 && o.StackReason == "" && o.Reason == "" {
+		if len(o.Stack) > 0 && o.StackReason == "" && o.Reason == "" && o.Blocker == "" {
 			o.Where = OwnerStackOffCPU
 		}
 		sampled := byOwner[ownerThread{o.Type, o.Lock, o.TID}]
@@ -101,17 +108,17 @@ func share(total, part, whole uint64) uint64 {
 }
 
 // mergeOwnerStacks merges the sorted owners' entries that agree in type, lock, thread, stack, where,
-// holder state and reasons: a stack seen both spread from waits with no stack and from waits that
+// holder state, blocker and reasons: a stack seen both spread from waits with no stack and from waits that
 // exited.
 func mergeOwnerStacks(owners []Owner) []Owner {
 	type key struct {
 		ownerThread
-		reason, stackReason, where, holder, stack string
+		reason, stackReason, where, holder, blocker, stack string
 	}
 	index := map[key]int{}
 	out := owners[:0]
 	for _, o := range owners {
-		k := key{ownerThread{o.Type, o.Lock, o.TID}, o.Reason, o.StackReason, o.Where, o.HolderState, strings.Join(o.Stack, "\n")}
+		k := key{ownerThread{o.Type, o.Lock, o.TID}, o.Reason, o.StackReason, o.Where, o.HolderState, o.Blocker, strings.Join(o.Stack, "\n")}
 		i, ok := index[k]
 		if !ok {
 			index[k] = len(out)

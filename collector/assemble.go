@@ -542,6 +542,15 @@ var holderStates = map[lockstatOwnerHeld]string{
 	lockstatOwnerHeldOWNER_HELD_OFF_CPU:  capture.HolderOffCPU,
 }
 
+// ownerWakers names how the kernel side found the thread that woke a waiter of a lock that records
+// no owner, and which of its stacks it took.
+var ownerWakers = map[lockstatOwnerWaker]struct{ blocker, where string }{
+	lockstatOwnerWakerOWNER_WAKER_WRITER_WAITED: {capture.BlockerWriter, capture.BlockerStackAcquire},
+	lockstatOwnerWakerOWNER_WAKER_WRITER:        {capture.BlockerWriter, capture.BlockerStackWake},
+	lockstatOwnerWakerOWNER_WAKER_READER:        {capture.BlockerReader, capture.BlockerStackWake},
+	lockstatOwnerWakerOWNER_WAKER_RELEASER:      {capture.BlockerReleaser, capture.BlockerStackWake},
+}
+
 // owners builds the owners of the owners map's entries, and charges the
 // waits of spinning locks, which record no owner, to that reason from the
 // records. Their locks are named later, by nameOwners.
@@ -563,7 +572,18 @@ func (b *builder) owners(entries []ownerEntry) ([]capture.Owner, error) {
 			Type: b.spec.Types[k.Type].Name, Lock: capture.Addr(k.Lock),
 			Count: v.Count, TotalNS: v.TotalNs, Stack: stack, StackReason: ownerStackReasons[lockstatOwnerStackReason(k.StackReason)],
 		}
-		if lockstatOwnerReason(k.Reason) == lockstatOwnerReasonOWNER_KNOWN {
+		switch lockstatOwnerReason(k.Reason) {
+		case lockstatOwnerReasonOWNER_WOKEN:
+			o.Comm, o.PID, o.TID = cString(v.Comm[:]), v.Pid, k.Tid
+			w, ok := ownerWakers[lockstatOwnerWaker(k.Waker)]
+			if !ok {
+				return nil, fmt.Errorf("a blocker of lock type %d found as %d, not a known way", k.Type, k.Waker)
+			}
+			o.Blocker = w.blocker
+			if len(stack) > 0 {
+				o.Where = w.where
+			}
+		case lockstatOwnerReasonOWNER_KNOWN:
 			o.Comm, o.PID, o.TID = cString(v.Comm[:]), v.Pid, k.Tid
 			o.HolderState = holderStates[lockstatOwnerHeld(k.Held)]
 			for i, state := range capture.OwnerStates {
@@ -571,7 +591,7 @@ func (b *builder) owners(entries []ownerEntry) ([]capture.Owner, error) {
 					o.States = append(o.States, capture.OwnerState{State: state, Count: v.StateCount[i], TotalNS: v.StateNs[i]})
 				}
 			}
-		} else {
+		default:
 			o.Reason = ownerReasons[lockstatOwnerReason(k.Reason)]
 		}
 		owners = append(owners, o)

@@ -66,9 +66,10 @@ type assembleFixture struct {
 	types map[string]uint32 // index of each type in the spec
 }
 
-func newAssembleFixture(t *testing.T, symbols string) *assembleFixture {
+// newAssembleFixture is a fixture of the lock types mutex, rwsem:W and spinlock, and more.
+func newAssembleFixture(t *testing.T, symbols string, more ...string) *assembleFixture {
 	t.Helper()
-	spec := loadSpec(t, "mutex", "rwsem:W", "spinlock")
+	spec := loadSpec(t, append([]string{"mutex", "rwsem:W", "spinlock"}, more...)...)
 	table, err := kallsyms.Parse(strings.NewReader(symbols))
 	if err != nil {
 		t.Fatal(err)
@@ -563,6 +564,54 @@ func TestAssembleOwners(t *testing.T) {
 		if spin := got[capture.OwnerNoField]; spin.Type != "spinlock" || spin.Count != 3 || spin.TotalNS != 700 || spin.Name != "jiffies_lock" {
 			t.Errorf("spinning lock's owner %+v, want 3 waits of 700 ns of jiffies_lock charged to %q", spin, capture.OwnerNoField)
 		}
+	}
+}
+
+// TestAssembleBlockers builds the blockers of a percpu rwsem's readers from the owners map's
+// entries the sched_waking program made: a writer seen waiting for the lock, charged at the stack it
+// waited at, a writer known as such only because it woke readers, at its stack then, and one whose
+// stack walk failed, without a place; the waits the kernel could not charge keep their reason.
+func TestAssembleBlockers(t *testing.T) {
+	f := newAssembleFixture(t, assembleKallsyms, "pcpu-sem:R")
+	f.in.cfg.Owners = true
+	f.wait("pcpu-sem:R", lockHeap, stackPipe, 11, 6, 9000, 1000, 5000)
+	woken := func(tid uint32, stack uint64, waker lockstatOwnerWaker, reason lockstatOwnerStackReason, count, total uint64) ownerEntry {
+		e := ownerEntry{
+			key: lockstatOwnerKey{Lock: lockHeap, Stack: stack, Tid: tid, Type: f.types["pcpu-sem:R"],
+				Reason: uint32(lockstatOwnerReasonOWNER_WOKEN), StackReason: uint32(reason), Waker: uint32(waker)},
+			value: lockstatOwnerStats{Count: count, TotalNs: total, Pid: 70},
+		}
+		copy(e.value.Comm[:], []int8{'w', 'r', int8('0' + tid%10)})
+		return e
+	}
+	f.snap.owners = []ownerEntry{
+		woken(71, stackOwner, lockstatOwnerWakerOWNER_WAKER_WRITER_WAITED, lockstatOwnerStackReasonOWNER_STACK_TAKEN, 3, 5000),
+		woken(72, stackOwner, lockstatOwnerWakerOWNER_WAKER_WRITER, lockstatOwnerStackReasonOWNER_STACK_TAKEN, 1, 2000),
+		woken(73, 0, lockstatOwnerWakerOWNER_WAKER_WRITER, lockstatOwnerStackReasonOWNER_STACK_FAILED, 1, 1500),
+		{key: lockstatOwnerKey{Lock: lockHeap, Type: f.types["pcpu-sem:R"], Reason: uint32(lockstatOwnerReasonOWNER_NO_FIELD)}, value: lockstatOwnerStats{Count: 1, TotalNs: 500}},
+	}
+	cp := f.assemble(t)
+	got := map[uint32]capture.Owner{}
+	for _, o := range cp.Owners {
+		got[o.TID] = o
+	}
+	if len(cp.Owners) != 4 {
+		t.Fatalf("%d owners, want 4: %+v", len(cp.Owners), cp.Owners)
+	}
+	want := map[uint32]capture.Owner{
+		71: {Comm: "wr1", TID: 71, PID: 70, Blocker: capture.BlockerWriter, Where: capture.BlockerStackAcquire, Stack: []string{"pipe_write+0x40"}, Count: 3, TotalNS: 5000},
+		72: {Comm: "wr2", TID: 72, PID: 70, Blocker: capture.BlockerWriter, Where: capture.BlockerStackWake, Stack: []string{"pipe_write+0x40"}, Count: 1, TotalNS: 2000},
+		73: {Comm: "wr3", TID: 73, PID: 70, Blocker: capture.BlockerWriter, StackReason: capture.OwnerStackFailed, Count: 1, TotalNS: 1500},
+	}
+	for tid, w := range want {
+		o := got[tid]
+		if o.Comm != w.Comm || o.PID != w.PID || o.Blocker != w.Blocker || o.Where != w.Where || !slices.Equal(o.Stack, w.Stack) ||
+			o.StackReason != w.StackReason || o.Count != w.Count || o.TotalNS != w.TotalNS || o.Reason != "" || len(o.States) != 0 || o.HolderState != "" {
+			t.Errorf("blocker %d: %+v, want %+v", tid, o, w)
+		}
+	}
+	if none := got[0]; none.Reason != capture.OwnerNoField || none.TotalNS != 500 {
+		t.Errorf("the wait no waker was seen for: %+v, want 500 ns charged to %q", none, capture.OwnerNoField)
 	}
 }
 

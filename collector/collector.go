@@ -445,6 +445,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	exit := b.schedHook("sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
 	fork := b.schedHook("sched_process_fork", progs.RawTreeFork, progs.TpTreeFork)
 	switcher := b.schedHook("sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
+	waking := b.schedHook("sched_waking", progs.RawOwnerWaking, progs.TpOwnerWaking)
 	layout := b.StackLayout()
 	vars := []variable{
 		{s.StackSkip, layout.Skip},
@@ -481,7 +482,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 	}
 	sampleHz := 0
 	if c.cfg.Owners {
-		loaded = append(loaded, switcher.spec)
+		loaded = append(loaded, switcher.spec, waking.spec)
 		sampleHz = c.cfg.OwnerSampleHz
 	}
 	if sampleHz > 0 {
@@ -520,7 +521,7 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		hooks = append(hooks, fork)
 	}
 	if c.cfg.Owners {
-		hooks = append(hooks, switcher)
+		hooks = append(hooks, switcher, waking)
 	}
 	for _, h := range hooks {
 		l, p, err := h.attach(obj)
@@ -570,12 +571,13 @@ func pidMax() uint64 {
 // initPidNamespace is the inode number of the initial pid namespace (PROC_PID_INIT_INO).
 const initPidNamespace = 0xEFFFFFFC
 
-// schedHook is a bookkeeping program on a sched tracepoint. Three exist: the
+// schedHook is a bookkeeping program on a sched tracepoint. Four exist: the
 // program that frees a thread's wait slot at sched_process_free, the one
 // that takes lock owners' stacks as they leave a CPU at sched_switch, and
 // re-reads the owner of the lock a waiter goes back to sleep on
-// (owner.bpf.h), and the one that follows a workload's process tree at
-// sched_process_fork (tree.bpf.h).
+// (owner.bpf.h), the one that notes who wakes a waiter of a lock that
+// records no owner at sched_waking (owner.bpf.h), and the one that follows
+// a workload's process tree at sched_process_fork (tree.bpf.h).
 type schedHook struct {
 	spec  *ebpf.ProgramSpec
 	event string

@@ -66,6 +66,19 @@ func waitContend(t *testing.T, cmd *exec.Cmd) {
 	}
 }
 
+// captureContend captures a run of the contend example with args, and returns the capture and
+// contend's pid.
+func captureContend(t *testing.T, cfg Config, args ...string) (*capture.Capture, uint32) {
+	t.Helper()
+	var pid uint32
+	cp := capture1(t, cfg, func() {
+		cmd := startContend(t, args...)
+		pid = uint32(cmd.Process.Pid)
+		waitContend(t, cmd)
+	})
+	return cp, pid
+}
+
 func capture1(t *testing.T, cfg Config, during func()) *capture.Capture {
 	t.Helper()
 	return captureWith(t, cfg, func(*Collector) { during() })
@@ -121,12 +134,7 @@ func hasFrame(stack []string, funcs ...string) bool {
 func TestCaptureMmapLockContention(t *testing.T) {
 	testenv.RequireRoot(t)
 	cfg := defaultConfig(t)
-	var pid uint32
-	cp := capture1(t, cfg, func() {
-		cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "2s")
-		pid = uint32(cmd.Process.Pid)
-		waitContend(t, cmd)
-	})
+	cp, pid := captureContend(t, cfg, "-lock", "mmap", "-threads", "4", "-duration", "2s")
 
 	if want := firstClaimed(t); cp.Meta.Probe != want {
 		t.Errorf("auto picked backend %q, want %s, the first this kernel claims", cp.Meta.Probe, want)
@@ -303,12 +311,7 @@ func TestPerfTracepointBackend(t *testing.T) {
 	requireClaimed(t, "tracepoint")
 	cfg := defaultConfig(t)
 	cfg.Probe = "tracepoint"
-	var pid uint32
-	cp := capture1(t, cfg, func() {
-		cmd := startContend(t, "-lock", "mmap", "-threads", "4", "-duration", "1s")
-		pid = uint32(cmd.Process.Pid)
-		waitContend(t, cmd)
-	})
+	cp, pid := captureContend(t, cfg, "-lock", "mmap", "-threads", "4", "-duration", "1s")
 	if cp.Meta.Probe != "tracepoint" {
 		t.Fatalf("backend %q, want tracepoint", cp.Meta.Probe)
 	}
@@ -1026,12 +1029,7 @@ func TestOwnersOfHeldInode(t *testing.T) {
 	testenv.RequireRoot(t)
 	cfg := defaultConfig(t)
 	cfg.Owners = true
-	var pid uint32
-	cp := capture1(t, cfg, func() {
-		cmd := startContend(t, "-lock", "hog", "-threads", "3", "-duration", "2s", "-name", "ct-own")
-		pid = uint32(cmd.Process.Pid)
-		waitContend(t, cmd)
-	})
+	cp, pid := captureContend(t, cfg, "-lock", "hog", "-threads", "3", "-duration", "2s", "-name", "ct-own")
 	var waited, byHog uint64
 	var hog capture.Owner
 	for _, r := range cp.Records {

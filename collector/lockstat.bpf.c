@@ -77,6 +77,7 @@ const enum owner_reason unused_owner_reason __attribute__((unused));
 const enum owner_state unused_owner_state __attribute__((unused));
 const enum owner_stack_reason unused_owner_stack_reason __attribute__((unused));
 const enum owner_held unused_owner_held __attribute__((unused));
+const enum owner_waker unused_owner_waker __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -240,6 +241,7 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	if (s && s->lock == lock) {
 		w = *s;
 		s->lock = 0;
+		s->last_lock = lock;
 		goto found;
 	}
 	if (s && rwbase_part(s->lock, lock))
@@ -447,6 +449,23 @@ int raw_owner_switch(struct bpf_raw_tracepoint_args *ctx)
 	if (marked && *marked)
 		owner_arrive(BPF_CORE_READ(next, pid));
 	return on_switch(ctx, ctx->args[0]);
+}
+
+/* sched_waking(struct task_struct *p): the waker is current. Attached with
+ * --owners only. */
+SEC("raw_tp/sched_waking")
+int raw_owner_waking(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+
+	return owner_waking(ctx, BPF_CORE_READ(p, pid));
+}
+
+/* For the perf-event tracepoint backend. */
+SEC("tracepoint/sched/sched_waking")
+int tp_owner_waking(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	return owner_waking(ctx, ctx->pid);
 }
 
 /* For the perf-event tracepoint backend, whose record has no preempt flag:

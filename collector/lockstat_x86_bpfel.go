@@ -153,7 +153,7 @@ type lockstatOwnerKey struct {
 	Reason      uint32
 	StackReason uint32
 	Held        uint32
-	Pad         uint32
+	Waker       uint32
 }
 
 type lockstatOwnerMark struct {
@@ -182,6 +182,7 @@ const (
 	lockstatOwnerReasonOWNER_NO_FIELD  lockstatOwnerReason = 2
 	lockstatOwnerReasonOWNER_READERS   lockstatOwnerReason = 3
 	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
+	lockstatOwnerReasonOWNER_WOKEN     lockstatOwnerReason = 5
 )
 
 type lockstatOwnerSampleKey struct {
@@ -224,6 +225,16 @@ type lockstatOwnerStats struct {
 	Comm       [16]int8
 	Pad        uint32
 }
+
+type lockstatOwnerWaker uint32
+
+const (
+	lockstatOwnerWakerOWNER_WAKER_NONE          lockstatOwnerWaker = 0
+	lockstatOwnerWakerOWNER_WAKER_WRITER_WAITED lockstatOwnerWaker = 1
+	lockstatOwnerWakerOWNER_WAKER_WRITER        lockstatOwnerWaker = 2
+	lockstatOwnerWakerOWNER_WAKER_READER        lockstatOwnerWaker = 3
+	lockstatOwnerWakerOWNER_WAKER_RELEASER      lockstatOwnerWaker = 4
+)
 
 type lockstatPath struct {
 	_       structs.HostLayout
@@ -307,6 +318,12 @@ type lockstatWaitSlot struct {
 	Pad          uint8
 	OwnerOnNs    uint64
 	OwnerRunNs   uint64
+	WakerStack   uint64
+	WakerTid     uint32
+	Waker        uint8
+	WakerTaken   uint8
+	Pad2         uint16
+	LastLock     uint64
 }
 
 type lockstatWaitStats struct {
@@ -373,11 +390,13 @@ const (
 	lockstatProgRawContentionEnd         = "raw_contention_end"
 	lockstatProgRawContentionEndRescue   = "raw_contention_end_rescue"
 	lockstatProgRawOwnerSwitch           = "raw_owner_switch"
+	lockstatProgRawOwnerWaking           = "raw_owner_waking"
 	lockstatProgRawThreadFree            = "raw_thread_free"
 	lockstatProgRawTreeFork              = "raw_tree_fork"
 	lockstatProgTpContentionBegin        = "tp_contention_begin"
 	lockstatProgTpContentionEnd          = "tp_contention_end"
 	lockstatProgTpOwnerSwitch            = "tp_owner_switch"
+	lockstatProgTpOwnerWaking            = "tp_owner_waking"
 	lockstatProgTpThreadFree             = "tp_thread_free"
 	lockstatProgTpTreeFork               = "tp_tree_fork"
 	lockstatVarCgroupFilters             = "cgroup_filters"
@@ -417,6 +436,7 @@ const (
 	lockstatVarUnusedOwnerReason         = "unused_owner_reason"
 	lockstatVarUnusedOwnerStackReason    = "unused_owner_stack_reason"
 	lockstatVarUnusedOwnerState          = "unused_owner_state"
+	lockstatVarUnusedOwnerWaker          = "unused_owner_waker"
 )
 
 // loadLockstat returns the embedded CollectionSpec for lockstat.
@@ -479,11 +499,13 @@ type lockstatProgramSpecs struct {
 	RawContentionEnd         *ebpf.ProgramSpec `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.ProgramSpec `ebpf:"raw_contention_end_rescue"`
 	RawOwnerSwitch           *ebpf.ProgramSpec `ebpf:"raw_owner_switch"`
+	RawOwnerWaking           *ebpf.ProgramSpec `ebpf:"raw_owner_waking"`
 	RawThreadFree            *ebpf.ProgramSpec `ebpf:"raw_thread_free"`
 	RawTreeFork              *ebpf.ProgramSpec `ebpf:"raw_tree_fork"`
 	TpContentionBegin        *ebpf.ProgramSpec `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.ProgramSpec `ebpf:"tp_contention_end"`
 	TpOwnerSwitch            *ebpf.ProgramSpec `ebpf:"tp_owner_switch"`
+	TpOwnerWaking            *ebpf.ProgramSpec `ebpf:"tp_owner_waking"`
 	TpThreadFree             *ebpf.ProgramSpec `ebpf:"tp_thread_free"`
 	TpTreeFork               *ebpf.ProgramSpec `ebpf:"tp_tree_fork"`
 }
@@ -565,6 +587,7 @@ type lockstatVariableSpecs struct {
 	UnusedOwnerReason      *ebpf.VariableSpec `ebpf:"unused_owner_reason"`
 	UnusedOwnerStackReason *ebpf.VariableSpec `ebpf:"unused_owner_stack_reason"`
 	UnusedOwnerState       *ebpf.VariableSpec `ebpf:"unused_owner_state"`
+	UnusedOwnerWaker       *ebpf.VariableSpec `ebpf:"unused_owner_waker"`
 }
 
 // lockstatObjects contains all objects after they have been loaded into the kernel.
@@ -695,6 +718,7 @@ type lockstatVariables struct {
 	UnusedOwnerReason      *ebpf.Variable `ebpf:"unused_owner_reason"`
 	UnusedOwnerStackReason *ebpf.Variable `ebpf:"unused_owner_stack_reason"`
 	UnusedOwnerState       *ebpf.Variable `ebpf:"unused_owner_state"`
+	UnusedOwnerWaker       *ebpf.Variable `ebpf:"unused_owner_waker"`
 }
 
 // lockstatPrograms contains all programs after they have been loaded into the kernel.
@@ -719,11 +743,13 @@ type lockstatPrograms struct {
 	RawContentionEnd         *ebpf.Program `ebpf:"raw_contention_end"`
 	RawContentionEndRescue   *ebpf.Program `ebpf:"raw_contention_end_rescue"`
 	RawOwnerSwitch           *ebpf.Program `ebpf:"raw_owner_switch"`
+	RawOwnerWaking           *ebpf.Program `ebpf:"raw_owner_waking"`
 	RawThreadFree            *ebpf.Program `ebpf:"raw_thread_free"`
 	RawTreeFork              *ebpf.Program `ebpf:"raw_tree_fork"`
 	TpContentionBegin        *ebpf.Program `ebpf:"tp_contention_begin"`
 	TpContentionEnd          *ebpf.Program `ebpf:"tp_contention_end"`
 	TpOwnerSwitch            *ebpf.Program `ebpf:"tp_owner_switch"`
+	TpOwnerWaking            *ebpf.Program `ebpf:"tp_owner_waking"`
 	TpThreadFree             *ebpf.Program `ebpf:"tp_thread_free"`
 	TpTreeFork               *ebpf.Program `ebpf:"tp_tree_fork"`
 }
@@ -748,11 +774,13 @@ func (p *lockstatPrograms) Close() error {
 		p.RawContentionEnd,
 		p.RawContentionEndRescue,
 		p.RawOwnerSwitch,
+		p.RawOwnerWaking,
 		p.RawThreadFree,
 		p.RawTreeFork,
 		p.TpContentionBegin,
 		p.TpContentionEnd,
 		p.TpOwnerSwitch,
+		p.TpOwnerWaking,
 		p.TpThreadFree,
 		p.TpTreeFork,
 	)

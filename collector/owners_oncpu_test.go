@@ -91,12 +91,7 @@ func TestOwnersChain(t *testing.T) {
 	testenv.RequireRoot(t)
 	cfg := defaultConfig(t)
 	cfg.Owners = true
-	var pid uint32
-	cp := capture1(t, cfg, func() {
-		cmd := startContend(t, "-lock", "chain", "-threads", "4", "-duration", "2s", "-name", "ct-chn")
-		pid = uint32(cmd.Process.Pid)
-		waitContend(t, cmd)
-	})
+	cp, pid := captureContend(t, cfg, "-lock", "chain", "-threads", "4", "-duration", "2s", "-name", "ct-chn")
 	// On PREEMPT_RT the pipe's mutex is an rtmutex, and its waits are typed so.
 	mutex := "mutex"
 	if preemptRT(t) {

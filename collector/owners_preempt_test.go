@@ -17,12 +17,7 @@ func TestOwnersPreempted(t *testing.T) {
 	testenv.RequireRoot(t)
 	cfg := defaultConfig(t)
 	cfg.Owners, cfg.OwnerSampleHz = true, DefaultOwnerSampleHz
-	var pid uint32
-	cp := capture1(t, cfg, func() {
-		cmd := startContend(t, "-lock", "preempt", "-threads", "4", "-duration", "2s", "-name", "ct-pre")
-		pid = uint32(cmd.Process.Pid)
-		waitContend(t, cmd)
-	})
+	cp, pid := captureContend(t, cfg, "-lock", "preempt", "-threads", "4", "-duration", "2s", "-name", "ct-pre")
 	var hog []capture.Owner
 	for _, o := range cp.Owners {
 		if o.PID == pid && o.Comm == "ct-pre-hog" && o.Type == "rwsem:W" {

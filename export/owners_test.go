@@ -28,6 +28,43 @@ func ownedCapture(t testing.TB) *capture.Capture {
 	return c
 }
 
+// TestPprofBlockers: a blocker of a lock that records no owner is labelled with how it blocked the
+// waits and which of its stacks the sample is; an owner the lock recorded has no blocker label.
+func TestPprofBlockers(t *testing.T) {
+	c := ownedCapture(t)
+	c.Owners = append(c.Owners, capture.Owner{Type: "pcpu-sem:R", Lock: 0xffffffff83a0c1e0, Comm: "locks-reader", PID: 50, TID: 51,
+		Blocker: capture.BlockerWriter, Where: capture.BlockerStackAcquire, Count: 2, TotalNS: 9_000,
+		Stack: []string{"percpu_down_write+0x127", "locks_start+0x25", "seq_read_iter+0x108"}})
+	var b bytes.Buffer
+	if err := WritePprof(&b, asCaptured(c)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blockers, owners int
+	for _, s := range p.Sample {
+		switch {
+		case s.Label["role"] == nil:
+		case s.Label["comm"][0] == "locks-reader":
+			blockers++
+			if !slices.Equal(s.Label["blocker"], []string{capture.BlockerWriter}) || !slices.Equal(s.Label["owner_where"], []string{capture.BlockerStackAcquire}) ||
+				s.Value[3] != 9_000 {
+				t.Errorf("the blocker's sample %v labelled %v, want 9000 ns, blocker writer, owner_where acquire", s.Value, s.Label)
+			}
+		default:
+			owners++
+			if s.Label["blocker"] != nil {
+				t.Errorf("an owner's sample labelled blocker %q", s.Label["blocker"])
+			}
+		}
+	}
+	if blockers != 1 || owners != 2 {
+		t.Errorf("%d blocker and %d owner samples, want 1 and 2", blockers, owners)
+	}
+}
+
 // TestPprofOwners: the owners' stacks are samples of their own types, owner_samples and owner_wait,
 // labelled role=owner with where they were seen; the waiters' samples keep their values, 0 in the
 // owners' types.

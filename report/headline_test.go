@@ -252,3 +252,52 @@ func TestHeadlinePreemptedHolders(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadlineBlockers: when waits on a lock that records no owner were charged to the threads that
+// woke them, the headline names the top one, how it blocked them and where, below the wakeup's and
+// the lock's own frames: its path to the lock for a writer seen waiting for it, where it released
+// the lock otherwise; with its share of the lock's waits and that of all its blockers, the lock's
+// address hashed. None when no wait was charged to a blocker.
+func TestHeadlineBlockers(t *testing.T) {
+	c := renameCapture(t, capture.ScopeCommand)
+	c.Records = c.Records[:3]
+	const lock = capture.Addr(0xffffffff83a0c1e0)
+	blocker := func(tid uint32, where string, stack []string, ns uint64) capture.Owner {
+		return capture.Owner{Type: "pcpu-sem:R", Lock: lock, Comm: "stress-ng-flock", PID: 100, TID: tid, Blocker: capture.BlockerWriter,
+			Where: where, Stack: stack, Count: 2, TotalNS: ns}
+	}
+	acquire := []string{"percpu_down_write+0x127", "locks_start+0x25", "seq_read_iter+0x108"}
+	release := []string{"try_to_wake_up+0x3b6", "percpu_rwsem_wake_function+0x9a", "__wake_up_common+0x72", "__wake_up+0x36",
+		"percpu_up_write+0x26", "seq_read_iter+0x3e6"}
+	noField := capture.Owner{Type: "pcpu-sem:R", Lock: lock, Reason: capture.OwnerNoField, Count: 1, TotalNS: 10_000_000}
+	for _, tc := range []struct {
+		name   string
+		owners []capture.Owner
+		want   string
+	}{
+		{"taking it", []capture.Owner{blocker(12, capture.BlockerStackAcquire, acquire, 60_000_000), blocker(12, capture.BlockerStackWake, release, 20_000_000),
+			blocker(14, capture.BlockerStackWake, release, 10_000_000), noField},
+			"blocked by the writer stress-ng-flock 100/12 at locks_start, its path to the lock: 80.0% of the 100.00 ms of waits on pcpu-sem:R LOCK, 90.0% by the 2 threads that woke them"},
+		{"releasing it", []capture.Owner{blocker(14, capture.BlockerStackWake, release, 30_000_000), noField},
+			"blocked by the writer stress-ng-flock 100/14 at seq_read_iter, releasing the lock: 75.0% of the 40.00 ms of waits on pcpu-sem:R LOCK, 75.0% by the 1 thread that woke them"},
+		{"no blocker", []capture.Owner{noField}, ""},
+	} {
+		c.Owners = tc.owners
+		var b bytes.Buffer
+		if err := WriteSummary(&b, c, SummaryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := firstLines(b.String(), 2)[1]
+		if tc.want == "" {
+			if got != "" {
+				t.Errorf("%s: second line %q, want none", tc.name, got)
+			}
+			continue
+		}
+		before, after, _ := strings.Cut(tc.want, "LOCK")
+		id := strings.TrimSuffix(strings.TrimPrefix(got, before), after)
+		if !strings.HasPrefix(got, before) || !strings.HasSuffix(got, after) || len(id) != 16 || strings.Contains(got, lock.String()) {
+			t.Errorf("%s: second line\n got %q\nwant %q, LOCK the lock's hashed id (empty: none)", tc.name, got, tc.want)
+		}
+	}
+}

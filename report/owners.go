@@ -134,8 +134,10 @@ func ownRowWaits(owners []capture.Owner) []uint64 {
 
 // ownerWhereLabels say where an owner's stack was seen (capture.Owner.Where).
 var ownerWhereLabels = map[string]string{
-	capture.OwnerStackOnCPU:  "on CPU (sampled)",
-	capture.OwnerStackOffCPU: "off CPU (left it)",
+	capture.OwnerStackOnCPU:     "on CPU (sampled)",
+	capture.OwnerStackOffCPU:    "off CPU (left it)",
+	capture.BlockerStackAcquire: "taking the lock (its path to it)",
+	capture.BlockerStackWake:    "waking the waiter (releasing the lock)",
 }
 
 // holderLabels say what an owner did over a row's share of the waits (capture.Owner.HolderState),

@@ -253,3 +253,34 @@ func TestHTMLHolderColumn(t *testing.T) {
 		t.Error("no colour of its own for a preempted share: td.status-preempted is not in the page's style")
 	}
 }
+
+// TestHTMLBlockerRows: the Blocked-by view names a blocker of a lock that records no owner by how it
+// blocked the waits, and says which of its stacks a row is: its path to the lock, or where it woke
+// the waiters; the waits no waker was seen for keep their reason.
+func TestHTMLBlockerRows(t *testing.T) {
+	const lock = 0xffffffff83a0c1e0
+	c := capturetest.Of(t, 1e9, capturetest.Rec("pcpu-sem:R", "", "flock_lock_inode+0x39e", "reader", 1, 2, lock, 10_000))
+	blocker := func(kind, where string, stack []string, ns uint64) capture.Owner {
+		return capture.Owner{Type: "pcpu-sem:R", Lock: lock, Comm: "locks-reader", PID: 1, TID: 7, Blocker: kind, Where: where,
+			Stack: stack, Count: 1, TotalNS: ns}
+	}
+	c.Owners = []capture.Owner{
+		blocker(capture.BlockerWriter, capture.BlockerStackAcquire, []string{"percpu_down_write+0x127", "locks_start+0x25"}, 6_000),
+		blocker(capture.BlockerReleaser, capture.BlockerStackWake, []string{"try_to_wake_up+0x3b6", "percpu_up_write+0x26"}, 3_000),
+		{Type: "pcpu-sem:R", Lock: lock, Reason: capture.OwnerNoField, Count: 1, TotalNS: 1_000},
+	}
+	d := dataOf(t, renderHTML(t, c, HTMLOptions{}, testKey))
+	owners := d.view(t, "owners")
+	for i, want := range []struct{ owner, where string }{
+		{"writer locks-reader 1/7", "taking the lock (its path to it)"},
+		{"releaser locks-reader 1/7", "waking the waiter (releasing the lock)"},
+		{"unknown: " + capture.OwnerNoField, ""},
+	} {
+		if got := d.cell(t, owners, "owner", i); got != want.owner {
+			t.Errorf("row %d: owner %q, want %q", i, got, want.owner)
+		}
+		if got := d.cell(t, owners, "where", i); got != want.where {
+			t.Errorf("row %d: where %q, want %q", i, got, want.where)
+		}
+	}
+}

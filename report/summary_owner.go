@@ -85,6 +85,10 @@ func whereText(o capture.Owner) string {
 		return fmt.Sprintf("on CPU (%d %s) ", o.Samples, plural(int(o.Samples), "sample", "samples"))
 	case capture.OwnerStackOffCPU:
 		return "off CPU "
+	case capture.BlockerStackAcquire:
+		return "taking it "
+	case capture.BlockerStackWake:
+		return "waking them "
 	}
 	return ""
 }
@@ -106,12 +110,33 @@ func chainText(m *model, t capture.OwnerTotal) string {
 	return "-"
 }
 
-// ownerText names an owner: thread name, pid/tid, or why it is unknown.
+// ownerText names an owner: thread name, pid/tid, or why it is unknown; a blocker of a lock that
+// records no owner with how it blocked the waits ("writer stress-ng 12/14").
 func ownerText(o capture.Owner) string {
 	if o.Reason != "" {
 		return "unknown: " + o.Reason
 	}
+	if o.Blocker != "" {
+		return fmt.Sprintf("%s %s %d/%d", o.Blocker, o.Comm, o.PID, o.TID)
+	}
 	return fmt.Sprintf("%s %d/%d", o.Comm, o.PID, o.TID)
+}
+
+// wakeFunctions are the scheduler's wakeup path and the wait queue's, on top of the stack a
+// blocker had as it woke a waiter: try_to_wake_up calls the sched_waking tracepoint.
+var wakeFunctions = map[string]bool{
+	"try_to_wake_up": true, "wake_up_process": true, "wake_up_q": true, "wake_up_state": true,
+	"percpu_rwsem_wake_function": true, "__wake_up_common": true, "__wake_up_common_lock": true,
+	"__wake_up": true, "__wake_up_locked": true, "rcuwait_wake_up": true, "autoremove_wake_function": true,
+	"default_wake_function": true, "woken_wake_function": true,
+}
+
+// withoutWakeup is stack without the wakeup's frames on top of it.
+func withoutWakeup(stack []string) []string {
+	for len(stack) > 1 && wakeFunctions[capture.ParseFrame(stack[0]).Function] {
+		stack = stack[1:]
+	}
+	return stack
 }
 
 // ownerStates shows an owner's states as shares of the wait charged to it, largest first: "on_cpu
@@ -133,7 +158,7 @@ const ownerStackFrames = 3
 // ownerStackText shows where an owner was as it left its CPU holding the lock: the first frames of
 // its stack below the scheduler's own, innermost first; or why it has none; "-" when neither.
 func ownerStackText(stack []string, reason string, states []string) string {
-	frames := stack
+	frames := withoutWakeup(stack)
 	for len(frames) > 1 && (strings.HasPrefix(frames[0], "__schedule+") || strings.HasPrefix(frames[0], "schedule+")) {
 		frames = frames[1:]
 	}

@@ -17,6 +17,7 @@
 #define LCB_F_READ (1U << 1)
 #define LCB_F_WRITE (1U << 2)
 #define LCB_F_RT (1U << 3)
+#define LCB_F_PERCPU (1U << 4)
 #define LCB_F_MUTEX (1U << 5)
 
 /* Map helpers return an int zero-extended to 64 bits before Linux 6.4:

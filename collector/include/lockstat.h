@@ -136,6 +136,17 @@ struct wait_slot {
 	 * charged to it: its time on its CPU and runnable so far. */
 	__u64 owner_on_ns;
 	__u64 owner_run_ns;
+	/* The thread that woke the waiter, for a lock that records no owner
+	 * (owner_reason OWNER_NO_FIELD or OWNER_READERS): what released it,
+	 * as the sched_waking program saw it (owner.bpf.h). */
+	__u64 waker_stack;  /* stacks map key, 0: see waker_taken */
+	__u32 waker_tid;    /* 0: no waker seen */
+	__u8 waker;         /* enum owner_waker */
+	__u8 waker_taken;   /* enum owner_stack_reason: TAKEN or FAILED */
+	__u16 _pad2;
+	/* The lock of the thread's last wait that ended, its stack left in
+	 * stack: the path it took to the lock, for when it wakes waiters. */
+	__u64 last_lock;
 };
 
 /* Whether a wait's owner is known, and why not. */
@@ -145,6 +156,17 @@ enum owner_reason {
 	OWNER_NO_FIELD,      /* the lock records no owner (semaphore, percpu rwsem, rwlock-rt) */
 	OWNER_READERS,       /* an rwsem held by readers */
 	OWNER_NONE,          /* the owner word was empty: released, or handed over, as we looked */
+	OWNER_WOKEN,         /* no owner field, or readers: owner_tid is the thread that woke the waiter (enum owner_waker) */
+};
+
+/* Who woke a waiter of a lock that records no owner, and which of its
+ * stacks the wait is charged to. */
+enum owner_waker {
+	OWNER_WAKER_NONE = 0,
+	OWNER_WAKER_WRITER_WAITED, /* a writer seen waiting for the lock: the stack it waited at, its path to the lock */
+	OWNER_WAKER_WRITER,        /* a writer (a percpu rwsem's readers are woken by percpu_up_write only): its stack as it woke the waiter */
+	OWNER_WAKER_READER,        /* a reader seen waiting for the lock, leaving it: its stack as it woke the waiter */
+	OWNER_WAKER_RELEASER,      /* the thread that released the lock, reader or writer: the kernel does not say which */
 };
 
 /* What a lock's owner was doing when a wait began. */
@@ -186,7 +208,7 @@ struct owner_key {
 	__u32 reason; /* enum owner_reason */
 	__u32 stack_reason; /* enum owner_stack_reason */
 	__u32 held;   /* enum owner_held: the owner's state over the share charged */
-	__u32 _pad;
+	__u32 waker;  /* enum owner_waker, for OWNER_WOKEN */
 };
 
 /*

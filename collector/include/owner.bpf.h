@@ -53,7 +53,8 @@ struct {
 	__uint(max_entries, 4096); /* resized by the loader */
 } owners SEC(".maps");
 
-/* Frames of the probe machinery on top of the stacks owner_switch takes. */
+/* Frames of the probe machinery on top of the stacks owner_switch and
+ * owner_waking take: both are sched hooks of one kind (collector.schedHook). */
 const volatile __u32 owner_switch_skip = 0;
 
 /* Owners waited for, by owner thread: see struct owner_mark. */
@@ -319,6 +320,7 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	s->owner_lock = lock;
 	s->owner_flags = flags;
 	s->owner_clocked = 0;
+	s->waker_tid = 0;
 	if (key.reason == OWNER_KNOWN) {
 		t = (void *)word;
 		key.tid = BPF_CORE_READ(t, pid);
@@ -487,6 +489,18 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 	 * of a capture without --owners, whose waits are all untracked. */
 	if (!owners_on || w->owner_reason == OWNER_UNTRACKED)
 		return;
+	if (w->waker_tid && (w->owner_reason == OWNER_NO_FIELD || w->owner_reason == OWNER_READERS)) {
+		/* Its entry, with the waker's pid and name, was made as it
+		 * woke the waiter. Its state then is no state over the wait:
+		 * none is counted. */
+		key.reason = OWNER_WOKEN;
+		key.tid = w->waker_tid;
+		key.stack = w->waker_stack;
+		key.stack_reason = w->waker_taken;
+		key.waker = w->waker;
+		owner_add(&key, delta, OWNER_STATES);
+		return;
+	}
 	if (w->owner_reason == OWNER_KNOWN) {
 		chain_charge(w, now);
 		if (stack_depth) {
@@ -508,6 +522,93 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 			key.stack_reason = OWNER_STACK_EXITED;
 	}
 	owner_add(&key, delta, st);
+}
+
+/* waker_of says who current, waking a waiter of lock announced with
+ * flags, is to it, from ws, current's own wait slot (NULL for none): a
+ * writer or a reader seen waiting for that lock as its last wait, a writer
+ * when the waiter is a percpu rwsem's reader (percpu_up_write alone wakes
+ * them), else the thread that released the lock. */
+static __always_inline __u8 waker_of(const struct wait_slot *ws, __u64 lock, __u32 flags)
+{
+	if (ws && !ws->lock && ws->last_lock == lock && ws->stack && (ws->owner_flags & LCB_F_WRITE))
+		return OWNER_WAKER_WRITER_WAITED;
+	if (flags == (LCB_F_PERCPU | LCB_F_READ))
+		return OWNER_WAKER_WRITER;
+	if (ws && !ws->lock && ws->last_lock == lock && (ws->owner_flags & LCB_F_READ))
+		return OWNER_WAKER_READER;
+	return OWNER_WAKER_RELEASER;
+}
+
+/*
+ * owner_waking notes, in the wait slot of thread tid being woken, the
+ * waker (current) when tid waits for a lock that records no owner, or an
+ * rwsem held by readers: a waiter of such a lock is woken by the thread
+ * that releases it (percpu_up_write, up_read, up), which is what blocked
+ * it. The waker's stack is the path it took to the lock when it was seen
+ * waiting for it as a writer, else where it wakes the waiter. The last
+ * waker of a wait is the one it is charged to, as it ends (owner_charge).
+ * Every wakeup of the machine comes here: a thread whose bucket has no
+ * owner-tracked wait open costs an array read.
+ */
+static __always_inline int owner_waking(void *ctx, __u32 tid)
+{
+	struct owner_key key = { .reason = OWNER_WOKEN, .held = OWNER_HELD_UNSPLIT };
+	struct thread_bucket *bucket = thread_bucket_of(tid);
+	struct wait_slot *s, *ws;
+	struct stack_scratch *sc;
+	struct task_struct *t;
+	struct cpu_busy *b;
+	__u32 waker;
+	__u64 h = 0;
+	int level;
+
+	if (!bucket || !bucket->waiters)
+		return 0;
+	s = bpf_map_lookup_elem(&thread_waits, &tid);
+	if (!s || !s->lock || (s->owner_reason != OWNER_NO_FIELD && s->owner_reason != OWNER_READERS))
+		return 0;
+	waker = (__u32)bpf_get_current_pid_tgid();
+	if (!waker || waker == tid)
+		return 0; /* an interrupt on an idle CPU, or the waiter itself */
+	ws = bpf_map_lookup_elem(&thread_waits, &waker);
+	key.waker = waker_of(ws, s->lock, s->owner_flags);
+	key.stack_reason = OWNER_STACK_TAKEN;
+	if (key.waker == OWNER_WAKER_WRITER_WAITED && ws) {
+		h = ws->stack;
+	} else if (stack_depth) {
+		b = cpu_busy();
+		level = enter(b, ROLE_FUNCTION);
+		if (level < 0)
+			return 0;
+		sc = bpf_map_lookup_elem(&scratch, &level);
+		if (!sc || store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h, NULL) <= 0) {
+			key.stack_reason = OWNER_STACK_FAILED;
+			count(CNT_OWNER_STACK_FAILED, 1);
+		} else {
+			count(CNT_OWNER_STACK, 1);
+		}
+		leave(b);
+	}
+	key.lock = s->lock;
+	key.type = s->type;
+	key.tid = waker;
+	key.stack = h;
+	if (!bpf_map_lookup_elem(&owners, &key)) {
+		struct owner_stats init = { .pid = bpf_get_current_pid_tgid() >> 32 };
+
+		t = (void *)bpf_get_current_task();
+		BPF_CORE_READ_STR_INTO(&init.comm, t, comm);
+		int err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
+
+		if (err && err != -EEXIST)
+			count(CNT_LOST_OWNER_FULL, 1);
+	}
+	s->waker_stack = h;
+	s->waker_taken = key.stack_reason;
+	s->waker = key.waker;
+	s->waker_tid = waker;
+	return 0;
 }
 
 /* owner_end charges a wait ending at now to its owner, since owner_from. */

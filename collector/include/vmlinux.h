@@ -147,6 +147,13 @@ struct trace_event_raw_sched_process_template {
 	int pid;
 } __attribute__((preserve_access_index));
 
+/* Tracepoints sched:sched_waking and sched_wakeup: pid is woken. */
+struct trace_event_raw_sched_wakeup_template {
+	struct trace_entry ent;
+	char comm[16];
+	int pid;
+} __attribute__((preserve_access_index));
+
 /* Tracepoint sched:sched_switch: a CPU switches from prev to next. */
 struct trace_event_raw_sched_switch {
 	struct trace_entry ent;

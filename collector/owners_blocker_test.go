@@ -1,0 +1,57 @@
+package collector
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klockstat/klockstat/capture"
+	"github.com/klockstat/klockstat/internal/testenv"
+)
+
+// TestBlockersOfPercpuReaders captures readers of fs/locks.c's file_rwsem, a percpu rwsem, which
+// records no owner, waiting behind its writers (contend -lock flock: even workers flock a shared
+// file, reading the semaphore; odd workers read /proc/locks, writing it in locks_start). A reader
+// is woken by percpu_up_write alone, so the thread that woke it is the writer that blocked it: most
+// of the readers' wait must be charged to the odd workers as writers, at a stack of their read of
+// /proc/locks (locks_start as they waited to take the semaphore; seq_read_iter, where locks_stop
+// tail-calls percpu_up_write, as they released it).
+func TestBlockersOfPercpuReaders(t *testing.T) {
+	testenv.RequireRoot(t)
+	cfg := defaultConfig(t)
+	cfg.Owners = true
+	cp, pid := captureContend(t, cfg, "-lock", "flock", "-threads", "4", "-duration", "2s", "-name", "ct-flk")
+	var readers, byWriters, inProcLocks uint64
+	for _, r := range cp.Records {
+		if r.PID == pid && r.Type == "pcpu-sem:R" {
+			readers += r.TotalNS
+		}
+	}
+	if readers == 0 {
+		t.Skip("no reader of file_rwsem waited: the kernel has no contention event for it, or the writers never overlapped a flock")
+	}
+	for _, o := range cp.Owners {
+		if o.Type != "pcpu-sem:R" || o.Blocker == "" || o.PID != pid {
+			continue
+		}
+		if o.Blocker != capture.BlockerWriter || !slices.Contains([]string{"ct-flk-1", "ct-flk-3"}, o.Comm) {
+			t.Errorf("readers' waits charged to %s %s, want a writer, ct-flk-1 or ct-flk-3: %+v", o.Blocker, o.Comm, o)
+			continue
+		}
+		byWriters += o.TotalNS
+		if slices.ContainsFunc(o.Stack, func(f string) bool {
+			fn := capture.ParseFrame(f).Function
+			return fn == "locks_start" || fn == "locks_stop" || strings.HasPrefix(fn, "seq_read")
+		}) {
+			inProcLocks += o.TotalNS
+		}
+	}
+	t.Logf("readers of file_rwsem waited %d ns: %d ns charged to the writers, %d ns of it at their read of /proc/locks", readers, byWriters, inProcLocks)
+	// The waits still open as the capture stopped are in the records, not charged.
+	if 10*byWriters < 8*readers {
+		t.Errorf("%d of the readers' %d ns charged to the workers reading /proc/locks, want at least 80%%", byWriters, readers)
+	}
+	if 10*inProcLocks < 8*byWriters {
+		t.Errorf("%d of the %d ns charged to the writers at a stack of their read of /proc/locks, want at least 80%%", inProcLocks, byWriters)
+	}
+}
