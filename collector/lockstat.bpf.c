@@ -241,7 +241,10 @@ static __always_inline int on_end(__u64 lock, bool rescue)
 	if (s && s->lock == lock) {
 		w = *s;
 		s->lock = 0;
-		s->last_lock = lock;
+		/* For the waking program of --owners only: without it a
+		 * wait touches nothing past the slot's first 64 bytes. */
+		if (owners_on)
+			s->last_lock = lock;
 		goto found;
 	}
 	if (s && rwbase_part(s->lock, lock))

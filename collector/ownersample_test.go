@@ -147,8 +147,8 @@ func TestWaitSlotOwnerFieldsLast(t *testing.T) {
 	var common, owner []reflect.StructField
 	for f := range slot.Fields() {
 		switch {
-		case f.Name == "Pad":
-		case strings.HasPrefix(f.Name, "Owner") || strings.HasPrefix(f.Name, "Chain"):
+		case f.Name == "Pad" || f.Name == "Pad2":
+		case strings.HasPrefix(f.Name, "Owner") || strings.HasPrefix(f.Name, "Chain") || strings.HasPrefix(f.Name, "Waker") || f.Name == "LastLock":
 			owner = append(owner, f)
 		default:
 			common = append(common, f)
