@@ -112,7 +112,7 @@ func readInputOf(r io.Reader, limit int64, sweeps bool) (Input, error) {
 			limitMemory(streamLimit(size))
 		}
 		bounded := &io.LimitedReader{R: all, N: limit + 1}
-		c, err := capture.Decode(bounded)
+		c, err := capture.Decode(bounded, size)
 		if bounded.N <= 0 {
 			return Input{}, fmt.Errorf("reading input: %w", &inputfile.TooLargeError{Limit: limit, Size: -1})
 		}
