@@ -2,7 +2,6 @@ package capture
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,16 +41,24 @@ func Read(r io.Reader) (*Capture, error) {
 // Decode is Parse of a stream, decoded as it is read: no copy of the JSON is held beside the
 // capture, which halves the memory a large capture takes to read. A failure is reported as Parse
 // reports it: an input that fails within its first headBytes is parsed again from them, and a larger
-// one of another version says so.
-func Decode(r io.Reader) (*Capture, error) {
+// one of another version says so. size is r's length in bytes, or 0 when unknown: with it the records
+// are decoded into a slice of about their number, without copying them.
+func Decode(r io.Reader, size int64) (*Capture, error) {
 	head := &prefixWriter{max: headBytes}
 	var c Capture
-	err := jsonv2.UnmarshalRead(io.TeeReader(r, head), &c, jsonv2.WithUnmarshalers(newInterner().unmarshalers()))
+	in := newInterner(size)
+	tee := io.TeeReader(r, head)
+	err := in.firstError(jsonv2.UnmarshalRead(tee, &c, jsonv2.WithUnmarshalers(in.unmarshalers())))
 	if err == nil && c.Version == FormatVersion && c.Records != nil {
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid capture: %w", err)
 		}
 		return &c, nil
+	}
+	// The decoder stops at the first error, which may come before the input's end: the head is the
+	// whole input only if the input ends within it.
+	if _, err := io.Copy(io.Discard, io.LimitReader(tee, headBytes)); err != nil {
+		return nil, fmt.Errorf("reading capture: %w", err)
 	}
 	if !head.cut {
 		return Parse(head.b)
@@ -127,7 +134,8 @@ func leadingVersion(data []byte) (int, bool) {
 // copy.
 func Parse(data []byte) (*Capture, error) {
 	var c Capture
-	err := jsonv2.Unmarshal(data, &c, jsonv2.WithUnmarshalers(newInterner().unmarshalers()))
+	in := newInterner(int64(len(data)))
+	err := in.firstError(jsonv2.Unmarshal(data, &c, jsonv2.WithUnmarshalers(in.unmarshalers())))
 	if err != nil || c.Version != FormatVersion || c.Records == nil {
 		// The version decides how to read the rest: a capture of another version is refused as such,
 		// even where it failed to decode into today's types.
@@ -183,23 +191,31 @@ type interner struct {
 	seed    maphash.Seed
 	text    []byte  // scratch: the JSON text of the list being read
 	ends    []int32 // scratch: where each of its strings ends in text
+	size    int64   // the input's size in bytes, 0 when unknown: how many records to make room for
+	err     error   // the first record that failed to decode, what a failure is reported as
 }
 
-func newInterner() *interner {
-	return &interner{strings: map[string]string{}, lists: map[uint64][]string{}, seed: maphash.MakeSeed()}
+func newInterner(size int64) *interner {
+	return &interner{strings: map[string]string{}, lists: map[uint64][]string{}, seed: maphash.MakeSeed(), size: size}
+}
+
+// firstError is the error to report of a decoding that ended in err: the record that failed first,
+// rather than what the decoder met after it, in the middle of the record that failed.
+func (in *interner) firstError(err error) error {
+	if err != nil && in.err != nil {
+		return in.err
+	}
+	return err
 }
 
 func (in *interner) unmarshalers() *jsonv2.Unmarshalers {
-	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecords), jsonv2.UnmarshalFromFunc(in.unmarshalRecord),
+	return jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(in.unmarshalRecords),
 		jsonv2.UnmarshalFromFunc(in.unmarshalString), jsonv2.UnmarshalFromFunc(in.unmarshalList))
 }
 
-// recordChunk is how many records unmarshalRecords decodes into one chunk at most.
-const recordChunk = 1 << 14
-
-// unmarshalRecords reads a list of records into chunks, then copies them once into a slice of their
-// number: a slice grown record by record copies itself at every growth, most of the time decoding a
-// large capture took. Anything but a list is left to the default (null leaves the records nil).
+// unmarshalRecords reads a list of records into one slice, grown to about their number (interner.more)
+// rather than record by record: each growth copies the records read so far. Anything but a list is
+// left to the default (null leaves the records nil). The first record that fails is in.err.
 func (in *interner) unmarshalRecords(dec *jsontext.Decoder, records *[]Record) error {
 	if dec.PeekKind() != '[' {
 		return jsonv2.SkipFunc
@@ -207,185 +223,43 @@ func (in *interner) unmarshalRecords(dec *jsontext.Decoder, records *[]Record) e
 	if _, err := dec.ReadToken(); err != nil {
 		return err
 	}
-	var chunks [][]Record
-	chunk := make([]Record, 0, 64)
+	start := dec.InputOffset()
+	list := make([]Record, 0, 64) // an empty list, which a capture must have, is not a missing one
 	for dec.PeekKind() != ']' {
-		if len(chunk) == cap(chunk) {
-			chunks = append(chunks, chunk)
-			chunk = make([]Record, 0, min(2*cap(chunk), recordChunk))
-		}
-		chunk = append(chunk, Record{})
-		if err := jsonv2.UnmarshalDecode(dec, &chunk[len(chunk)-1]); err != nil {
+		at := dec.InputOffset()
+		v, err := dec.ReadValue()
+		if err != nil {
 			return err
+		}
+		if len(list) == cap(list) {
+			list = slices.Grow(list, in.more(len(list), at-start, at))
+		}
+		list = append(list, Record{})
+		if err := in.parseRecord(v, &list[len(list)-1]); err != nil {
+			in.err = fmt.Errorf("record %d (at byte %d): %w", len(list)-1, at, err)
+			return in.err
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
 	}
-	*records = slices.Concat(append(chunks, chunk)...)
-	if *records == nil {
-		*records = []Record{} // an empty list, which a capture must have, is not a missing one
-	}
+	*records = list
 	return nil
 }
 
-// unmarshalRecord reads a record field by field without reflection, most of what decoding a big
-// capture takes. A field added to Record must be added here (TestRoundTrip fails until it is). As for the other fields, names it does not know are skipped, a name twice is an error
-// (the decoder's), null leaves a field as it is, and a number must be an integer in the field's range.
-func (in *interner) unmarshalRecord(dec *jsontext.Decoder, r *Record) error {
-	if dec.PeekKind() != '{' {
-		return jsonv2.SkipFunc
+// more is how many records to make room for beside the n read from the first read bytes of the
+// list, the next one at offset. With the input's size, the rest of it is about size-offset bytes of
+// records of the size seen so far, and an eighth more; the records are copied once or twice (a
+// slice grown record by record copied itself at every growth, and records decoded into chunks
+// copied once at the end were alive twice at the peak). It never more than multiplies the records
+// by 17, so that a few small records followed by a large one cannot reserve memory for many records
+// that never come. Without a size the slice doubles.
+func (in *interner) more(n int, read, offset int64) int {
+	if in.size <= offset || read <= 0 {
+		return n
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		field := name.String()
-		if dec.PeekKind() == 'n' {
-			if _, err := dec.ReadToken(); err != nil {
-				return err
-			}
-			continue
-		}
-		switch field {
-		case "type":
-			err = in.unmarshalString(dec, &r.Type)
-		case "name":
-			err = in.unmarshalString(dec, &r.Name)
-		case "object_offset":
-			err = in.unmarshalString(dec, &r.ObjectOffset)
-		case "field":
-			err = in.unmarshalString(dec, &r.Field)
-		case "field_candidates":
-			err = in.readList(dec, &r.FieldCandidates, MaxFieldCandidates, "field candidates")
-		case "static":
-			err = readBool(dec, &r.Static)
-		case "comm":
-			err = in.unmarshalString(dec, &r.Comm)
-		case "caller":
-			err = in.unmarshalString(dec, &r.Caller)
-		case "stack":
-			err = in.readList(dec, &r.Stack, MaxStackDepth, "frames")
-		case "lock":
-			err = readText(dec, &r.Lock)
-		case "pid":
-			err = readUint32(dec, &r.PID)
-		case "tid":
-			err = readUint32(dec, &r.TID)
-		case "count":
-			err = readUint(dec, &r.Count)
-		case "total_ns":
-			err = readUint(dec, &r.TotalNS)
-		case "min_ns":
-			err = readUint(dec, &r.MinNS)
-		case "max_ns":
-			err = readUint(dec, &r.MaxNS)
-		case "spin_ns":
-			err = readUint(dec, &r.SpinNS)
-		case "in_progress":
-			err = readUint(dec, &r.InProgress)
-		case "hold_count":
-			err = readUint(dec, &r.HoldCount)
-		case "hold_total_ns":
-			err = readUint(dec, &r.HoldTotalNS)
-		case "hold_min_ns":
-			err = readUint(dec, &r.HoldMinNS)
-		case "hold_max_ns":
-			err = readUint(dec, &r.HoldMaxNS)
-		case "cgroup_id":
-			err = readUint(dec, &r.CgroupID)
-		case "cgroup":
-			err = in.unmarshalString(dec, &r.Cgroup)
-		default:
-			err = dec.SkipValue()
-		}
-		if errors.Is(err, jsonv2.SkipFunc) {
-			err = fmt.Errorf("%s, not a string or a list of strings", kindName(dec.PeekKind()))
-		}
-		if err != nil {
-			return fmt.Errorf("record field %q: %w", field, err)
-		}
-	}
-	_, err := dec.ReadToken()
-	return err
-}
-
-// kindName names a kind of JSON value for a message.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "a string"
-	case '0':
-		return "a number"
-	case '[':
-		return "a list"
-	case '{':
-		return "an object"
-	case 't', 'f':
-		return "a boolean"
-	}
-	return "nothing"
-}
-
-// readUint reads a JSON number that is an integer in the range of a uint64.
-func readUint(dec *jsontext.Decoder, n *uint64) error {
-	v, err := dec.ReadValue()
-	if err != nil {
-		return err
-	}
-	if v.Kind() != '0' {
-		return fmt.Errorf("%s, not a number", kindName(v.Kind()))
-	}
-	*n, err = strconv.ParseUint(string(v), 10, 64)
-	return err
-}
-
-// readBool reads a JSON boolean.
-func readBool(dec *jsontext.Decoder, b *bool) error {
-	t, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	if k := t.Kind(); k != 't' && k != 'f' {
-		return fmt.Errorf("%s, not a boolean", kindName(k))
-	}
-	*b = t.Bool()
-	return nil
-}
-
-// readUint32 reads a JSON number that is an integer in the range of a uint32.
-func readUint32(dec *jsontext.Decoder, n *uint32) error {
-	var u uint64
-	if err := readUint(dec, &u); err != nil {
-		return err
-	}
-	if u > math.MaxUint32 {
-		return fmt.Errorf("%d out of range", u)
-	}
-	*n = uint32(u)
-	return nil
-}
-
-// readText reads a JSON string into a value that decodes itself from text.
-func readText(dec *jsontext.Decoder, t encoding.TextUnmarshaler) error {
-	v, err := dec.ReadValue()
-	if err != nil {
-		return err
-	}
-	if v.Kind() != '"' {
-		return fmt.Errorf("%s, not a string", kindName(v.Kind()))
-	}
-	raw := v[1 : len(v)-1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		if raw, err = jsontext.AppendUnquote(nil, v); err != nil {
-			return err
-		}
-	}
-	return t.UnmarshalText(raw)
+	rest := int((in.size - offset) / max(read/int64(n), 1))
+	return min(max(rest+rest/8, n/4), 16*n)
 }
 
 func (in *interner) unmarshalString(dec *jsontext.Decoder, s *string) error {
@@ -417,60 +291,61 @@ func (in *interner) string(v []byte) (string, error) {
 	return str, nil
 }
 
-// unmarshalList reads a list of strings other than a record's stack (a command line, the types),
-// bounded by the input's size only.
+// unmarshalList reads a list of strings other than a record's (a command line, the types), bounded by
+// the input's size only.
 func (in *interner) unmarshalList(dec *jsontext.Decoder, list *[]string) error {
-	return in.readList(dec, list, math.MaxInt, "strings")
-}
-
-// readList reads a list of at most maxLen strings, looking it up whole by its text before its strings
-// one by one: a shared stack costs one lookup, not one a frame. A longer list is refused as it is
-// read, before its strings take memory: maxLen is MaxStackDepth for a stack, what names its strings
-// in the error.
-func (in *interner) readList(dec *jsontext.Decoder, list *[]string, maxLen int, what string) error {
 	if dec.PeekKind() != '[' {
 		return jsonv2.SkipFunc
 	}
-	if _, err := dec.ReadToken(); err != nil {
+	v, err := dec.ReadValue()
+	if err != nil {
 		return err
+	}
+	*list, err = in.list(v, math.MaxInt, "strings")
+	return err
+}
+
+// list reads the JSON value v as a list of at most maxLen strings, looking it up whole by its text
+// before its strings one by one: a shared stack costs one lookup, not one a frame. A longer list is
+// refused before its strings take memory: maxLen is MaxStackDepth for a stack, what names its strings
+// in the error.
+func (in *interner) list(v []byte, maxLen int, what string) ([]string, error) {
+	if v[0] != '[' {
+		return nil, errNotStrings(v)
 	}
 	in.text, in.ends = in.text[:0], in.ends[:0]
-	for dec.PeekKind() != ']' {
-		if dec.PeekKind() != '"' {
-			return fmt.Errorf("a list of strings holds a %v", dec.PeekKind())
+	for i := skipSpace(v, 1); v[i] != ']'; i = skipSpace(v, i) {
+		if v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
+		if v[i] != '"' {
+			return nil, fmt.Errorf("a list of strings holds a %v", kindOf(v[i]))
 		}
 		if len(in.ends) == maxLen {
-			return fmt.Errorf("more than the %d %s klockstat takes", maxLen, what)
+			return nil, fmt.Errorf("more than the %d %s klockstat takes", maxLen, what)
 		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return err
-		}
-		in.text = append(in.text, v...)
+		end := stringEnd(v, i)
+		in.text = append(in.text, v[i:end]...)
 		in.ends = append(in.ends, int32(len(in.text)))
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
+		i = end
 	}
 	key := maphash.Bytes(in.seed, in.text)
 	if l, ok := in.lists[key]; ok && in.same(l) {
-		*list = l
-		return nil
+		return l, nil
 	}
 	l := make([]string, len(in.ends))
 	start := int32(0)
 	for i, end := range in.ends {
 		var err error
 		if l[i], err = in.string(in.text[start:end]); err != nil {
-			return err
+			return nil, err
 		}
 		start = end
 	}
 	if _, taken := in.lists[key]; !taken { // a collision keeps the first list
 		in.lists[key] = l
 	}
-	*list = l
-	return nil
+	return l, nil
 }
 
 // same says whether l is the list whose JSON text is in in.text.

@@ -514,7 +514,7 @@ func TestTruncatedCaptureSaysSo(t *testing.T) {
 	cut := b.Bytes()[:b.Len()/2]
 	_, perr := Parse(cut)
 	big := append(bytes.Repeat([]byte(" "), headBytes), cut...) // a head Decode cannot hold whole
-	_, derr := Decode(bytes.NewReader(big))
+	_, derr := Decode(bytes.NewReader(big), int64(len(big)))
 	for name, err := range map[string]error{"Parse": perr, "Decode": derr} {
 		if err == nil || !strings.Contains(err.Error(), "the file is truncated") {
 			t.Errorf("%s of a capture cut in half: %v", name, err)

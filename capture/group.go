@@ -128,7 +128,7 @@ func GroupBy(records []Record, key func(Record) string) []Group {
 		g.HoldTotalNS = g.add(g.HoldTotalNS, r.HoldTotalNS)
 		g.HoldMaxNS = max(g.HoldMaxNS, r.HoldMaxNS)
 		g.Records++
-		if compareRecords(r, records[g.Heaviest]) < 0 {
+		if compareRecords(&r, &records[g.Heaviest]) < 0 {
 			g.Heaviest = ri
 		}
 	}
