@@ -126,6 +126,9 @@ func run() error {
 	if o.real, err = selectReal(real); err != nil {
 		return err
 	}
+	if err := missingTools(o.real); err != nil {
+		return err
+	}
 	if o.rounds < 1 || o.duration <= 0 || o.threads < 1 {
 		return errors.New("-rounds, -duration and -threads must be positive")
 	}

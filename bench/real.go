@@ -19,6 +19,8 @@ import (
 // kernel paths klockstat meets in the field, not the ones contend takes.
 type realWorkload struct {
 	name string
+	// tool is the program it needs on PATH, and the Debian package that has it.
+	tool, pkg string
 	// command returns the command line that runs for about d, with scratch
 	// space in dir.
 	command func(d time.Duration, dir string) []string
@@ -34,7 +36,8 @@ func untilDone(name, cmd, timePattern string) realWorkload {
 	args := func(d time.Duration, _ string) []string {
 		return []string{"sh", "-c", fmt.Sprintf(`end=$(($(date +%%s)+%d)); while [ $(date +%%s) -lt $end ]; do %s || exit 1; done`, int(d.Seconds()), cmd)}
 	}
-	return realWorkload{name, args, func(d time.Duration, dir string) measuredRun {
+	tool := strings.Fields(cmd)[0]
+	return realWorkload{name, tool, debianPackages[tool], args, func(d time.Duration, dir string) measuredRun {
 		return measuredRun{args: args(d, dir), rate: runsPerSecond(timePattern), unit: "runs/s"}
 	}}
 }
@@ -43,7 +46,7 @@ func stressNG(stressor string) realWorkload {
 	args := func(d time.Duration, dir string) []string {
 		return []string{"stress-ng", "--" + stressor, "4", "-t", fmt.Sprint(int(d.Seconds())), "--temp-path", dir}
 	}
-	return realWorkload{"stress-ng " + stressor,
+	return realWorkload{"stress-ng " + stressor, "stress-ng", "stress-ng",
 		func(d time.Duration, dir string) []string { return append(args(d, dir), "--quiet") },
 		func(d time.Duration, dir string) measuredRun {
 			// --quiet would leave the metrics out of the YAML too.
@@ -55,7 +58,7 @@ func perfBench(args ...string) realWorkload {
 	command := func(d time.Duration, _ string) []string {
 		return append([]string{"perf", "bench"}, append(args, "-r", fmt.Sprint(int(d.Seconds())))...)
 	}
-	return realWorkload{"perf bench " + strings.Join(args, " "), command, func(d time.Duration, dir string) measuredRun {
+	return realWorkload{"perf bench " + strings.Join(args, " "), "perf", debianPackages["perf"], command, func(d time.Duration, dir string) measuredRun {
 		return measuredRun{args: command(d, dir), rate: perfBenchRate, unit: "ops/s"}
 	}}
 }
@@ -77,10 +80,10 @@ var realWorkloads = []realWorkload{
 	untilDone("perf bench sched messaging", "perf bench sched messaging -g 10 -l 100", `Total time: ([0-9.]+)`),
 	perfBench("futex", "hash"), perfBench("futex", "lock-pi"), perfBench("epoll", "wait"),
 	untilDone("hackbench", "hackbench -g 8 -l 200", `Time: ([0-9.]+)`),
-	{"fio, 8 jobs on one file", fioOneFile, func(d time.Duration, dir string) measuredRun {
+	{"fio, 8 jobs on one file", "fio", "fio", fioOneFile, func(d time.Duration, dir string) measuredRun {
 		return measuredRun{args: fioOneFile(d, dir), rate: fioIOPS, unit: "IOPS"}
 	}},
-	{"parallel build (go build -a -p 4 std)", parallelBuild, fixedBuild},
+	{"parallel build (go build -a -p 4 std)", "go", "golang", parallelBuild, fixedBuild},
 }
 
 // parallelBuild compiles Go's standard library from scratch, four packages
@@ -98,6 +101,25 @@ func parallelBuild(d time.Duration, dir string) []string {
 func fixedBuild(_ time.Duration, dir string) measuredRun {
 	script := `GOCACHE="$1/gocache" GOFLAGS= go build -a -p 4 -o /dev/null net/http`
 	return measuredRun{args: []string{"sh", "-c", script, "sh", dir}, unit: "s", label: "parallel build (go build -a -p 4 net/http)"}
+}
+
+// debianPackages name the package of the tools the loop-run workloads need.
+var debianPackages = map[string]string{"perf": "linux-perf", "hackbench": "rt-tests"}
+
+// missingTools says which of the workloads' tools are not on PATH, and how to install them: the
+// bench checks before it starts rather than stop at the first workload that needs one.
+func missingTools(workloads []realWorkload) error {
+	var tools, pkgs []string
+	for _, w := range workloads {
+		if _, err := exec.LookPath(w.tool); err != nil && !slices.Contains(tools, w.tool) {
+			tools = append(tools, w.tool)
+			pkgs = append(pkgs, w.pkg)
+		}
+	}
+	if len(tools) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the real workloads need %s, not installed: apt-get install %s, or leave them out with -real", strings.Join(tools, ", "), strings.Join(pkgs, " "))
 }
 
 func realWorkloadNames() []string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,22 @@ func TestSelectRealFindsFaultHeavyStressors(t *testing.T) {
 	}
 	if want := []string{"stress-ng madvise", "stress-ng fiemap"}; !slices.Equal(names, want) {
 		t.Errorf("selectReal(madvise,fiemap) = %v, want %v", names, want)
+	}
+}
+
+// The bench says before it starts which tools the chosen workloads lack, and the packages that
+// have them, each once.
+func TestMissingTools(t *testing.T) {
+	present := realWorkload{name: "shell", tool: "sh", pkg: "dash"}
+	absent := realWorkload{name: "nothing", tool: "klockstat-no-such-tool", pkg: "no-such-package"}
+	if err := missingTools([]realWorkload{present}); err != nil {
+		t.Errorf("sh is on PATH, but: %v", err)
+	}
+	err := missingTools([]realWorkload{present, absent, absent})
+	if err == nil {
+		t.Fatal("a workload's missing tool not said")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "need klockstat-no-such-tool, not installed: apt-get install no-such-package,") {
+		t.Errorf("error %q does not name the tool and its package once", msg)
 	}
 }
