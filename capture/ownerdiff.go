@@ -28,6 +28,8 @@ type OwnerDiff struct {
 	Stack       []string // the functions of the owner's stack, innermost first, offsets dropped; raw addresses and ids as captured; empty when none
 	StackReason string   // why a known owner has no stack, as captured
 	Where       string   // where the stack was seen, on or off the owner's CPU (Owner.Where)
+	HolderState string   // what the owner did over its share of the waits (Owner.HolderState); "" when not split
+	Blocker     string   // how a thread that woke the waiters blocked them (Owner.Blocker); "" for an owner the lock recorded
 
 	Before, After OwnerDiffValues
 }
@@ -72,16 +74,16 @@ func (d *Diff) OwnersMissing() [2]bool {
 
 // ownerKey is what an owner is matched by.
 type ownerKey struct {
-	typ, name, comm, reason, stackReason, where string
-	stack                                       []string
-	matchable                                   bool // false for a stack with a raw address or hashed id
+	typ, name, comm, reason, stackReason, where, holder, blocker string
+	stack                                                        []string
+	matchable                                                    bool // false for a stack with a raw address or hashed id
 }
 
 // String is the key of the entries to merge: quoting makes it unambiguous whatever the names hold.
 func (k ownerKey) String() string {
 	var b strings.Builder
 	b.WriteString(k.typ)
-	for _, s := range append([]string{k.name, k.comm, k.reason, k.stackReason, k.where}, k.stack...) {
+	for _, s := range append([]string{k.name, k.comm, k.reason, k.stackReason, k.where, k.holder, k.blocker}, k.stack...) {
 		b.WriteString(" ")
 		b.WriteString(strconv.Quote(s))
 	}
@@ -90,7 +92,8 @@ func (k ownerKey) String() string {
 
 // keyOf is what owner o is matched by.
 func keyOf(o Owner) ownerKey {
-	k := ownerKey{typ: o.Type, name: o.Name, comm: o.Comm, reason: o.Reason, stackReason: o.StackReason, where: o.Where, matchable: true}
+	k := ownerKey{typ: o.Type, name: o.Name, comm: o.Comm, reason: o.Reason, stackReason: o.StackReason, where: o.Where,
+		holder: o.HolderState, blocker: o.Blocker, matchable: true}
 	for _, f := range o.Stack {
 		fn, matchable := matchFunc(f)
 		k.stack = append(k.stack, fn)
@@ -163,7 +166,8 @@ func (d *Diff) compareOwners(sides [2]DiffSide) []OwnerDiff {
 	}
 	before, after := sides[BeforeSide].OwnerGroups().groups, sides[AfterSide].OwnerGroups().groups
 	diffOf := func(k ownerKey, status DiffStatus) OwnerDiff {
-		return OwnerDiff{Status: status, Type: k.typ, Name: k.name, Comm: k.comm, Reason: k.reason, Stack: nonNil(k.stack), StackReason: k.stackReason, Where: k.where}
+		return OwnerDiff{Status: status, Type: k.typ, Name: k.name, Comm: k.comm, Reason: k.reason, Stack: nonNil(k.stack), StackReason: k.stackReason,
+			Where: k.where, HolderState: k.holder, Blocker: k.blocker}
 	}
 	matched := make(map[string]int) // key -> index into owners, for the before owners that can match
 	for _, g := range before {
@@ -189,7 +193,8 @@ func (d *Diff) compareOwners(sides [2]DiffSide) []OwnerDiff {
 			byChange(x.DeltaNS(), y.DeltaNS(), max(x.Before.TotalNS, x.After.TotalNS), max(y.Before.TotalNS, y.After.TotalNS)),
 			strings.Compare(x.Type, y.Type), strings.Compare(x.Name, y.Name), strings.Compare(x.Comm, y.Comm),
 			strings.Compare(x.Reason, y.Reason), slices.Compare(x.Stack, y.Stack), strings.Compare(x.StackReason, y.StackReason),
-			strings.Compare(x.Where, y.Where), cmp.Compare(x.Status, y.Status),
+			strings.Compare(x.Where, y.Where), strings.Compare(x.HolderState, y.HolderState), strings.Compare(x.Blocker, y.Blocker),
+			cmp.Compare(x.Status, y.Status),
 		)
 	})
 	return owners

@@ -15,7 +15,7 @@ var csvHeader = []string{
 	"min_wait_ns", "in_progress", "spin_ns", "lock", "lock_name", "comm", "pid", "tid",
 	"hold_count", "hold_total_ns", "hold_min_ns", "hold_max_ns", "stack", "cgroup_id", "cgroup",
 	"kind", "owner_where", "owner_samples", "object_offset", "field", "field_candidates",
-	"lock_static",
+	"lock_static", "holder_state", "blocker",
 }
 
 // WriteCSV writes c as CSV, one row per record with waits, in the capture's order: RFC 4180, with a
@@ -29,7 +29,9 @@ var csvHeader = []string{
 // field_candidates (space-separated) are a slab lock's offset in its object and its struct field, a
 // guess among the candidates when there are several (docs/lock-names.md). lock_static is "static"
 // for a lock in the kernel image's static data that no symbol names (capture.UnnamedStatic), which
-// lock_name then leaves empty.
+// lock_name then leaves empty. holder_state (on_cpu, runnable, off_cpu; empty when not split) is
+// what an owner did over its row's share of the waits, blocker (writer, reader, releaser) how a
+// thread that woke the waiters of a lock recording no owner blocked them.
 //
 // Text fields come from processes (thread names) and the kernel: their control characters are
 // replaced as in every export (printableText), and a spreadsheet runs a cell that starts with =, +, -
@@ -53,7 +55,7 @@ func WriteCSV(w io.Writer, a Analysis) error {
 			u(r.HoldCount), u(r.HoldTotalNS), u(r.HoldMinNS), u(r.HoldMaxNS), csvText(stackText(addrs, r.Stack)),
 			u(r.CgroupID), csvText(r.Cgroup), "wait", "", "",
 			csvText(r.ObjectOffset), csvText(r.Field), csvText(strings.Join(r.FieldCandidates, " ")),
-			staticMark(r),
+			staticMark(r), "", "",
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)
@@ -64,7 +66,7 @@ func WriteCSV(w io.Writer, a Analysis) error {
 			u(o.Count), u(o.TotalNS), "", u(o.TotalNS / o.Count), csvText(o.Type), "",
 			"", "", "", addrs.Lock(o.Lock), csvText(o.Name), csvText(o.Comm), u(uint64(o.PID)), u(uint64(o.TID)),
 			"", "", "", "", csvText(stackText(addrs, o.Stack)), "", "", "owner", o.Where, u(o.Samples), "", "", "",
-			"",
+			"", o.HolderState, o.Blocker,
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)

@@ -70,6 +70,7 @@ func TestPprofBlockers(t *testing.T) {
 // owners' types.
 func TestPprofOwners(t *testing.T) {
 	c := ownedCapture(t)
+	c.Owners[1].HolderState = capture.HolderRunnable
 	var b bytes.Buffer
 	if err := WritePprof(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
@@ -100,6 +101,10 @@ func TestPprofOwners(t *testing.T) {
 		}
 		charged += s.Value[3]
 		samples += s.Value[2]
+		if where, holder := s.Label["owner_where"][0], s.Label["holder_state"]; where == capture.OwnerStackOffCPU && !slices.Equal(holder, []string{capture.HolderRunnable}) ||
+			where == capture.OwnerStackOnCPU && holder != nil {
+			t.Errorf("the %s sample labelled holder_state %q: want runnable off CPU, none on it", where, holder)
+		}
 		if s.Label["owner_where"][0] == capture.OwnerStackOnCPU {
 			for _, l := range s.Location {
 				onCPU = append(onCPU, l.Line[0].Function.Name)
@@ -146,6 +151,7 @@ func TestFoldedOwners(t *testing.T) {
 // samples; a hostile owner name is not a formula.
 func TestCSVOwners(t *testing.T) {
 	c := ownedCapture(t)
+	c.Owners[1].HolderState = capture.HolderRunnable
 	var b bytes.Buffer
 	if err := WriteCSV(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
@@ -170,6 +176,10 @@ func TestCSVOwners(t *testing.T) {
 	if first[col("owner_where")] != capture.OwnerStackOnCPU || first[col("owner_samples")] != "12" || first[col("total_wait_ns")] != "6000" ||
 		first[col("stack")] != "copy_user_generic+0xa <- generic_perform_write+0x90 <- vfs_write+0x26b" || first[col("tid")] != "41" {
 		t.Errorf("first owner row %q", first)
+	}
+	if holder := owners[1][col("holder_state")]; holder != capture.HolderRunnable || first[col("holder_state")] != "" || waits[0][col("holder_state")] != "" {
+		t.Errorf("holder_state %q of the preempted share, %q of the unsplit one, %q of a wait: want %q, empty, empty",
+			holder, first[col("holder_state")], waits[0][col("holder_state")], capture.HolderRunnable)
 	}
 	if comm := first[col("comm")]; !strings.HasPrefix(comm, "'") {
 		t.Errorf("the owner's name %q can run as a formula", comm)

@@ -95,7 +95,7 @@ func WritePprof(w io.Writer, a Analysis) error {
 			Label:    map[string][]string{"lock_type": {printableText(o.Type)}, "lock": {addrs.Lock(o.Lock)}, "role": {"owner"}},
 			NumLabel: map[string][]int64{"pid": {int64(o.PID)}, "tid": {int64(o.TID)}},
 		}
-		for key, value := range map[string]string{"lock_name": o.Name, "comm": o.Comm, "owner_where": o.Where, "blocker": o.Blocker} {
+		for key, value := range map[string]string{"lock_name": o.Name, "comm": o.Comm, "owner_where": o.Where, "blocker": o.Blocker, "holder_state": o.HolderState} {
 			if value != "" {
 				s.Label[key] = []string{printableText(value)}
 			}

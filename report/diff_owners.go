@@ -30,7 +30,7 @@ func ownersNotCompared(d *capture.Diff) string {
 }
 
 // ownersMatchedBy completes "owners matched by".
-const ownersMatchedBy = "lock type, lock name, owner thread name and owner stack (functions), or why the owner is unknown"
+const ownersMatchedBy = "lock type, lock name, owner thread name, what it did over the wait and owner stack (functions), or why the owner is unknown"
 
 // writeOwnerDiff writes the owners section of the terminal diff: at most top owners (all when top <=
 // 0) by absolute change in wait charged, or the line saying why owners are not compared.
@@ -51,7 +51,7 @@ func writeOwnerDiff(b *bytes.Buffer, d *capture.Diff, top int) {
 	if d.PerSecond {
 		unit = "/s"
 	}
-	rows := [][]string{{"before" + unit, "after" + unit, "delta", "change", "owner state (% of wait)", "type", "lock", "owner", "owner stack"}}
+	rows := [][]string{{"before" + unit, "after" + unit, "delta", "change", "owner state (% of wait)", "holder was", "type", "lock", "owner", "owner stack"}}
 	for _, o := range shown {
 		stack := o.After.Stack
 		if o.Status == capture.Gone {
@@ -59,7 +59,7 @@ func writeOwnerDiff(b *bytes.Buffer, d *capture.Diff, top int) {
 		}
 		rows = append(rows, []string{
 			FormatDuration(o.Before.TotalNS), FormatDuration(o.After.TotalNS), formatDelta(o.DeltaNS()), statusChange(o.Status, o.Before.TotalNS, o.After.TotalNS),
-			ownerStatesChange(o), sanitize(o.Type), sanitize(cmp.Or(o.Name, "-")), sanitize(ownerDiffText(o)),
+			ownerStatesChange(o), cmp.Or(holderLabels[o.HolderState], "-"), sanitize(o.Type), sanitize(cmp.Or(o.Name, "-")), sanitize(ownerDiffText(o)),
 			ownerStackText(stack, o.StackReason, ownerDiffStates(o)),
 		})
 	}
@@ -75,6 +75,9 @@ func writeOwnerDiff(b *bytes.Buffer, d *capture.Diff, top int) {
 func ownerDiffText(o capture.OwnerDiff) string {
 	if o.Reason != "" {
 		return "unknown: " + o.Reason
+	}
+	if o.Blocker != "" {
+		return o.Blocker + " " + o.Comm
 	}
 	return o.Comm
 }
@@ -130,6 +133,7 @@ func ownerDiffTables(d *capture.Diff, top int, per string, tab *strtab) tables {
 func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 	n := len(d.Owners)
 	statuses, types, locks, lockTitles, owners, stacks, notes := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	holders := make([]int32, n)
 	total, count := newCompared(n, true), newCompared(n, true)
 	shares := make([]*comparedValues, len(capture.OwnerStates))
 	for k := range shares {
@@ -139,6 +143,7 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 		present := [2]bool{o.Status != capture.New, o.Status != capture.Gone}
 		statuses[i], types[i], owners[i], notes[i] = tab.str(o.Status.String()), tab.str(o.Type), tab.str(ownerDiffText(o)), tab.str(stackReasonText(o.StackReason, ownerDiffStates(o)))
 		locks[i], lockTitles[i] = lockNameTexts(tab, o.Name)
+		holders[i] = tab.str(holderLabels[o.HolderState])
 		stack := o.After.Stack
 		if o.Status == capture.Gone {
 			stack = o.Before.Stack
@@ -158,7 +163,7 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 	// The owner's stack, or why there is none, before the numbers: a screen 1400 pixels wide shows
 	// what tells the rows apart.
 	cols := []column{statusColumn(statuses), textColumn("type", "Type", "", types), lock, textColumn("owner", "Owner", "", owners),
-		stackColumn("Owner's heaviest stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes)}
+		holderColumn(holders), stackColumn("Owner's heaviest stack", "owner-stack", stacks), textColumn("stack_reason", "Why no stack", "prose", notes)}
 	charged := total.columns("total", "Wait charged"+per, kindMeanNS, "ns", 0)
 	charged[0].Term = "charged"
 	cols = append(cols, charged...)

@@ -93,11 +93,11 @@ func TestWriteDiffSummary(t *testing.T) {
 		// The owners, per second: ct-hog 2 ms -> 10 ms, asleep on I/O for 3.6 of its 4 ms before,
 		// for 10 of its 40 ms after; the mutex's owner 4.5 ms -> 0.5 ms, then 1.5 ms new to readers.
 		"\nblocked by: the lock owners waits were charged to per second of capture\n",
-		" 2.00 ms    10.00 ms   +8.00 ms   +400.0%   disk_sleep 90->25%, on_cpu 10->75%   rwsem:W   mmap_lock                     ct-hog   io_schedule+0x46 < filemap_fault+0x14 < __do_fault+0x3a\n",
-		" 4.50 ms   500.00 us   -4.00 ms    -88.9%                     on_cpu 100->100%     mutex           -                      ?[31m   none: " + capture.OwnerStackRan + "\n",
-		"    0 ns     1.50 ms   +1.50 ms       new                                    -   rwsem:R           -   unknown: " + capture.OwnerReaders + "   -\n",
+		" 2.00 ms    10.00 ms   +8.00 ms   +400.0%   disk_sleep 90->25%, on_cpu 10->75%            -   rwsem:W   mmap_lock                     ct-hog   io_schedule+0x46 < filemap_fault+0x14 < __do_fault+0x3a\n",
+		" 4.50 ms   500.00 us   -4.00 ms    -88.9%                     on_cpu 100->100%            -     mutex           -                      ?[31m   none: " + capture.OwnerStackRan + "\n",
+		"    0 ns     1.50 ms   +1.50 ms       new                                    -            -   rwsem:R           -   unknown: " + capture.OwnerReaders + "   -\n",
 		"... 1 more owner not shown\n",
-		"2 matched, 1 new, 1 gone owner, matched by lock type, lock name, owner thread name and owner stack (functions), or why the owner is unknown\n",
+		"2 matched, 1 new, 1 gone owner, matched by lock type, lock name, owner thread name, what it did over the wait and owner stack (functions), or why the owner is unknown\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -511,5 +511,24 @@ func TestDiffHTMLBlockedBy(t *testing.T) {
 	b2.Owners = nil
 	if text := textOf(parseHTML(t, renderDiff(t, capture.Compare(&b2, &a, capture.DiffOptions{}), HTMLOptions{}))); strings.Contains(text, "Lock owners") {
 		t.Error("a diff of two captures without owners speaks of owners")
+	}
+}
+
+// The owners of a terminal diff say what each share's holder did over it and how a waker blocked
+// the waiters.
+func TestWriteDiffSummaryHolderAndBlocker(t *testing.T) {
+	owner := capture.Owner{Type: "mutex", Lock: 0x10, Comm: "renamer", PID: 1, TID: 2, HolderState: capture.HolderRunnable,
+		Stack: []string{"__cond_resched+0x35", "dput+0xe7"}, Count: 1, TotalNS: 3000}
+	writer := capture.Owner{Type: "pcpu-sem:R", Lock: 0x20, Comm: "reader", PID: 3, TID: 4, Blocker: capture.BlockerWriter,
+		Where: capture.BlockerStackAcquire, Stack: []string{"percpu_down_write+0x127", "locks_start+0x25"}, Count: 1, TotalNS: 500}
+	b := capturetest.Of(t, 1e9, capturetest.Rec("mutex", "", "do_renameat2+0x2c2", "renamer", 1, 5, 0x10, 4000))
+	a := capturetest.Of(t, 1e9, capturetest.Rec("mutex", "", "do_renameat2+0x2c2", "renamer", 1, 5, 0x10, 1000))
+	b.Owners = []capture.Owner{owner, writer}
+	a.Owners = []capture.Owner{writer}
+	out := diffSummary(t, capture.Compare(b, a, capture.DiffOptions{Absolute: true}), 0)
+	for _, want := range []string{"    preempted        mutex   ", "   writer reader   percpu_down_write+0x127 < locks_start+0x25\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -78,7 +78,7 @@ func ownerView(owners []capture.Owner, waits []uint64, chains []capture.OwnerCha
 	chain := textColumn("chain", "Blocked in turn by", "prose", chained)
 	chain.Term = "owner-chain"
 	// A status column: each value its own colour (page.css, td.status-*).
-	holder := column{Key: "holder", Label: "Holder was", Kind: kindStatus, Term: "owner-holder", text: holders}
+	holder := holderColumn(holders)
 	// The owner's stack, or why there is none, before the states: a screen 1400 pixels wide shows
 	// them without scrolling.
 	cols := []column{textColumn("owner", "Owner", "", names), textColumn("type", "Type", "", types), lock,
@@ -138,6 +138,12 @@ var ownerWhereLabels = map[string]string{
 	capture.OwnerStackOffCPU:    "off CPU (left it)",
 	capture.BlockerStackAcquire: "taking the lock (its path to it)",
 	capture.BlockerStackWake:    "waking the waiter (releasing the lock)",
+}
+
+// holderColumn is the column of what owners did over their share of the waits (holderLabels), its
+// preempted rows in a colour of their own: in Blocked by and in the diff's.
+func holderColumn(holders []int32) column {
+	return column{Key: "holder", Label: "Holder was", Kind: kindStatus, Term: "owner-holder", text: holders}
 }
 
 // holderLabels say what an owner did over a row's share of the waits (capture.Owner.HolderState),
