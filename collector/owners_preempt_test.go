@@ -41,9 +41,10 @@ func TestOwnersPreempted(t *testing.T) {
 		split.OnCPUNS, split.RunnableNS, preemptedInWrite, split.OffCPUNS, split.UnsplitNS)
 	// Alone, 72-97% of the charge is runnable (this host, the 6.1 guest); beside a helper's load
 	// 45-50% was seen, the rest on CPU or off it: a third still tells preemption apart from the
-	// on-CPU share, which is what must not swallow it.
-	if split.RunnableShare() < 1.0/3 || split.RunnableNS <= split.OnCPUNS {
-		t.Errorf("the hog, preempted holding the lock, was charged %.1f%% runnable (%d ns) and %d ns on CPU: want at least a third runnable, more than on CPU",
+	// on-CPU share, which is what must not swallow it. Under emulation, whose vCPUs take turns on
+	// host threads, the hog may run as long as it waits to (6.12 in CI's matrix: 2.05 s each).
+	if split.RunnableShare() < 1.0/3 || !testenv.Emulated() && split.RunnableNS <= split.OnCPUNS {
+		t.Errorf("the hog, preempted holding the lock, was charged %.1f%% runnable (%d ns) and %d ns on CPU: want at least a third runnable, more than on CPU but under emulation",
 			100*split.RunnableShare(), split.RunnableNS, split.OnCPUNS)
 	}
 	if 2*preemptedInWrite < split.RunnableNS {
