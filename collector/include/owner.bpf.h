@@ -202,6 +202,55 @@ static __always_inline struct owner_mark *mark_owner(__u32 tid, struct task_stru
 	return bpf_map_lookup_elem(&owner_marks, &tid);
 }
 
+/* A new owners entry's first value, read from a map rather than built on
+ * the BPF stack: the function-probe programs, whose stack adds to that of
+ * their bpf_loop callbacks, come within 32 bytes of the verifier's 512. */
+static const struct owner_stats owner_stats_zero;
+
+/* owner_entry makes the owners entry of key, unless it is there, with the
+ * pid and name of task t; false when the map is full, counted. */
+static __always_inline bool owner_entry(const struct owner_key *key, struct task_struct *t)
+{
+	struct owner_stats *v;
+	int err;
+
+	if (bpf_map_lookup_elem(&owners, key))
+		return true;
+	err = bpf_map_update_elem(&owners, key, &owner_stats_zero, BPF_NOEXIST);
+	if (err == -EEXIST)
+		return true;
+	if (err) {
+		count(CNT_LOST_OWNER_FULL, 1);
+		return false;
+	}
+	v = bpf_map_lookup_elem(&owners, key);
+	if (v) {
+		v->pid = BPF_CORE_READ(t, tgid);
+		BPF_CORE_READ_STR_INTO(&v->comm, t, comm);
+	}
+	return true;
+}
+
+/* owner_take_stack walks current's kernel stack into the stacks map, its
+ * key in *h, counting the walk; false when it failed (or the CPU is nested
+ * too deep to walk). For the sched hooks: an owner leaving its CPU, a
+ * blocker waking a waiter. */
+static __always_inline bool owner_take_stack(void *ctx, __u64 *h)
+{
+	struct stack_scratch *sc;
+	struct cpu_busy *b = cpu_busy();
+	int level = enter(b, ROLE_FUNCTION);
+	bool taken;
+
+	if (level < 0)
+		return false;
+	sc = bpf_map_lookup_elem(&scratch, &level);
+	taken = sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, h, NULL) > 0;
+	count(taken ? CNT_OWNER_STACK : CNT_OWNER_STACK_FAILED, 1);
+	leave(b);
+	return taken;
+}
+
 /*
  * owner_switch turns the clock of thread tid leaving its CPU (sched_switch's
  * prev, still current) when it is marked for a tenure not ended, to runnable when it stays on the
@@ -212,12 +261,9 @@ static __always_inline struct owner_mark *mark_owner(__u32 tid, struct task_stru
 static __always_inline void owner_switch(void *ctx, __u32 tid, bool runnable)
 {
 	__u32 reason = OWNER_KNOWN;
-	struct stack_scratch *sc;
 	struct owner_mark *m;
-	struct cpu_busy *b;
 	__u16 *taken;
 	__u64 h = 0;
-	int level;
 
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
 	if (!m || m->ended)
@@ -230,23 +276,15 @@ static __always_inline void owner_switch(void *ctx, __u32 tid, bool runnable)
 		m->ended = 1;
 		return;
 	}
-	b = cpu_busy();
-	level = enter(b, ROLE_FUNCTION);
-	if (level < 0)
-		return;
-	sc = bpf_map_lookup_elem(&scratch, &level);
-	if (sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h, NULL) > 0) {
-		if (runnable)
-			m->preempt_stack = h;
-		else
-			m->stack = h;
-		*taken = OWNER_STACK_TAKEN;
-		count(CNT_OWNER_STACK, 1);
-	} else {
+	if (!owner_take_stack(ctx, &h)) {
 		*taken = OWNER_STACK_FAILED;
-		count(CNT_OWNER_STACK_FAILED, 1);
+		return;
 	}
-	leave(b);
+	if (runnable)
+		m->preempt_stack = h;
+	else
+		m->stack = h;
+	*taken = OWNER_STACK_TAKEN;
 }
 
 /* owner_arrive turns the clock of thread tid, marked for a tenure not
@@ -301,7 +339,6 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	struct owner_mark *m;
 	struct task_struct *t;
 	__u64 word;
-	int err;
 
 	/* Without --owners a wait writes no owner field: owner_reason stays
 	 * OWNER_UNTRACKED as the slot was made (zeroed, by thread_slot or in
@@ -335,16 +372,8 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 			s->owner_clocked = 1;
 		}
 		chain_follow(s, s->tid, key.tid);
-		if (!bpf_map_lookup_elem(&owners, &key)) {
-			struct owner_stats init = { .pid = BPF_CORE_READ(t, tgid) };
-
-			BPF_CORE_READ_STR_INTO(&init.comm, t, comm);
-			err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
-			if (err && err != -EEXIST) {
-				count(CNT_LOST_OWNER_FULL, 1);
-				return;
-			}
-		}
+		if (!owner_entry(&key, t))
+			return;
 	}
 	s->owner_reason = key.reason;
 }
@@ -367,11 +396,6 @@ static __always_inline struct owner_mark *owner_mark_of(__u32 tid, __u64 owner_l
 	*exited = true;
 	return m;
 }
-
-/* A new owners entry's first value, read from a map rather than built on
- * the BPF stack: the function-probe programs, whose stack adds to that of
- * their bpf_loop callbacks, come within 32 bytes of the verifier's 512. */
-static const struct owner_stats owner_stats_zero;
 
 /* owner_add charges part ns of a wait whose owner was in state st (enum
  * owner_state) as it began to owner key key. */
@@ -556,12 +580,8 @@ static __always_inline int owner_waking(void *ctx, __u32 tid)
 	struct owner_key key = { .reason = OWNER_WOKEN, .held = OWNER_HELD_UNSPLIT };
 	struct thread_bucket *bucket = thread_bucket_of(tid);
 	struct wait_slot *s, *ws;
-	struct stack_scratch *sc;
-	struct task_struct *t;
-	struct cpu_busy *b;
 	__u32 waker;
 	__u64 h = 0;
-	int level;
 
 	if (!bucket || !bucket->waiters)
 		return 0;
@@ -576,34 +596,14 @@ static __always_inline int owner_waking(void *ctx, __u32 tid)
 	key.stack_reason = OWNER_STACK_TAKEN;
 	if (key.waker == OWNER_WAKER_WRITER_WAITED && ws) {
 		h = ws->stack;
-	} else if (stack_depth) {
-		b = cpu_busy();
-		level = enter(b, ROLE_FUNCTION);
-		if (level < 0)
-			return 0;
-		sc = bpf_map_lookup_elem(&scratch, &level);
-		if (!sc || store_stack(ctx, sc, walk_size(sc), owner_switch_skip, &h, NULL) <= 0) {
-			key.stack_reason = OWNER_STACK_FAILED;
-			count(CNT_OWNER_STACK_FAILED, 1);
-		} else {
-			count(CNT_OWNER_STACK, 1);
-		}
-		leave(b);
+	} else if (stack_depth && !owner_take_stack(ctx, &h)) {
+		key.stack_reason = OWNER_STACK_FAILED;
 	}
 	key.lock = s->lock;
 	key.type = s->type;
 	key.tid = waker;
 	key.stack = h;
-	if (!bpf_map_lookup_elem(&owners, &key)) {
-		struct owner_stats init = { .pid = bpf_get_current_pid_tgid() >> 32 };
-
-		t = (void *)bpf_get_current_task();
-		BPF_CORE_READ_STR_INTO(&init.comm, t, comm);
-		int err = bpf_map_update_elem(&owners, &key, &init, BPF_NOEXIST);
-
-		if (err && err != -EEXIST)
-			count(CNT_LOST_OWNER_FULL, 1);
-	}
+	owner_entry(&key, (void *)bpf_get_current_task());
 	s->waker_stack = h;
 	s->waker_taken = key.stack_reason;
 	s->waker = key.waker;
