@@ -191,7 +191,8 @@ var blockerWhereTexts = map[string]string{
 	capture.BlockerStackWake:    ", releasing the lock",
 }
 
-// lockFunctions is the built-in catalogue of lock types, whose functions blockerAt skips.
+// lockFunctions is the built-in catalogue of lock types: the functions blockerAt skips, the types
+// sleepingLock tells apart.
 var lockFunctions = sync.OnceValues(lockspec.Default)
 
 // blockerAt is the function a blocker's stack shows it at: the caller of the lock's functions,

@@ -90,12 +90,12 @@ func stacksStep(an *model, _ SummaryOptions) (nextStep, bool) {
 	}, true
 }
 
-// minOwnerShare is the part of the wait that must be slept on locks that record their owner for
-// --owners to be suggested: below it most of the wait goes to locks whose owner it cannot name.
+// minOwnerShare is the part of the wait that must be slept on locks for --owners to be suggested:
+// below it most of the wait is spun, on locks whose owner or blocker it cannot name.
 const minOwnerShare = 0.5
 
-// ownersStep: the capture has no owners, and most of its wait was slept on locks that record their
-// owner (ownerRecorded), which --owners names.
+// ownersStep: the capture has no owners, and most of its wait was slept on sleeping locks, whose
+// holder (read from the lock) or blocker (the thread that woke the waiters) --owners names.
 func ownersStep(an *model, _ SummaryOptions) (nextStep, bool) {
 	c := an.c
 	if len(c.Owners) > 0 {
@@ -104,7 +104,7 @@ func ownersStep(an *model, _ SummaryOptions) (nextStep, bool) {
 	var slept, total uint64
 	for _, r := range c.Records {
 		total += r.TotalNS
-		if ownerRecorded(r.Type) {
+		if sleepingLock(r.Type) {
 			slept += r.TotalNS - min(r.SpinNS, r.TotalNS)
 		}
 	}
@@ -113,15 +113,20 @@ func ownersStep(an *model, _ SummaryOptions) (nextStep, bool) {
 	}
 	return nextStep{
 		command: recapture(c.Meta, nil, "--owners"),
-		why:     fmt.Sprintf("who held the locks: %s of the wait slept on mutexes and rwsems, which record their owner", percentOf(slept, total)),
+		why:     fmt.Sprintf("who held or blocked the locks: %s of the wait slept on sleeping locks", percentOf(slept, total)),
 	}, true
 }
 
-// ownerRecorded reports whether locks of a type record their owner: mutexes, rwsems and rtmutexes
-// (docs/owners.md).
-func ownerRecorded(lockType string) bool {
-	base, _, _ := strings.Cut(lockType, ":")
-	return base == "mutex" || base == "rwsem" || base == "rtmutex"
+// sleepingLock reports whether a lock type of the built-in catalogue sleeps: --owners charges its
+// waits to the owner the lock records (mutexes, rwsems, rtmutexes) or to the thread that woke the
+// waiters (percpu rwsems, semaphores, rwlock-rt), and a spinning lock's to neither (docs/owners.md).
+func sleepingLock(lockType string) bool {
+	spec, err := lockFunctions()
+	if err != nil {
+		return false
+	}
+	t, ok := spec.Lookup(lockType)
+	return ok && !t.Spinning()
 }
 
 // byOwnerStep: the capture charged waits to known owners, and the summary is not by owner.

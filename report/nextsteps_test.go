@@ -95,7 +95,12 @@ func TestOwnersStep(t *testing.T) {
 		c.Records = slices.DeleteFunc(c.Records, func(r capture.Record) bool { return r.Type == "rwsem:W" })
 	}
 	checkRule(t, ownersStep, []stepCase{
-		{name: "slept on mutexes and rwsems", want: klockstatArgs + " --owners " + stressNG, wantWhy: "100.0% of the wait slept on mutexes and rwsems"},
+		{name: "slept on mutexes and rwsems", want: klockstatArgs + " --owners " + stressNG, wantWhy: "100.0% of the wait slept on sleeping locks"},
+		{name: "slept on a percpu rwsem", change: func(c *capture.Capture) {
+			for i := range c.Records {
+				c.Records[i].Type = "pcpu-sem:R"
+			}
+		}, want: klockstatArgs + " --owners " + stressNG, wantWhy: "who held or blocked"},
 		{name: "owners captured", change: func(c *capture.Capture) {
 			c.Owners = []capture.Owner{{Type: "spinlock", Reason: capture.OwnerNoField, Count: 1, TotalNS: 5_000}}
 		}},
