@@ -15,7 +15,8 @@ import (
 // clippedJS lists what a page at its viewport's width cuts off: a table cell not inside the frame
 // that holds its table, or whose content spills out of it; a text cut short by its column (an
 // ellipsis) without a title holding it whole; a text that ECharts drew on a chart's canvas partly
-// outside it, or over another text; a card's heading flush against the card's edge.
+// outside it, or over another text; a card's heading flush against the card's edge, or its text
+// spilling out of it.
 const clippedJS = `(() => {
 	const out = [];
 	const inside = (r, f) => r.left >= f.left - 1 && r.right <= f.right + 1;
@@ -78,6 +79,11 @@ const clippedJS = `(() => {
 			boxes.push([d.style.text, r]);
 		}
 	}
+	for (const card of document.querySelectorAll(".highlight, .facts .card")) {
+		if (visible(card) && card.scrollWidth > card.clientWidth + 1) {
+			out.push("card " + JSON.stringify(card.innerText.slice(0, 40)) + " has text spilling out of it");
+		}
+	}
 	for (const h of document.querySelectorAll(".card > h2, .card > figcaption > h2")) {
 		const card = h.closest(".card").getBoundingClientRect();
 		const r = h.getBoundingClientRect();
@@ -117,6 +123,12 @@ func TestBrowserNothingClipped(t *testing.T) {
 		if _, err := chromedp.Run(report, chromedp.Poll[bool](fitted, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 			t.Errorf("report of %s: the table is not fitted again to a narrower window: %v", name, err)
 		}
+	}
+
+	// A kernel without data symbols: the card of contended locks names the debug image's paths,
+	// words longer than the card is wide.
+	for _, p := range clipped(t, browser(t, staticCapture(t), HTMLOptions{Top: 20})) {
+		t.Errorf("report of a kernel without data symbols: %s", p)
 	}
 
 	// Each way round, so that the longest bar of changes is once an increase and once a decrease,
