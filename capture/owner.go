@@ -79,6 +79,10 @@ const (
 	OwnerNoField = "the lock records no owner"  // spinlocks, rwlocks, semaphores, percpu rwsems
 	OwnerReaders = "held by readers"            // an rwsem held for reading names no reader for sure
 	OwnerNone    = "no owner as the wait began" // released, or being handed over, as the probe looked
+	// OwnerNeverSlept is a wait of a lock that records no owner, or of an rwsem held by readers,
+	// in which the waiter never slept: nothing woke it, so no thread is charged. The lock came free
+	// as it queued, or its CPU was taken from it (by a hypervisor, or an interrupt) as it waited.
+	OwnerNeverSlept = "the waiter never slept: no thread woke it"
 )
 
 // How a thread was found to block the waiters of a lock that records no owner: Owner.Blocker. The

@@ -519,9 +519,10 @@ func (b *builder) histograms(buckets [][]uint64, of stats) []capture.Histogram {
 
 // ownerReasons names the reasons the kernel side gives for an unknown owner.
 var ownerReasons = map[lockstatOwnerReason]string{
-	lockstatOwnerReasonOWNER_NO_FIELD: capture.OwnerNoField,
-	lockstatOwnerReasonOWNER_READERS:  capture.OwnerReaders,
-	lockstatOwnerReasonOWNER_NONE:     capture.OwnerNone,
+	lockstatOwnerReasonOWNER_NO_FIELD:    capture.OwnerNoField,
+	lockstatOwnerReasonOWNER_READERS:     capture.OwnerReaders,
+	lockstatOwnerReasonOWNER_NONE:        capture.OwnerNone,
+	lockstatOwnerReasonOWNER_NEVER_SLEPT: capture.OwnerNeverSlept,
 }
 
 // ownerStackReasons names the reasons the kernel side gives for a known

@@ -570,7 +570,8 @@ func TestAssembleOwners(t *testing.T) {
 // TestAssembleBlockers builds the blockers of a percpu rwsem's readers from the owners map's
 // entries the sched_waking program made: a writer seen waiting for the lock, charged at the stack it
 // waited at, a writer known as such only because it woke readers, at its stack then, and one whose
-// stack walk failed, without a place; the waits the kernel could not charge keep their reason.
+// stack walk failed, without a place; the waits the kernel could not charge keep their reason: no
+// waker seen, or a waiter that never slept.
 func TestAssembleBlockers(t *testing.T) {
 	f := newAssembleFixture(t, assembleKallsyms, "pcpu-sem:R")
 	f.in.cfg.Owners = true
@@ -589,14 +590,20 @@ func TestAssembleBlockers(t *testing.T) {
 		woken(72, stackOwner, lockstatOwnerWakerOWNER_WAKER_WRITER, lockstatOwnerStackReasonOWNER_STACK_TAKEN, 1, 2000),
 		woken(73, 0, lockstatOwnerWakerOWNER_WAKER_WRITER, lockstatOwnerStackReasonOWNER_STACK_FAILED, 1, 1500),
 		{key: lockstatOwnerKey{Lock: lockHeap, Type: f.types["pcpu-sem:R"], Reason: uint32(lockstatOwnerReasonOWNER_NO_FIELD)}, value: lockstatOwnerStats{Count: 1, TotalNs: 500}},
+		{key: lockstatOwnerKey{Lock: lockHeap, Type: f.types["pcpu-sem:R"], Reason: uint32(lockstatOwnerReasonOWNER_NEVER_SLEPT)}, value: lockstatOwnerStats{Count: 2, TotalNs: 700}},
 	}
 	cp := f.assemble(t)
 	got := map[uint32]capture.Owner{}
+	unknown := map[string]capture.Owner{}
 	for _, o := range cp.Owners {
+		if o.Reason != "" {
+			unknown[o.Reason] = o
+			continue
+		}
 		got[o.TID] = o
 	}
-	if len(cp.Owners) != 4 {
-		t.Fatalf("%d owners, want 4: %+v", len(cp.Owners), cp.Owners)
+	if len(cp.Owners) != 5 {
+		t.Fatalf("%d owners, want 5: %+v", len(cp.Owners), cp.Owners)
 	}
 	want := map[uint32]capture.Owner{
 		71: {Comm: "wr1", TID: 71, PID: 70, Blocker: capture.BlockerWriter, Where: capture.BlockerStackAcquire, Stack: []string{"pipe_write+0x40"}, Count: 3, TotalNS: 5000},
@@ -610,8 +617,11 @@ func TestAssembleBlockers(t *testing.T) {
 			t.Errorf("blocker %d: %+v, want %+v", tid, o, w)
 		}
 	}
-	if none := got[0]; none.Reason != capture.OwnerNoField || none.TotalNS != 500 {
+	if none := unknown[capture.OwnerNoField]; none.TotalNS != 500 || none.TID != 0 {
 		t.Errorf("the wait no waker was seen for: %+v, want 500 ns charged to %q", none, capture.OwnerNoField)
+	}
+	if awake := unknown[capture.OwnerNeverSlept]; awake.Count != 2 || awake.TotalNS != 700 || awake.TID != 0 {
+		t.Errorf("the waits that never slept: %+v, want 2 waits of 700 ns charged to %q", awake, capture.OwnerNeverSlept)
 	}
 }
 

@@ -433,8 +433,10 @@ static __always_inline int on_switch(void *ctx, bool preempt)
 	state = task_state((void *)bpf_get_current_task());
 	if (bucket->waiters && (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
 		s = bpf_map_lookup_elem(&thread_waits, &tid);
-		if (s && s->lock)
+		if (s && s->lock) {
 			owner_again(s, s->owner_lock, s->owner_flags);
+			s->owner_slept |= !preempt;
+		}
 	}
 	if (bucket->owner)
 		owner_switch(ctx, tid, preempt || !state);

@@ -177,12 +177,13 @@ type lockstatOwnerMark struct {
 type lockstatOwnerReason uint32
 
 const (
-	lockstatOwnerReasonOWNER_UNTRACKED lockstatOwnerReason = 0
-	lockstatOwnerReasonOWNER_KNOWN     lockstatOwnerReason = 1
-	lockstatOwnerReasonOWNER_NO_FIELD  lockstatOwnerReason = 2
-	lockstatOwnerReasonOWNER_READERS   lockstatOwnerReason = 3
-	lockstatOwnerReasonOWNER_NONE      lockstatOwnerReason = 4
-	lockstatOwnerReasonOWNER_WOKEN     lockstatOwnerReason = 5
+	lockstatOwnerReasonOWNER_UNTRACKED   lockstatOwnerReason = 0
+	lockstatOwnerReasonOWNER_KNOWN       lockstatOwnerReason = 1
+	lockstatOwnerReasonOWNER_NO_FIELD    lockstatOwnerReason = 2
+	lockstatOwnerReasonOWNER_READERS     lockstatOwnerReason = 3
+	lockstatOwnerReasonOWNER_NONE        lockstatOwnerReason = 4
+	lockstatOwnerReasonOWNER_WOKEN       lockstatOwnerReason = 5
+	lockstatOwnerReasonOWNER_NEVER_SLEPT lockstatOwnerReason = 6
 )
 
 type lockstatOwnerSampleKey struct {
@@ -315,7 +316,7 @@ type lockstatWaitSlot struct {
 	ChainDepth   uint8
 	ChainCycle   uint8
 	OwnerClocked uint8
-	Pad          uint8
+	OwnerSlept   uint8
 	OwnerOnNs    uint64
 	OwnerRunNs   uint64
 	WakerStack   uint64

@@ -131,7 +131,9 @@ struct wait_slot {
 	__u8 chain_depth;
 	__u8 chain_cycle; /* the chain came back to a thread already in it */
 	__u8 owner_clocked; /* owner_on_ns and owner_run_ns hold the owner's clock at owner_from */
-	__u8 _pad;
+	/* The waiter left its CPU asleep since owner_from (on_switch): a wait
+	 * of a lock that records no owner that never did had no waker. */
+	__u8 owner_slept;
 	/* The owner's clock (struct owner_mark) as the wait began to be
 	 * charged to it: its time on its CPU and runnable so far. */
 	__u64 owner_on_ns;
@@ -157,6 +159,7 @@ enum owner_reason {
 	OWNER_READERS,       /* an rwsem held by readers */
 	OWNER_NONE,          /* the owner word was empty: released, or handed over, as we looked */
 	OWNER_WOKEN,         /* no owner field, or readers: owner_tid is the thread that woke the waiter (enum owner_waker) */
+	OWNER_NEVER_SLEPT,   /* no owner field, or readers, and the waiter never slept: nothing woke it, the lock came free first */
 };
 
 /* Who woke a waiter of a lock that records no owner, and which of its

@@ -358,6 +358,7 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 	s->owner_flags = flags;
 	s->owner_clocked = 0;
 	s->waker_tid = 0;
+	s->owner_slept = 0;
 	if (key.reason == OWNER_KNOWN) {
 		t = (void *)word;
 		key.tid = BPF_CORE_READ(t, pid);
@@ -525,6 +526,10 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 		owner_add(&key, delta, OWNER_STATES);
 		return;
 	}
+	/* No waker, for a waiter that never slept: under a hypervisor, or
+	 * with the lock freed as it queued, the wait was not the holder's. */
+	if (!w->owner_slept && (w->owner_reason == OWNER_NO_FIELD || w->owner_reason == OWNER_READERS))
+		key.reason = OWNER_NEVER_SLEPT;
 	if (w->owner_reason == OWNER_KNOWN) {
 		chain_charge(w, now);
 		if (stack_depth) {
