@@ -71,6 +71,17 @@ const (
 // HolderStates are the holder states, in the order the kernel side numbers them from 1.
 var HolderStates = []string{HolderOnCPU, HolderRunnable, HolderOffCPU}
 
+// HolderWords say what a holder did over a share of the waits (Owner.HolderState) in the words the
+// views show, words a CSS class can name: td.status-preempted stands out.
+var HolderWords = map[string]string{HolderOnCPU: "on-CPU", HolderRunnable: "preempted", HolderOffCPU: "off-CPU"}
+
+// HolderFrame is the frame the flame graph and the folded stacks of the owners' critical sections
+// put between an owner's thread and its frames: what it did over the share of the waits above it,
+// "[holder preempted]", so that a holder's preempted time is one box apart from its time running.
+func HolderFrame(state string) string {
+	return "[holder " + HolderWords[state] + "]"
+}
+
 // OwnerStates are the owner states, in the order the kernel side numbers them.
 var OwnerStates = []string{OwnerOnCPU, OwnerRunnable, OwnerSleeping, OwnerDiskSleep, OwnerOther}
 

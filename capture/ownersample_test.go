@@ -2,6 +2,7 @@ package capture
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -137,5 +138,44 @@ func TestOwnerFlameGraph(t *testing.T) {
 	}
 	if _, ok := OwnerFlameGraph(owners[2:], nil, 100); ok {
 		t.Error("a flame graph of owners without a stack")
+	}
+}
+
+// TestOwnerFlameGraphByHolderState puts what a holder did over each share of the waits between its
+// thread and its frames, so that its preempted time is one node, apart from its time on its CPU at
+// the same stack; a share not split has no such node.
+func TestOwnerFlameGraphByHolderState(t *testing.T) {
+	write := []string{"down_write+0x1", "vfs_write+0x2"}
+	owners := []Owner{
+		{Type: "rwsem:W", Lock: 1, Comm: "hog", TID: 7, Stack: write, HolderState: HolderOnCPU, Where: OwnerStackOnCPU, Samples: 2, Count: 2, TotalNS: 300},
+		{Type: "rwsem:W", Lock: 1, Comm: "hog", TID: 7, Stack: write, HolderState: HolderRunnable, Where: OwnerStackOffCPU, Count: 2, TotalNS: 600},
+		{Type: "rwsem:W", Lock: 1, Comm: "hog", TID: 7, Stack: write, Where: OwnerStackOffCPU, Count: 1, TotalNS: 50},
+	}
+	tree, ok := OwnerFlameGraph(owners, nil, 100)
+	if !ok {
+		t.Fatal("no flame graph of the owners' stacks")
+	}
+	byPath := map[string]uint64{}
+	var path []string
+	for _, n := range tree.Nodes {
+		path = append(path[:n.Depth], n.Name)
+		byPath[strings.Join(path[1:], " ")] = n.TotalNS
+	}
+	want := map[string]uint64{
+		"": 950, "hog": 950,
+		"hog [holder preempted]": 600, "hog [holder preempted] vfs_write": 600, "hog [holder preempted] vfs_write down_write": 600,
+		"hog [holder on-CPU]": 300, "hog [holder on-CPU] vfs_write": 300, "hog [holder on-CPU] vfs_write down_write": 300,
+		"hog vfs_write": 50, "hog vfs_write down_write": 50,
+	}
+	for p, ns := range want {
+		if byPath[p] != ns {
+			t.Errorf("%q: %d ns, want %d; the graph: %v", p, byPath[p], ns, byPath)
+		}
+	}
+	if len(byPath) != len(want) {
+		t.Errorf("%d paths, want %d: %v", len(byPath), len(want), byPath)
+	}
+	if owners[0].Stack[len(owners[0].Stack)-1] != "vfs_write+0x2" {
+		t.Errorf("the owner's stack was changed: %v", owners[0].Stack)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // report's flame graph has them: "xfs_ilock [xfs]" in a module), so that one function is one box of
 // the flame graph wherever in it the call was; records of the same thread name and functions merge
 // into one line. Lines are sorted by stack, so equal captures give equal files. With --owners, the
-// owners' critical sections follow under a root frame of their own, "[lock owners];comm;...",
+// owners' critical sections follow under a root frame of their own, "[lock owners];comm;[holder
+// preempted];..." (what the owner did over that share, capture.HolderFrame, when it was split),
 // weighted by the wait charged to the owner at that stack: a tower beside the waiters'. A wait on a
 // lock whose struct field is known ends in a frame of it, "[super_block.s_vfs_rename_mutex]" ("?"
 // after a guess): the flame graph's leaves then tell which lock of a slab object was waited for.
@@ -47,6 +48,9 @@ func WriteFolded(w io.Writer, a Analysis) error {
 		b.Reset()
 		b.WriteString(ownersFrame + ";")
 		b.WriteString(foldedName(o.Comm))
+		if o.HolderState != "" {
+			b.WriteString(";" + capture.HolderFrame(o.HolderState))
+		}
 		for i := len(o.Stack) - 1; i >= 0; i-- {
 			b.WriteByte(';')
 			b.WriteString(foldedName(capture.ParseFrame(addrs.Frame(o.Stack[i])).Func()))

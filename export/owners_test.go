@@ -124,16 +124,18 @@ func TestPprofOwners(t *testing.T) {
 }
 
 // TestFoldedOwners: the owners' stacks follow the waiters' under a root frame of their own, the
-// owner's name made one frame.
+// owner's name made one frame, then what it did over the share when it was split: its preempted
+// time one frame apart.
 func TestFoldedOwners(t *testing.T) {
 	c := ownedCapture(t)
+	c.Owners[1].HolderState = capture.HolderRunnable
 	var b bytes.Buffer
 	if err := WriteFolded(&b, asCaptured(c)); err != nil {
 		t.Fatal(err)
 	}
 	comm := foldedName(c.Owners[0].Comm)
 	want := []string{
-		ownersFrame + ";" + comm + ";vfs_write;generic_perform_write;__cond_resched;__schedule 2000",
+		ownersFrame + ";" + comm + ";[holder preempted];vfs_write;generic_perform_write;__cond_resched;__schedule 2000",
 		ownersFrame + ";" + comm + ";vfs_write;generic_perform_write;copy_user_generic 6000",
 	}
 	var got []string

@@ -59,7 +59,7 @@ func writeOwnerDiff(b *bytes.Buffer, d *capture.Diff, top int) {
 		}
 		rows = append(rows, []string{
 			FormatDuration(o.Before.TotalNS), FormatDuration(o.After.TotalNS), formatDelta(o.DeltaNS()), statusChange(o.Status, o.Before.TotalNS, o.After.TotalNS),
-			ownerStatesChange(o), cmp.Or(holderLabels[o.HolderState], "-"), sanitize(o.Type), sanitize(cmp.Or(o.Name, "-")), sanitize(ownerDiffText(o)),
+			ownerStatesChange(o), cmp.Or(capture.HolderWords[o.HolderState], "-"), sanitize(o.Type), sanitize(cmp.Or(o.Name, "-")), sanitize(ownerDiffText(o)),
 			ownerStackText(stack, o.StackReason, ownerDiffStates(o)),
 		})
 	}
@@ -143,7 +143,7 @@ func ownerDiffView(d *capture.Diff, per string, tab *strtab) view {
 		present := [2]bool{o.Status != capture.New, o.Status != capture.Gone}
 		statuses[i], types[i], owners[i], notes[i] = tab.str(o.Status.String()), tab.str(o.Type), tab.str(ownerDiffText(o)), tab.str(stackReasonText(o.StackReason, ownerDiffStates(o)))
 		locks[i], lockTitles[i] = lockNameTexts(tab, o.Name)
-		holders[i] = tab.str(holderLabels[o.HolderState])
+		holders[i] = tab.str(capture.HolderWords[o.HolderState])
 		stack := o.After.Stack
 		if o.Status == capture.Gone {
 			stack = o.Before.Stack

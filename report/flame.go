@@ -23,6 +23,22 @@ type flameGraph struct {
 	// Owners marks the graph of the lock owners' critical sections (capture.OwnerFlameGraph),
 	// drawn beside the waiters'.
 	Owners bool `json:"owners,omitempty"`
+	// Holders are, in the owners' graph, the string indices of its frames that say what a holder
+	// did (capture.HolderFrame), Preempted the one of lock-holder preemption: the page gives them
+	// their own kind and colour.
+	Holders   []int32 `json:"holders,omitempty"`
+	Preempted int32   `json:"preempted,omitempty"`
+}
+
+// ownerFlameGraph is the graph of the owners' critical sections, tree, its names in tab.
+func ownerFlameGraph(tree capture.FlameTree, tab *strtab) flameGraph {
+	g := newFlameGraphs([]capture.FlameTree{tree}, tab)[0]
+	g.Owners = true
+	for _, state := range capture.HolderStates {
+		g.Holders = append(g.Holders, tab.frame(capture.HolderFrame(state)))
+	}
+	g.Preempted = tab.frame(capture.HolderFrame(capture.HolderRunnable))
+	return g
 }
 
 // newFlameGraphs interns the names of trees in tab, hashing unsymbolized frames as the stacks are.
@@ -73,7 +89,10 @@ func writeFlameGraphs(j *jsonWriter, graphs []flameGraph) {
 		j.raw(`,"count":`)
 		j.uint64s(g.Count)
 		if g.Owners {
-			j.raw(`,"owners":true`)
+			j.raw(`,"owners":true,"holders":`)
+			j.int32s(g.Holders)
+			j.raw(`,"preempted":`)
+			j.value(g.Preempted)
 		}
 		j.raw("}")
 	}

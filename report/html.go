@@ -134,9 +134,7 @@ func newReportPage(an *model, o HTMLOptions, a *assets) (*reportPage, error) {
 	embedded.OwnerChains = hashedChains(c.OwnerChains, tab)
 	flame := newFlameGraphs(an.trees(), tab)
 	if of := an.ownerTree(); of.ok {
-		owners := newFlameGraphs([]capture.FlameTree{of.tree}, tab)[0]
-		owners.Owners = true
-		flame = append(flame, owners)
+		flame = append(flame, ownerFlameGraph(of.tree, tab))
 	}
 	sources := tab.pageSources()
 	data := pageData{tab: tab, capture: &embedded, records: records, flame: flame, views: p.Tables.Views, sources: &sources}

@@ -43,7 +43,7 @@ func ownerView(owners []capture.Owner, waits []uint64, chains []capture.OwnerCha
 			// Its share went by while it ran: the states as the waits began say nothing of it.
 			notes[i] = tab.str("the owner ran on its CPU over this share, and was not sampled there (a critical section shorter than the sampling period, or sampling off)")
 		}
-		if h, ok := holderLabels[o.HolderState]; ok {
+		if h, ok := capture.HolderWords[o.HolderState]; ok {
 			holders[i] = tab.str(h)
 		}
 		if len(o.Stack) > 0 {
@@ -140,18 +140,10 @@ var ownerWhereLabels = map[string]string{
 	capture.BlockerStackWake:    "waking the waiter (releasing the lock)",
 }
 
-// holderColumn is the column of what owners did over their share of the waits (holderLabels), its
+// holderColumn is the column of what owners did over their share of the waits (capture.HolderWords), its
 // preempted rows in a colour of their own: in Blocked by and in the diff's.
 func holderColumn(holders []int32) column {
 	return column{Key: "holder", Label: "Holder was", Kind: kindStatus, Term: "owner-holder", text: holders}
-}
-
-// holderLabels say what an owner did over a row's share of the waits (capture.Owner.HolderState),
-// as words a CSS class can name: td.status-preempted stands out.
-var holderLabels = map[string]string{
-	capture.HolderOnCPU:    "on-CPU",
-	capture.HolderRunnable: "preempted",
-	capture.HolderOffCPU:   "off-CPU",
 }
 
 // ownerChainTexts says, by owner (capture.Owner.Key), whom each owner waited for in turn while

@@ -32,6 +32,12 @@ func sampledOwnerCapture(t testing.TB) *capture.Capture {
 		{Type: inode.Type, Lock: inode.Lock, TID: inode.TID, Count: 30, Stack: []string{"copy_user_generic+0xa", "generic_perform_write+0x11d", "ext4_buffered_write_iter+0x5a", "vfs_write+0x26b"}},
 		{Type: inode.Type, Lock: inode.Lock, TID: inode.TID, Count: 10, Stack: []string{"clear_page_erms+0x7", scriptBreak + "+0x1", "vfs_write+0x26b"}},
 	})
+	// The inode writer's share at __cond_resched was spent preempted.
+	for i, o := range c.Owners {
+		if o.TID == inode.TID && slices.ContainsFunc(o.Stack, func(f string) bool { return strings.HasPrefix(f, "__cond_resched+") }) {
+			c.Owners[i].HolderState = capture.HolderRunnable
+		}
+	}
 	c.OwnerChains = []capture.OwnerChain{{Type: pipe.Type, Lock: pipe.Lock, TID: pipe.TID, Comm: pipe.Comm,
 		EndType: inode.Type, EndLock: inode.Lock, EndTID: 4242, EndComm: ownerComm, Depth: 1, Count: 7, TotalNS: 7_005}}
 	if err := c.Validate(); err != nil {
@@ -104,6 +110,20 @@ func TestBrowserOwnersOnCPU(t *testing.T) {
 	do(t, ctx, "pointing at copy_user_generic", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))
 	if what := eval[string](t, ctx, `document.getElementById("flame-tip").querySelector(".what").textContent`); what != "kernel function" {
 		t.Errorf("copy_user_generic is shown as %q", what)
+	}
+	var preempted uint64
+	for _, o := range c.Owners {
+		if o.HolderState == capture.HolderRunnable {
+			preempted += o.TotalNS
+		}
+	}
+	x, y = flameCentre(t, ctx, capture.HolderFrame(capture.HolderRunnable))
+	do(t, ctx, "pointing at the preempted share", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))
+	if what := eval[string](t, ctx, `document.getElementById("flame-tip").querySelector(".what").textContent`); what != "what the holder did over this share of the wait" {
+		t.Errorf("the preempted share is shown as %q", what)
+	}
+	if got := eval[float64](t, ctx, `(() => { const g = klock.flame.graphShown(); return g.value[g.name.indexOf(g.preempted)]; })()`); preempted == 0 || uint64(got) != preempted {
+		t.Errorf("the preempted share weighs %v ns, want the %d ns charged to the holder preempted", got, preempted)
 	}
 	x, y = flameCentre(t, ctx, scriptBreak)
 	do(t, ctx, "pointing at the hostile frame", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))

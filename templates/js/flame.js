@@ -46,8 +46,15 @@ function initFlame(data) {
     }
     return g.type < 0 ? "all waits" : "all " + text(g.type) + " waits";
   }
+  // In the owners' graph, what a holder did over the shares above it (capture.HolderFrame) sits
+  // between its thread and its frames; a share not split goes straight to its frames.
+  const holderFrame = (g, i) => g.owners && g.holders.includes(g.name[i]);
   const kindOf = (g, i) =>
-    g.depth[i] === 0 ? (g.owners ? "all wait charged" : "all waits") : g.depth[i] === 1 ? (g.owners ? "lock owner's thread" : "thread") : "kernel function";
+    g.depth[i] === 0
+      ? g.owners ? "all wait charged" : "all waits"
+      : g.depth[i] === 1
+        ? g.owners ? "lock owner's thread" : "thread"
+        : holderFrame(g, i) ? "what the holder did over this share of the wait" : "kernel function";
 
   // A name's colour stays the same across graphs and draws: warm hues for functions, blue for threads.
   function colour(g, i) {
@@ -57,6 +64,10 @@ function initFlame(data) {
     const d = g.depth[i];
     if (d === 0) {
       return "#c9ced6";
+    }
+    if (holderFrame(g, i)) {
+      // The preempted share in the colour of the tables' preempted rows (td.status-preempted).
+      return g.name[i] === g.preempted ? "#c2410c" : "#a8b0bc";
     }
     let h = 2166136261;
     const s = nameOf(g, i);
