@@ -78,12 +78,17 @@ func writeCriticalSections(b *bytes.Buffer, m *model, top int) {
 	}
 }
 
-// whereText says where an owner's stack was seen, and on how many samples a sampled one rests.
+// whereText says where an owner's stack was seen, and on how many samples a sampled one rests. A
+// stack the owner left its CPU at is said "preempted" when it stayed runnable there over the share:
+// "off CPU" would read as asleep.
 func whereText(o capture.Owner) string {
 	switch o.Where {
 	case capture.OwnerStackOnCPU:
 		return fmt.Sprintf("on CPU (%d %s) ", o.Samples, plural(int(o.Samples), "sample", "samples"))
 	case capture.OwnerStackOffCPU:
+		if o.HolderState == capture.HolderRunnable {
+			return capture.HolderWords[capture.HolderRunnable] + " "
+		}
 		return "off CPU "
 	case capture.BlockerStackAcquire:
 		return "taking it "

@@ -53,3 +53,43 @@ func TestWriteSummaryCriticalSections(t *testing.T) {
 		t.Errorf("rows only, with the critical sections:\n%s", b.String())
 	}
 }
+
+// TestCriticalSectionPreempted: an owner's top stack that it was preempted at, runnable over its
+// share, is said "preempted", not "off CPU", which would read as asleep; a share it slept over
+// stays "off CPU".
+func TestCriticalSectionPreempted(t *testing.T) {
+	c, _ := knownCapture(t)
+	lock := capture.Addr(0xffff8881237e5a10)
+	cond := []string{"__schedule+0x618", "__cond_resched+0x2c", "generic_perform_write+0x11d"}
+	share := func(tid uint32, held string, ns uint64, stack []string, where string) capture.Owner {
+		return capture.Owner{Type: "rwsem:W", Lock: lock, Comm: "hog", PID: 3150, TID: tid, Count: 1, TotalNS: ns, Stack: stack, Where: where, HolderState: held}
+	}
+	c.Owners = []capture.Owner{
+		share(3164, capture.HolderRunnable, 6_000_000, cond, capture.OwnerStackOffCPU),
+		share(3164, capture.HolderOnCPU, 2_000_000, nil, ""),
+		share(3165, capture.HolderOffCPU, 1_000_000, []string{"__schedule+0x618", "io_schedule+0x46"}, capture.OwnerStackOffCPU),
+	}
+	c.Owners[1].StackReason = capture.OwnerStackRan
+	capture.SortOwners(c.Owners)
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 5}); err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(b.String(), "wait charged   ")
+	if at < 0 {
+		t.Fatalf("no table of critical sections after the owners':\n%s", b.String())
+	}
+	rows := tableCells(b.String()[at:])
+	stacks := map[string]string{}
+	for _, row := range rows[1:] {
+		if len(row) > 5 {
+			stacks[row[2]] = row[5]
+		}
+	}
+	if want := "preempted 75%: __cond_resched+0x2c < generic_perform_write+0x11d"; stacks["hog 3150/3164"] != want {
+		t.Errorf("the preempted owner's top stack reads %q, want %q\n%s", stacks["hog 3150/3164"], want, b.String())
+	}
+	if want := "off CPU 100%: io_schedule+0x46"; stacks["hog 3150/3165"] != want {
+		t.Errorf("the sleeping owner's top stack reads %q, want %q\n%s", stacks["hog 3150/3165"], want, b.String())
+	}
+}
