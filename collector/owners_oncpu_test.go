@@ -104,13 +104,20 @@ func TestOwnersChain(t *testing.T) {
 		mutex = "rtmutex"
 	}
 	var link, through uint64
+	// A name is read as an entry is made: a chain made before the thread named itself has the
+	// process's name, so the chain's threads are known by the owners' thread ids too.
+	linkTIDs, holdTIDs := map[uint32]bool{}, map[uint32]bool{}
 	for _, o := range cp.Owners {
 		if o.PID == pid && o.Comm == "ct-chn-link" && o.Type == mutex {
 			link += o.TotalNS
+			linkTIDs[o.TID] = true
+		}
+		if o.PID == pid && o.Comm == "ct-chn-hold" {
+			holdTIDs[o.TID] = true
 		}
 	}
 	for _, c := range cp.OwnerChains {
-		if c.Comm == "ct-chn-link" && c.Type == mutex && c.EndComm == "ct-chn-hold" && c.EndType == "rwsem:W" && !c.Cycle {
+		if (c.Comm == "ct-chn-link" || linkTIDs[c.TID]) && c.Type == mutex && (c.EndComm == "ct-chn-hold" || holdTIDs[c.EndTID]) && c.EndType == "rwsem:W" && !c.Cycle {
 			through += c.TotalNS
 		}
 	}
