@@ -104,7 +104,7 @@ func TestOwnersChain(t *testing.T) {
 		mutex = "rtmutex"
 	}
 	var link, through uint64
-	// A name is read as an entry is made: a chain made before the thread named itself has the
+	// A name is read as an entry is made: entries made before a thread named itself carry the
 	// process's name, so the chain's threads are known by the owners' thread ids too.
 	linkTIDs, holdTIDs := map[uint32]bool{}, map[uint32]bool{}
 	for _, o := range cp.Owners {

@@ -186,9 +186,12 @@ func (b *builder) ownerChains(entries []chainEntry, open []lockstatWaitSlot, sto
 	if names == nil {
 		names = map[uint32]string{}
 	}
+	// A thread's name is read as each of its entries is made, so a thread that named itself while
+	// it owned locks has entries under both names: it is named after the one with the most wait.
+	largest := map[uint32]uint64{}
 	for _, o := range owners {
-		if o.TID != 0 && o.Comm != "" {
-			names[o.TID] = o.Comm
+		if o.TID != 0 && o.Comm != "" && (names[o.TID] == "" || o.TotalNS > largest[o.TID]) {
+			names[o.TID], largest[o.TID] = o.Comm, o.TotalNS
 		}
 	}
 	for i := range chains {

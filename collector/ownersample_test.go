@@ -90,9 +90,16 @@ func ownedWait(k lockstatWaitKey, ts, from uint64, owner uint32) lockstatWaitSlo
 }
 
 // TestAssembleOwnerChains builds the chains of ended waits and of a wait still open at the stop, a
-// cycle, naming the owners after their owner entries and the chain's end after its open wait.
+// cycle, naming the owners after their owner entries and the chain's end after its open wait. The
+// owner had entries under its process's name before it named itself: it is named after the entry
+// with the most wait.
 func TestAssembleOwnerChains(t *testing.T) {
 	f := chainFixture(t, 2, 5000, "<b>end</b>")
+	early := f.snap.owners[0]
+	early.key.Lock, early.value.Count, early.value.TotalNs, early.value.Comm = lockHeapOther, 1, 400, [16]int8{}
+	early.value.StateCount[lockstatOwnerStateOWNER_ON_CPU], early.value.StateNs[lockstatOwnerStateOWNER_ON_CPU] = 1, 400
+	copy(early.value.Comm[:], []int8{'c', 'o', 'n', 't', 'e', 'n', 'd'})
+	f.snap.owners = append(f.snap.owners, early)
 	mutex := f.types["mutex"]
 	ended := lockstatChainKey{Lock: lockHeap, EndLock: lockHeapOther, Tid: 77, EndTid: 88, Type: mutex, EndType: uint16(mutex), Depth: 1}
 	f.snap.ownerChains = []chainEntry{{key: ended, value: lockstatChainStats{Count: 2, TotalNs: 5000}}}
