@@ -27,15 +27,7 @@ func TestWriteSummaryCriticalSections(t *testing.T) {
 	})
 	c.OwnerChains = []capture.OwnerChain{{Type: "rwsem:W", Lock: lock, TID: 3164, Comm: "hog", EndType: "mutex", EndLock: other,
 		EndName: "pipe", EndTID: 77, EndComm: "evil\x1b[2J", Depth: 1, Count: 1, TotalNS: 2_000_000}}
-	var b bytes.Buffer
-	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 5}); err != nil {
-		t.Fatal(err)
-	}
-	at := strings.Index(b.String(), "wait charged   ")
-	if at < 0 {
-		t.Fatalf("no table of critical sections after the owners':\n%s", b.String())
-	}
-	rows := tableCells(b.String()[at:])
+	b, rows := criticalSections(t, c)
 	want := []string{"8.00 ms", "100%", "hog 3150/3164", "rwsem:W", "-",
 		"on CPU (20 samples) 50%: copy_user_generic+0xa < generic_perform_write+0x90 < vfs_write+0x26b",
 		"mutex pipe held by evil?[2J/77 (25%)"}
@@ -46,7 +38,7 @@ func TestWriteSummaryCriticalSections(t *testing.T) {
 		t.Errorf("an escape reached the terminal:\n%q", b.String())
 	}
 	b.Reset()
-	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, RowsOnly: true}); err != nil {
+	if err := WriteSummary(b, c, SummaryOptions{By: OwnerView, RowsOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "critical-section") {
@@ -71,15 +63,7 @@ func TestCriticalSectionPreempted(t *testing.T) {
 	}
 	c.Owners[1].StackReason = capture.OwnerStackRan
 	capture.SortOwners(c.Owners)
-	var b bytes.Buffer
-	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 5}); err != nil {
-		t.Fatal(err)
-	}
-	at := strings.Index(b.String(), "wait charged   ")
-	if at < 0 {
-		t.Fatalf("no table of critical sections after the owners':\n%s", b.String())
-	}
-	rows := tableCells(b.String()[at:])
+	b, rows := criticalSections(t, c)
 	stacks := map[string]string{}
 	for _, row := range rows[1:] {
 		if len(row) > 5 {
@@ -92,4 +76,19 @@ func TestCriticalSectionPreempted(t *testing.T) {
 	if want := "off CPU 100%: io_schedule+0x46"; stacks["hog 3150/3165"] != want {
 		t.Errorf("the sleeping owner's top stack reads %q, want %q\n%s", stacks["hog 3150/3165"], want, b.String())
 	}
+}
+
+// criticalSections writes the summary by owner of c and returns it with the cells of its table of
+// critical sections, the header row first.
+func criticalSections(t *testing.T, c *capture.Capture) (*bytes.Buffer, [][]string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteSummary(&b, c, SummaryOptions{By: OwnerView, Top: 5}); err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(b.String(), "wait charged   ")
+	if at < 0 {
+		t.Fatalf("no table of critical sections after the owners':\n%s", b.String())
+	}
+	return &b, tableCells(b.String()[at:])
 }
