@@ -24,20 +24,19 @@ type flameGraph struct {
 	// drawn beside the waiters'.
 	Owners bool `json:"owners,omitempty"`
 	// Holders are, in the owners' graph, the string indices of its frames that say what a holder
-	// did (capture.HolderFrame), Preempted the one of lock-holder preemption: the page gives them
-	// their own kind and colour.
-	Holders   []int32 `json:"holders,omitempty"`
-	Preempted int32   `json:"preempted,omitempty"`
+	// did (capture.HolderFrame), by holder state (capture.HolderStates): the page gives them their
+	// own kind, and the runnable one, lock-holder preemption, its own colour.
+	Holders map[string]int32 `json:"holders,omitempty"`
 }
 
 // ownerFlameGraph is the graph of the owners' critical sections, tree, its names in tab.
 func ownerFlameGraph(tree capture.FlameTree, tab *strtab) flameGraph {
 	g := newFlameGraphs([]capture.FlameTree{tree}, tab)[0]
 	g.Owners = true
+	g.Holders = map[string]int32{}
 	for _, state := range capture.HolderStates {
-		g.Holders = append(g.Holders, tab.frame(capture.HolderFrame(state)))
+		g.Holders[state] = tab.frame(capture.HolderFrame(state))
 	}
-	g.Preempted = tab.frame(capture.HolderFrame(capture.HolderRunnable))
 	return g
 }
 
@@ -90,9 +89,7 @@ func writeFlameGraphs(j *jsonWriter, graphs []flameGraph) {
 		j.uint64s(g.Count)
 		if g.Owners {
 			j.raw(`,"owners":true,"holders":`)
-			j.int32s(g.Holders)
-			j.raw(`,"preempted":`)
-			j.value(g.Preempted)
+			j.value(g.Holders)
 		}
 		j.raw("}")
 	}

@@ -122,7 +122,7 @@ func TestBrowserOwnersOnCPU(t *testing.T) {
 	if what := eval[string](t, ctx, `document.getElementById("flame-tip").querySelector(".what").textContent`); what != "what the holder did over this share of the wait" {
 		t.Errorf("the preempted share is shown as %q", what)
 	}
-	if got := eval[float64](t, ctx, `(() => { const g = klock.flame.graphShown(); return g.value[g.name.indexOf(g.preempted)]; })()`); preempted == 0 || uint64(got) != preempted {
+	if got := eval[float64](t, ctx, `(() => { const g = klock.flame.graphShown(); return g.value[g.name.indexOf(g.holders.runnable)]; })()`); preempted == 0 || uint64(got) != preempted {
 		t.Errorf("the preempted share weighs %v ns, want the %d ns charged to the holder preempted", got, preempted)
 	}
 	x, y = flameCentre(t, ctx, scriptBreak)

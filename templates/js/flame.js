@@ -48,7 +48,7 @@ function initFlame(data) {
   }
   // In the owners' graph, what a holder did over the shares above it (capture.HolderFrame) sits
   // between its thread and its frames; a share not split goes straight to its frames.
-  const holderFrame = (g, i) => g.owners && g.holders.includes(g.name[i]);
+  const holderFrame = (g, i) => g.owners && Object.values(g.holders).includes(g.name[i]);
   const kindOf = (g, i) =>
     g.depth[i] === 0
       ? g.owners ? "all wait charged" : "all waits"
@@ -67,7 +67,7 @@ function initFlame(data) {
     }
     if (holderFrame(g, i)) {
       // The preempted share in the colour of the tables' preempted rows (td.status-preempted).
-      return g.name[i] === g.preempted ? "#c2410c" : "#a8b0bc";
+      return g.name[i] === g.holders.runnable ? "#c2410c" : "#a8b0bc";
     }
     let h = 2166136261;
     const s = nameOf(g, i);
