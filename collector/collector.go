@@ -395,6 +395,7 @@ func configure(spec *ebpf.CollectionSpec, cfg Config) error {
 	if !cfg.Owners {
 		s.Owners.MaxEntries, s.OwnerMarks.MaxEntries, s.OwnerExits.MaxEntries = 1, 1, 1
 		s.OwnerSamples.MaxEntries, s.OwnerChains.MaxEntries, s.OwnerTasks.MaxEntries = 1, 1, 1
+		s.WriterPaths.MaxEntries = 1
 	}
 	s.SlabNames.MaxEntries = slabNameEntries(cfg.MapSize)
 	s.Stacks.ValueSize = uint32(max(cfg.StackDepth, 1) * 8)
@@ -459,6 +460,10 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		skipLo, skipHi := k.keySkipBounds()
 		vars = append(vars, variable{s.KstackShifterLo, lo}, variable{s.KstackShifterHi, hi},
 			variable{s.KeySkipLo, skipLo}, variable{s.KeySkipHi, skipHi})
+	}
+	if c.cfg.Owners {
+		lo, hi := k.percpuDownWriteBounds()
+		vars = append(vars, variable{s.PcpuDownWriteLo, lo}, variable{s.PcpuDownWriteHi, hi})
 	}
 	own, err := b.variables(k, s, c.cfg.Spec)
 	if err != nil {

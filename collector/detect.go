@@ -109,6 +109,17 @@ func (k *kernel) keySkipBounds() (lo, hi [maxKeySkip]uint64) {
 	return lo, hi
 }
 
+// percpuDownWriteBounds returns percpu_down_write's code, for
+// pcpu_down_write_lo/hi: a percpu rwsem's writer sleeping in it waits for
+// the lock without announcing it (writer_sleeps in owner.bpf.h). Without
+// symbols it returns zeros: readers blocked by a writer that took the lock
+// without waiting for another are then charged at the writer's release.
+func (k *kernel) percpuDownWriteBounds() (lo, hi uint64) {
+	var l, h [1]uint64
+	k.funcBounds([]string{"percpu_down_write"}, l[:], h[:])
+	return l[0], h[0]
+}
+
 // funcBounds fills lo and hi with the [lo, hi) code ranges of the named
 // functions this kernel has, as many as fit.
 func (k *kernel) funcBounds(names []string, lo, hi []uint64) {

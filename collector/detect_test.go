@@ -12,7 +12,8 @@ import (
 // through one of kstackShifters, and a kernel with the contention
 // tracepoints has both their iterators, which run once a second program is
 // attached (the rescue copies) and must not take a caller's place in the
-// keys of known paths.
+// keys of known paths; every kernel we support has percpu rwsems, whose
+// writers' paths are found by percpu_down_write's code.
 func TestCodeBounds(t *testing.T) {
 	testenv.RequireRoot(t)
 	k := &kernel{}
@@ -22,6 +23,7 @@ func TestCodeBounds(t *testing.T) {
 	}
 	shiftLo, shiftHi := k.kstackShifterBounds()
 	skipLo, skipHi := k.keySkipBounds()
+	pdwLo, pdwHi := k.percpuDownWriteBounds()
 	for _, tc := range []struct {
 		name        string
 		names       []string
@@ -31,6 +33,7 @@ func TestCodeBounds(t *testing.T) {
 	}{
 		{"kstack shifters", kstackShifters, shiftLo[:], shiftHi[:], 1, false},
 		{"tracepoint machinery", keySkipped, skipLo[:], skipHi[:], 2, true},
+		{"percpu rwsem writer", []string{"percpu_down_write"}, []uint64{pdwLo}, []uint64{pdwHi}, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, ok := ksyms.FuncBounds("__traceiter_contention_begin"); !ok && tc.tracepoints {

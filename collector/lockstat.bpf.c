@@ -361,6 +361,8 @@ static __always_inline int free_thread(__u32 tid)
 			owner_waiting(tid, s->owner_reason, -1);
 		if (bucket->owner)
 			owner_exit(tid);
+		if (bucket->writers)
+			bpf_map_delete_elem(&writer_paths, &tid);
 	}
 	/* Adding -1: an atomic subtraction needs BPF_FETCH (Linux 5.12). */
 	if (slotted && !bpf_map_delete_elem(&thread_waits, &tid))
@@ -415,8 +417,10 @@ int tp_tree_fork(struct trace_event_raw_sched_process_fork *ctx)
  * rtmutex waiter, which announce their wait once) has the owner of its lock
  * read again. The clocks of marked owners turn as they leave (prev, here:
  * runnable when preempted or still TASK_RUNNING) and arrive (next, by the
- * callers). Most switches are by neither: an array read for each thread
- * tells them apart (thread_buckets, owner_tasks).
+ * callers). A percpu rwsem's writer going to sleep with no wait open may
+ * sleep in percpu_down_write, which announces no wait: its path to the lock
+ * (writer_sleeps). Most switches are by none of these: an array read for
+ * each thread tells them apart (thread_buckets, owner_tasks).
  */
 static __always_inline int on_switch(void *ctx, bool preempt)
 {
@@ -428,14 +432,16 @@ static __always_inline int on_switch(void *ctx, bool preempt)
 	if (!tid)
 		return 0; /* idle */
 	bucket = thread_bucket_of(tid);
-	if (!bucket || !(bucket->waiters | bucket->owner))
+	if (!bucket || !(bucket->waiters | bucket->owner | bucket->writers))
 		return 0;
 	state = task_state((void *)bpf_get_current_task());
-	if (bucket->waiters && (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
-		s = bpf_map_lookup_elem(&thread_waits, &tid);
+	if (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)) {
+		s = bucket->waiters ? bpf_map_lookup_elem(&thread_waits, &tid) : NULL;
 		if (s && s->lock) {
 			owner_again(s, s->owner_lock, s->owner_flags);
 			s->owner_slept |= !preempt;
+		} else if (bucket->writers && !preempt && (state & TASK_UNINTERRUPTIBLE)) {
+			writer_sleeps(ctx, tid);
 		}
 	}
 	if (bucket->owner)

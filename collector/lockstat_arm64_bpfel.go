@@ -271,6 +271,7 @@ type lockstatThreadBucket struct {
 	Slots   uint32
 	Owner   uint32
 	Waiters uint32
+	Writers uint32
 }
 
 type lockstatTimelineCell struct {
@@ -339,6 +340,12 @@ type lockstatWaitStats struct {
 	Pad      uint32
 }
 
+type lockstatWriterPath struct {
+	_     structs.HostLayout
+	Stack uint64
+	Lock  uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -373,6 +380,7 @@ const (
 	lockstatMapTimeline                  = "timeline"
 	lockstatMapTreeThreads               = "tree_threads"
 	lockstatMapUnlearnable               = "unlearnable"
+	lockstatMapWriterPaths               = "writer_paths"
 	lockstatProgBtfContentionBegin       = "btf_contention_begin"
 	lockstatProgBtfContentionBeginRescue = "btf_contention_begin_rescue"
 	lockstatProgBtfContentionEnd         = "btf_contention_end"
@@ -417,6 +425,8 @@ const (
 	lockstatVarLeadFrames                = "lead_frames"
 	lockstatVarOwnerSwitchSkip           = "owner_switch_skip"
 	lockstatVarOwnersOn                  = "owners_on"
+	lockstatVarPcpuDownWriteHi           = "pcpu_down_write_hi"
+	lockstatVarPcpuDownWriteLo           = "pcpu_down_write_lo"
 	lockstatVarSelfTgid                  = "self_tgid"
 	lockstatVarSharedFnFlags             = "shared_fn_flags"
 	lockstatVarSharedFnHi                = "shared_fn_hi"
@@ -545,6 +555,7 @@ type lockstatMapSpecs struct {
 	Timeline      *ebpf.MapSpec `ebpf:"timeline"`
 	TreeThreads   *ebpf.MapSpec `ebpf:"tree_threads"`
 	Unlearnable   *ebpf.MapSpec `ebpf:"unlearnable"`
+	WriterPaths   *ebpf.MapSpec `ebpf:"writer_paths"`
 }
 
 // lockstatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -568,6 +579,8 @@ type lockstatVariableSpecs struct {
 	LeadFrames             *ebpf.VariableSpec `ebpf:"lead_frames"`
 	OwnerSwitchSkip        *ebpf.VariableSpec `ebpf:"owner_switch_skip"`
 	OwnersOn               *ebpf.VariableSpec `ebpf:"owners_on"`
+	PcpuDownWriteHi        *ebpf.VariableSpec `ebpf:"pcpu_down_write_hi"`
+	PcpuDownWriteLo        *ebpf.VariableSpec `ebpf:"pcpu_down_write_lo"`
 	SelfTgid               *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SharedFnFlags          *ebpf.VariableSpec `ebpf:"shared_fn_flags"`
 	SharedFnHi             *ebpf.VariableSpec `ebpf:"shared_fn_hi"`
@@ -641,6 +654,7 @@ type lockstatMaps struct {
 	Timeline      *ebpf.Map `ebpf:"timeline"`
 	TreeThreads   *ebpf.Map `ebpf:"tree_threads"`
 	Unlearnable   *ebpf.Map `ebpf:"unlearnable"`
+	WriterPaths   *ebpf.Map `ebpf:"writer_paths"`
 }
 
 func (m *lockstatMaps) Close() error {
@@ -675,6 +689,7 @@ func (m *lockstatMaps) Close() error {
 		m.Timeline,
 		m.TreeThreads,
 		m.Unlearnable,
+		m.WriterPaths,
 	)
 }
 
@@ -699,6 +714,8 @@ type lockstatVariables struct {
 	LeadFrames             *ebpf.Variable `ebpf:"lead_frames"`
 	OwnerSwitchSkip        *ebpf.Variable `ebpf:"owner_switch_skip"`
 	OwnersOn               *ebpf.Variable `ebpf:"owners_on"`
+	PcpuDownWriteHi        *ebpf.Variable `ebpf:"pcpu_down_write_hi"`
+	PcpuDownWriteLo        *ebpf.Variable `ebpf:"pcpu_down_write_lo"`
 	SelfTgid               *ebpf.Variable `ebpf:"self_tgid"`
 	SharedFnFlags          *ebpf.Variable `ebpf:"shared_fn_flags"`
 	SharedFnHi             *ebpf.Variable `ebpf:"shared_fn_hi"`

@@ -225,6 +225,14 @@ static __always_inline int fn_exit(void *ctx, __u32 info, bool path_cache)
 	if (contended) {
 		record(&w, delta, 0);
 		owner_end(&w, now);
+		/* The path it took to the lock, for when it wakes waiters
+		 * (owner_waking): as on_end leaves it in the slot. Looked up
+		 * again: the slot's pointer kept over the calls above would
+		 * take stack the verifier's 512 bytes have no room for. */
+		if (owners_on && (s = bpf_map_lookup_elem(&thread_waits, &tid))) {
+			s->last_lock = w.lock;
+			s->stack = w.stack;
+		}
 	}
 	if (info & FN_HOLD) {
 		struct hold_key hk = { .lock = w.lock, .tid = tid };

@@ -166,7 +166,7 @@ enum owner_reason {
  * stacks the wait is charged to. */
 enum owner_waker {
 	OWNER_WAKER_NONE = 0,
-	OWNER_WAKER_WRITER_WAITED, /* a writer seen waiting for the lock: the stack it waited at, its path to the lock */
+	OWNER_WAKER_WRITER_WAITED, /* a writer seen waiting for the lock, or sleeping in percpu_down_write: the stack it waited at, its path to the lock */
 	OWNER_WAKER_WRITER,        /* a writer (a percpu rwsem's readers are woken by percpu_up_write only): its stack as it woke the waiter */
 	OWNER_WAKER_READER,        /* a reader seen waiting for the lock, leaving it: its stack as it woke the waiter */
 	OWNER_WAKER_RELEASER,      /* the thread that released the lock, reader or writer: the kernel does not say which */
@@ -268,11 +268,13 @@ struct chain_stats {
 
 /* The threads whose id falls in one bucket of thread_buckets
  * (threads.bpf.h): how many have a wait slot, whether one was ever marked
- * a lock owner, and how many have an owner-tracked wait open. */
+ * a lock owner, how many have an owner-tracked wait open, and whether one
+ * was seen writing a percpu rwsem. */
 struct thread_bucket {
 	__u32 slots;
 	__u32 owner;
 	__u32 waiters;
+	__u32 writers;
 };
 
 struct owner_stats {

@@ -252,6 +252,100 @@ static __always_inline bool owner_take_stack(void *ctx, __u64 *h)
 }
 
 /*
+ * A percpu rwsem's writers' paths to the lock, by thread. Linux 6.x's
+ * percpu_down_write announces a wait only when another writer holds the
+ * lock: a writer waiting for its readers to drain (rcuwait_wait_event), or
+ * for rcu_sync_enter's grace period, sleeps in it with no wait open, and the
+ * readers it then blocks are woken by percpu_up_write, far from its path to
+ * the lock (locks_stop tail-calls it from seq_read_iter). So a thread seen
+ * waking a percpu rwsem's readers as their writer gets an entry here, and
+ * each time it next sleeps uninterruptibly with no wait open its stack is
+ * walked, and kept when percpu_down_write is on it: the path it last took to
+ * a percpu rwsem, bound to the lock whose readers it wakes next. Least
+ * recently used first out; freed with the thread.
+ */
+struct writer_path {
+	__u64 stack; /* stacks map key, 0: not taken yet */
+	__u64 lock;  /* the lock whose readers it woke since, 0: none yet */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct writer_path);
+	__uint(max_entries, 1024); /* 1 when owners are off */
+} writer_paths SEC(".maps");
+
+/* percpu_down_write's code, [lo, hi), from kallsyms; 0: not known, and no
+ * writer's path is looked for. */
+const volatile __u64 pcpu_down_write_lo = 0;
+const volatile __u64 pcpu_down_write_hi = 0;
+
+/* How deep in a sleeping writer's stack percpu_down_write may be: under
+ * __schedule and schedule, or rcu_sync_enter's wait for a grace period
+ * (schedule_timeout, wait_for_completion, __wait_rcu_gp or
+ * synchronize_rcu_expedited, synchronize_rcu, rcu_sync_enter). */
+#define WRITER_PATH_FRAMES 10
+
+/* writer_sleeps takes the stack of thread tid, current, going to sleep
+ * uninterruptibly with no wait open, when it has a writer_paths entry and
+ * sleeps in percpu_down_write: its path to the lock. */
+static __always_inline void writer_sleeps(void *ctx, __u32 tid)
+{
+	struct writer_path *wp;
+	struct stack_scratch *sc;
+	struct cpu_busy *b;
+	int level, i;
+	long n;
+	__u64 h;
+
+	if (!pcpu_down_write_lo || !stack_depth)
+		return;
+	wp = bpf_map_lookup_elem(&writer_paths, &tid);
+	if (!wp)
+		return;
+	b = cpu_busy();
+	level = enter(b, ROLE_FUNCTION);
+	if (level < 0)
+		return;
+	sc = bpf_map_lookup_elem(&scratch, &level);
+	n = sc ? bpf_get_stack(ctx, sc->ips, walk_size(sc), owner_switch_skip & BPF_F_SKIP_FIELD_MASK) : 0;
+	for (i = 0; sc && i < WRITER_PATH_FRAMES && i < n / (long)sizeof(__u64); i++) {
+		if (sc->ips[i] < pcpu_down_write_lo || sc->ips[i] >= pcpu_down_write_hi)
+			continue;
+		if (keep_stack(sc, &h, NULL)) {
+			wp->stack = h;
+			wp->lock = 0;
+		}
+		count(wp->stack == h ? CNT_OWNER_STACK : CNT_OWNER_STACK_FAILED, 1);
+		break;
+	}
+	leave(b);
+}
+
+/* writer_path_of gives in *h the path thread waker, waking a percpu rwsem's
+ * reader as its writer, last took to lock (writer_sleeps); false when it has
+ * none, and then it gets an entry, for its next sleep in percpu_down_write. */
+static __always_inline bool writer_path_of(__u32 waker, __u64 lock, __u64 *h)
+{
+	struct writer_path *wp = bpf_map_lookup_elem(&writer_paths, &waker);
+	struct writer_path none = {};
+	struct thread_bucket *bucket;
+
+	if (!wp) {
+		bucket = thread_bucket_of(waker);
+		if (bucket && !bpf_map_update_elem(&writer_paths, &waker, &none, BPF_NOEXIST) && !bucket->writers)
+			bucket->writers = 1;
+		return false;
+	}
+	if (!wp->stack || (wp->lock && wp->lock != lock))
+		return false;
+	wp->lock = lock;
+	*h = wp->stack;
+	return true;
+}
+
+/*
  * owner_switch turns the clock of thread tid leaving its CPU (sched_switch's
  * prev, still current) when it is marked for a tenure not ended, to runnable when it stays on the
  * run queue (preempted, or yielding) and off CPU when it does not; and takes
@@ -601,6 +695,8 @@ static __always_inline int owner_waking(void *ctx, __u32 tid)
 	key.stack_reason = OWNER_STACK_TAKEN;
 	if (key.waker == OWNER_WAKER_WRITER_WAITED && ws) {
 		h = ws->stack;
+	} else if (key.waker == OWNER_WAKER_WRITER && writer_path_of(waker, s->lock, &h)) {
+		key.waker = OWNER_WAKER_WRITER_WAITED;
 	} else if (stack_depth && !owner_take_stack(ctx, &h)) {
 		key.stack_reason = OWNER_STACK_FAILED;
 	}

@@ -337,6 +337,22 @@ static __always_inline __u32 walk_size(const struct stack_scratch *sc)
 	return size > sizeof(sc->ips) ? sizeof(sc->ips) : size;
 }
 
+/* keep_stack stores the frames walked into sc->ips in the stacks map, its
+ * key in *h, and in *first, unless NULL, whether the map did not hold it
+ * yet; false when the map is full. */
+static __always_inline bool keep_stack(const struct stack_scratch *sc, __u64 *h, bool *first)
+{
+	int err;
+
+	*h = hash_frames(sc->ips);
+	err = bpf_map_update_elem(&stacks, h, sc->ips, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		return false;
+	if (first)
+		*first = !err;
+	return true;
+}
+
 /* store_stack walks the current kernel stack, skip frames of machinery
  * left out, into sc->ips and stores it in the stacks map: bpf_get_stack's
  * result (bytes), or -1 when nothing was stored; the key in *h, and in
@@ -344,18 +360,10 @@ static __always_inline __u32 walk_size(const struct stack_scratch *sc)
 static __always_inline long store_stack(void *ctx, struct stack_scratch *sc, __u32 size, __u32 skip, __u64 *h,
 					bool *first)
 {
-	long n;
-	int err;
+	long n = bpf_get_stack(ctx, sc->ips, size, skip & BPF_F_SKIP_FIELD_MASK);
 
-	n = bpf_get_stack(ctx, sc->ips, size, skip & BPF_F_SKIP_FIELD_MASK);
-	if (n <= 0)
+	if (n <= 0 || !keep_stack(sc, h, first))
 		return -1;
-	*h = hash_frames(sc->ips);
-	err = bpf_map_update_elem(&stacks, h, sc->ips, BPF_NOEXIST);
-	if (err && err != -EEXIST)
-		return -1;
-	if (first)
-		*first = !err;
 	return n;
 }
 
