@@ -38,9 +38,8 @@ type Backend interface {
 	// calls (the function probes): only those time holds and calibrate.
 	timesAcquires() bool
 	// schedHook says how a bookkeeping program on a sched tracepoint
-	// attaches beside the backend's programs: raw, or perf, is its
-	// program for either kind of hook.
-	schedHook(event string, raw, perf *ebpf.ProgramSpec) schedHook
+	// attaches beside the backend's programs, and which of its programs.
+	schedHook(event string, p schedPrograms) schedHook
 }
 
 // object is the BPF object as loaded for a backend.
@@ -217,8 +216,8 @@ func (contentionHooks) variables(k *kernel, s *lockstatSpecs, locks *lockspec.Sp
 
 func (contentionHooks) timesAcquires() bool { return false }
 
-func (contentionHooks) schedHook(event string, raw, _ *ebpf.ProgramSpec) schedHook {
-	return rawSchedHook(event, raw)
+func (contentionHooks) schedHook(event string, p schedPrograms) schedHook {
+	return rawSchedHook(event, p.raw)
 }
 
 // btfTracepoint attaches BTF-enabled raw tracepoints (tp_btf, Linux 5.5+)
@@ -239,6 +238,16 @@ func (btfTracepoint) programs(p *lockstatProgramSpecs) []tracepointProgram {
 // As for raw tracepoints, bpf_trace_runN calls the program with its
 // argument array, on the probed thread's stack.
 func (btfTracepoint) StackLayout() StackLayout { return rawTracepoint{}.StackLayout() }
+
+// A sched hook with a BTF program attaches as one too: its arguments are
+// task pointers the helpers take (btf_owner_switch walks the stack of the
+// task arriving).
+func (btfTracepoint) schedHook(event string, p schedPrograms) schedHook {
+	if p.btf == nil {
+		return rawSchedHook(event, p.raw)
+	}
+	return schedHook{spec: p.btf, event: event, btf: true, skip: rawTracepoint{}.StackLayout().Skip}
+}
 
 func (b btfTracepoint) Detect(k *kernel, _ *lockspec.Spec) error {
 	if u := noContentionTracepoint(k, b.Name()); u != nil {
@@ -319,8 +328,8 @@ func (perfTracepoint) Name() string { return "tracepoint" }
 
 // The sched hooks attach through perf events too: this backend is for
 // kernels or sandboxes where raw tracepoints fail.
-func (perfTracepoint) schedHook(event string, _, perf *ebpf.ProgramSpec) schedHook {
-	return schedHook{spec: perf, event: event, perf: true, skip: perfTracepoint{}.StackLayout().Skip}
+func (perfTracepoint) schedHook(event string, p schedPrograms) schedHook {
+	return schedHook{spec: p.perf, event: event, perf: true, skip: perfTracepoint{}.StackLayout().Skip}
 }
 
 func (b perfTracepoint) Programs(p *lockstatProgramSpecs) []*ebpf.ProgramSpec {

@@ -443,10 +443,10 @@ func (c *Collector) load(configured *ebpf.CollectionSpec, b Backend, k *kernel) 
 		return err
 	}
 	progs := &s.lockstatProgramSpecs
-	exit := b.schedHook("sched_process_free", progs.RawThreadFree, progs.TpThreadFree)
-	fork := b.schedHook("sched_process_fork", progs.RawTreeFork, progs.TpTreeFork)
-	switcher := b.schedHook("sched_switch", progs.RawOwnerSwitch, progs.TpOwnerSwitch)
-	waking := b.schedHook("sched_waking", progs.RawOwnerWaking, progs.TpOwnerWaking)
+	exit := b.schedHook("sched_process_free", schedPrograms{raw: progs.RawThreadFree, perf: progs.TpThreadFree})
+	fork := b.schedHook("sched_process_fork", schedPrograms{raw: progs.RawTreeFork, perf: progs.TpTreeFork})
+	switcher := b.schedHook("sched_switch", schedPrograms{raw: progs.RawOwnerSwitch, perf: progs.TpOwnerSwitch, btf: progs.BtfOwnerSwitch})
+	waking := b.schedHook("sched_waking", schedPrograms{raw: progs.RawOwnerWaking, perf: progs.TpOwnerWaking})
 	layout := b.StackLayout()
 	vars := []variable{
 		{s.StackSkip, layout.Skip},
@@ -587,11 +587,16 @@ type schedHook struct {
 	spec  *ebpf.ProgramSpec
 	event string
 	perf  bool // attached as a perf event, not as a raw tracepoint
+	btf   bool // a BTF-enabled raw tracepoint (tp_btf)
 	// skip is how many frames of probe machinery are on top of the stacks
 	// the program takes: as for a backend's programs on the same kind of
 	// hook.
 	skip uint32
 }
+
+// schedPrograms are a sched hook's programs for each kind of hook: raw
+// tracepoint, perf event, and BTF-enabled raw tracepoint (nil for none).
+type schedPrograms struct{ raw, perf, btf *ebpf.ProgramSpec }
 
 // rawSchedHook attaches a sched hook as a raw tracepoint (Linux 4.17+,
 // older than every backend's hooks).
@@ -605,9 +610,12 @@ func (h schedHook) attach(obj *object) (link.Link, probe, error) {
 	prog := obj.program(h.spec)
 	var l link.Link
 	var err error
-	if h.perf {
+	switch {
+	case h.perf:
 		l, err = link.Tracepoint("sched", h.event, prog, nil)
-	} else {
+	case h.btf:
+		l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+	default:
 		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.event, Program: prog})
 	}
 	if err != nil {

@@ -54,8 +54,8 @@ func (b functionBackend) variables(k *kernel, s *lockstatSpecs, _ *lockspec.Spec
 
 func (functionBackend) timesAcquires() bool { return true }
 
-func (functionBackend) schedHook(event string, raw, _ *ebpf.ProgramSpec) schedHook {
-	return rawSchedHook(event, raw)
+func (functionBackend) schedHook(event string, p schedPrograms) schedHook {
+	return rawSchedHook(event, p.raw)
 }
 
 // kprobeCookies reports whether kprobe programs can read a BPF cookie

@@ -458,8 +458,24 @@ int raw_owner_switch(struct bpf_raw_tracepoint_args *ctx)
 
 	marked = bpf_map_lookup_elem(&owner_tasks, &i);
 	if (marked && *marked)
-		owner_arrive(BPF_CORE_READ(next, pid));
+		owner_arrive(BPF_CORE_READ(next, pid), NULL);
 	return on_switch(ctx, ctx->args[0]);
+}
+
+/* The same with BTF (the tp_btf backend): next is a task pointer the
+ * verifier knows, read directly, whose stack bpf_get_task_stack walks, so
+ * a marked owner that left its CPU before it was marked has its stack taken
+ * as it comes back (owner_stack_before). */
+SEC("tp_btf/sched_switch")
+int btf_owner_switch(__u64 *ctx)
+{
+	struct task_struct *next = (void *)ctx[2];
+	__u32 tid = next->pid;
+	struct thread_bucket *bucket = thread_bucket_of(tid);
+
+	if (bucket && bucket->owner)
+		owner_arrive(tid, next);
+	return on_switch(ctx, ctx[0]);
 }
 
 /* sched_waking(struct task_struct *p): the waker is current. Attached with
@@ -487,6 +503,6 @@ int tp_owner_switch(struct trace_event_raw_sched_switch *ctx)
 	struct thread_bucket *bucket = thread_bucket_of(ctx->next_pid);
 
 	if (bucket && bucket->owner)
-		owner_arrive(ctx->next_pid);
+		owner_arrive(ctx->next_pid, NULL);
 	return on_switch(ctx, false);
 }

@@ -385,6 +385,7 @@ const (
 	lockstatProgBtfContentionBeginRescue = "btf_contention_begin_rescue"
 	lockstatProgBtfContentionEnd         = "btf_contention_end"
 	lockstatProgBtfContentionEndRescue   = "btf_contention_end_rescue"
+	lockstatProgBtfOwnerSwitch           = "btf_owner_switch"
 	lockstatProgFentryAcquire            = "fentry_acquire"
 	lockstatProgFentryRelease            = "fentry_release"
 	lockstatProgFexitAcquire             = "fexit_acquire"
@@ -496,6 +497,7 @@ type lockstatProgramSpecs struct {
 	BtfContentionBeginRescue *ebpf.ProgramSpec `ebpf:"btf_contention_begin_rescue"`
 	BtfContentionEnd         *ebpf.ProgramSpec `ebpf:"btf_contention_end"`
 	BtfContentionEndRescue   *ebpf.ProgramSpec `ebpf:"btf_contention_end_rescue"`
+	BtfOwnerSwitch           *ebpf.ProgramSpec `ebpf:"btf_owner_switch"`
 	FentryAcquire            *ebpf.ProgramSpec `ebpf:"fentry_acquire"`
 	FentryRelease            *ebpf.ProgramSpec `ebpf:"fentry_release"`
 	FexitAcquire             *ebpf.ProgramSpec `ebpf:"fexit_acquire"`
@@ -747,6 +749,7 @@ type lockstatPrograms struct {
 	BtfContentionBeginRescue *ebpf.Program `ebpf:"btf_contention_begin_rescue"`
 	BtfContentionEnd         *ebpf.Program `ebpf:"btf_contention_end"`
 	BtfContentionEndRescue   *ebpf.Program `ebpf:"btf_contention_end_rescue"`
+	BtfOwnerSwitch           *ebpf.Program `ebpf:"btf_owner_switch"`
 	FentryAcquire            *ebpf.Program `ebpf:"fentry_acquire"`
 	FentryRelease            *ebpf.Program `ebpf:"fentry_release"`
 	FexitAcquire             *ebpf.Program `ebpf:"fexit_acquire"`
@@ -778,6 +781,7 @@ func (p *lockstatPrograms) Close() error {
 		p.BtfContentionBeginRescue,
 		p.BtfContentionEnd,
 		p.BtfContentionEndRescue,
+		p.BtfOwnerSwitch,
 		p.FentryAcquire,
 		p.FentryRelease,
 		p.FexitAcquire,

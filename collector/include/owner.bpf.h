@@ -231,21 +231,35 @@ static __always_inline bool owner_entry(const struct owner_key *key, struct task
 	return true;
 }
 
+/* enter_scratch enters this CPU's nesting for a sched hook's stack walk,
+ * and returns the walk's scratch, to leave(b) when done; NULL when the CPU
+ * is nested too deep, with nothing to leave. */
+static __always_inline struct stack_scratch *enter_scratch(struct cpu_busy *b)
+{
+	int level = enter(b, ROLE_FUNCTION);
+	struct stack_scratch *sc;
+
+	if (level < 0)
+		return NULL;
+	sc = bpf_map_lookup_elem(&scratch, &level);
+	if (!sc)
+		leave(b);
+	return sc;
+}
+
 /* owner_take_stack walks current's kernel stack into the stacks map, its
  * key in *h, counting the walk; false when it failed (or the CPU is nested
  * too deep to walk). For the sched hooks: an owner leaving its CPU, a
  * blocker waking a waiter. */
 static __always_inline bool owner_take_stack(void *ctx, __u64 *h)
 {
-	struct stack_scratch *sc;
 	struct cpu_busy *b = cpu_busy();
-	int level = enter(b, ROLE_FUNCTION);
+	struct stack_scratch *sc = enter_scratch(b);
 	bool taken;
 
-	if (level < 0)
+	if (!sc)
 		return false;
-	sc = bpf_map_lookup_elem(&scratch, &level);
-	taken = sc && store_stack(ctx, sc, walk_size(sc), owner_switch_skip, h, NULL) > 0;
+	taken = store_stack(ctx, sc, walk_size(sc), owner_switch_skip, h, NULL) > 0;
 	count(taken ? CNT_OWNER_STACK : CNT_OWNER_STACK_FAILED, 1);
 	leave(b);
 	return taken;
@@ -295,9 +309,9 @@ static __always_inline void writer_sleeps(void *ctx, __u32 tid)
 	struct writer_path *wp;
 	struct stack_scratch *sc;
 	struct cpu_busy *b;
-	int level, i;
 	long n;
 	__u64 h;
+	int i;
 
 	if (!pcpu_down_write_lo || !stack_depth)
 		return;
@@ -305,12 +319,11 @@ static __always_inline void writer_sleeps(void *ctx, __u32 tid)
 	if (!wp)
 		return;
 	b = cpu_busy();
-	level = enter(b, ROLE_FUNCTION);
-	if (level < 0)
+	sc = enter_scratch(b);
+	if (!sc)
 		return;
-	sc = bpf_map_lookup_elem(&scratch, &level);
-	n = sc ? bpf_get_stack(ctx, sc->ips, walk_size(sc), owner_switch_skip & BPF_F_SKIP_FIELD_MASK) : 0;
-	for (i = 0; sc && i < WRITER_PATH_FRAMES && i < n / (long)sizeof(__u64); i++) {
+	n = bpf_get_stack(ctx, sc->ips, walk_size(sc), owner_switch_skip & BPF_F_SKIP_FIELD_MASK);
+	for (i = 0; i < WRITER_PATH_FRAMES && i < n / (long)sizeof(__u64); i++) {
 		if (sc->ips[i] < pcpu_down_write_lo || sc->ips[i] >= pcpu_down_write_hi)
 			continue;
 		if (keep_stack(sc, &h, NULL)) {
@@ -381,14 +394,52 @@ static __always_inline void owner_switch(void *ctx, __u32 tid, bool runnable)
 	*taken = OWNER_STACK_TAKEN;
 }
 
+/* owner_stack_before takes the stack of task t, a marked owner about to
+ * run again, when it was preempted before it was marked (before its
+ * waiters came): owner_switch never saw it leave, and its stack, saved as
+ * it left, is still where it was preempted. Only where t is a task pointer
+ * bpf_get_task_stack takes (tp_btf). The kernel's walk of another task
+ * leaves out the scheduler's functions (stack_trace_save_tsk): the stack
+ * starts where it was preempted, under __cond_resched or the interrupt.
+ * Not for an owner asleep before it was marked: the functions of a lock
+ * it sleeps on are the scheduler's too, and would be lost. */
+static __always_inline void owner_stack_before(struct owner_mark *m, struct task_struct *t)
+{
+	struct stack_scratch *sc;
+	struct cpu_busy *b;
+	long n;
+	__u64 h;
+
+	if (m->clock_state != OWNER_HELD_RUNNABLE || m->preempt_taken != OWNER_STACK_RAN)
+		return;
+	b = cpu_busy();
+	sc = enter_scratch(b);
+	if (!sc)
+		return;
+	n = bpf_get_task_stack(t, sc->ips, walk_size(sc), 0);
+	if (n > 0 && keep_stack(sc, &h, NULL)) {
+		m->preempt_stack = h;
+		m->preempt_taken = OWNER_STACK_TAKEN;
+		count(CNT_OWNER_STACK, 1);
+	} else {
+		m->preempt_taken = OWNER_STACK_FAILED;
+		count(CNT_OWNER_STACK_FAILED, 1);
+	}
+	leave(b);
+}
+
 /* owner_arrive turns the clock of thread tid, marked for a tenure not
- * ended, back on its CPU: it is sched_switch's next. */
-static __always_inline void owner_arrive(__u32 tid)
+ * ended, back on its CPU: it is sched_switch's next, task t where the
+ * hook gives one bpf_get_task_stack takes (NULL elsewhere). */
+static __always_inline void owner_arrive(__u32 tid, struct task_struct *t)
 {
 	struct owner_mark *m = bpf_map_lookup_elem(&owner_marks, &tid);
 
-	if (m && !m->ended)
-		clock_turn(m, OWNER_HELD_ON_CPU, bpf_ktime_get_ns());
+	if (!m || m->ended)
+		return;
+	if (t && stack_depth)
+		owner_stack_before(m, t);
+	clock_turn(m, OWNER_HELD_ON_CPU, bpf_ktime_get_ns());
 }
 
 /* owner_exit moves the mark of thread tid, being freed, to owner_exits. */
