@@ -523,6 +523,7 @@ var ownerReasons = map[lockstatOwnerReason]string{
 	lockstatOwnerReasonOWNER_READERS:     capture.OwnerReaders,
 	lockstatOwnerReasonOWNER_NONE:        capture.OwnerNone,
 	lockstatOwnerReasonOWNER_NEVER_SLEPT: capture.OwnerNeverSlept,
+	lockstatOwnerReasonOWNER_PASSED:      capture.OwnerPassed,
 }
 
 // ownerStackReasons names the reasons the kernel side gives for a known

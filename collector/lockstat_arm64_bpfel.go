@@ -142,6 +142,7 @@ const (
 	lockstatOwnerHeldOWNER_HELD_ON_CPU   lockstatOwnerHeld = 1
 	lockstatOwnerHeldOWNER_HELD_RUNNABLE lockstatOwnerHeld = 2
 	lockstatOwnerHeldOWNER_HELD_OFF_CPU  lockstatOwnerHeld = 3
+	lockstatOwnerHeldOWNER_HELD_FREE     lockstatOwnerHeld = 4
 )
 
 type lockstatOwnerKey struct {
@@ -172,6 +173,7 @@ type lockstatOwnerMark struct {
 	ClockSince   uint64
 	ClockOnNs    uint64
 	ClockRunNs   uint64
+	ClockFreeNs  uint64
 }
 
 type lockstatOwnerReason uint32
@@ -184,6 +186,7 @@ const (
 	lockstatOwnerReasonOWNER_NONE        lockstatOwnerReason = 4
 	lockstatOwnerReasonOWNER_WOKEN       lockstatOwnerReason = 5
 	lockstatOwnerReasonOWNER_NEVER_SLEPT lockstatOwnerReason = 6
+	lockstatOwnerReasonOWNER_PASSED      lockstatOwnerReason = 7
 )
 
 type lockstatOwnerSampleKey struct {
@@ -292,40 +295,41 @@ type lockstatWaitKey struct {
 }
 
 type lockstatWaitSlot struct {
-	_            structs.HostLayout
-	Lock         uint64
-	Ts           uint64
-	Stack        uint64
-	SpinNs       uint64
-	SpinFrom     uint64
-	Cgroup       uint64
-	Tid          uint32
-	Pid          uint32
-	Type         uint16
-	Skip         uint16
-	Repeat       uint32
-	OwnerFrom    uint64
-	OwnerLock    uint64
-	OwnerTid     uint32
-	OwnerReason  uint8
-	OwnerState   uint8
-	OwnerFlags   uint8
-	ChainType    uint8
-	ChainFrom    uint64
-	ChainLock    uint64
-	ChainTid     uint32
-	ChainDepth   uint8
-	ChainCycle   uint8
-	OwnerClocked uint8
-	OwnerSlept   uint8
-	OwnerOnNs    uint64
-	OwnerRunNs   uint64
-	WakerStack   uint64
-	WakerTid     uint32
-	Waker        uint8
-	WakerTaken   uint8
-	Pad2         uint16
-	LastLock     uint64
+	_             structs.HostLayout
+	Lock          uint64
+	Ts            uint64
+	Stack         uint64
+	SpinNs        uint64
+	SpinFrom      uint64
+	Cgroup        uint64
+	Tid           uint32
+	Pid           uint32
+	Type          uint16
+	Skip          uint16
+	Repeat        uint32
+	OwnerFrom     uint64
+	OwnerLock     uint64
+	OwnerTid      uint32
+	OwnerReason   uint8
+	OwnerState    uint8
+	OwnerFlags    uint8
+	ChainType     uint8
+	ChainFrom     uint64
+	ChainLock     uint64
+	ChainTid      uint32
+	ChainDepth    uint8
+	ChainCycle    uint8
+	OwnerClocked  uint8
+	OwnerSlept    uint8
+	OwnerOnNs     uint64
+	OwnerRunSnap  uint32
+	OwnerFreeSnap uint32
+	WakerStack    uint64
+	WakerTid      uint32
+	Waker         uint8
+	WakerTaken    uint8
+	Pad2          uint16
+	LastLock      uint64
 }
 
 type lockstatWaitStats struct {

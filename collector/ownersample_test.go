@@ -177,7 +177,8 @@ func TestWaitSlotOwnerFieldsLast(t *testing.T) {
 // samples; 5000 ns runnable at the stack it was preempted at, and 1000 ns runnable from before its
 // waiters came, with no stack; 1000 ns off its CPU at the stack it blocked at; and 500 ns whose
 // mark was lost, not split. No share goes to another state's stacks, not even where the owner was
-// sampled at the stack it was preempted at.
+// sampled at the stack it was preempted at. The 4000 ns of the same waits after the owner let the
+// lock go, which went on behind other threads, are no share of its: an unknown owner's.
 func TestAssembleHolderSplit(t *testing.T) {
 	f := newAssembleFixture(t, assembleKallsyms)
 	f.in.cfg.Owners = true
@@ -191,6 +192,10 @@ func TestAssembleHolderSplit(t *testing.T) {
 	share(0, lockstatOwnerStackReasonOWNER_STACK_BEFORE, lockstatOwnerHeldOWNER_HELD_RUNNABLE, 1, 1000)
 	share(stackXfs, lockstatOwnerStackReasonOWNER_STACK_TAKEN, lockstatOwnerHeldOWNER_HELD_OFF_CPU, 1, 1000)
 	share(0, lockstatOwnerStackReasonOWNER_STACK_LOST, lockstatOwnerHeldOWNER_HELD_UNSPLIT, 1, 500)
+	f.snap.owners = append(f.snap.owners, ownerEntry{
+		key:   lockstatOwnerKey{Lock: lockHeap, Type: f.types["mutex"], Reason: uint32(lockstatOwnerReasonOWNER_PASSED)},
+		value: lockstatOwnerStats{Count: 2, TotalNs: 4000},
+	})
 	key := func(stack uint64) lockstatOwnerSampleKey {
 		return lockstatOwnerSampleKey{Lock: lockHeap, Stack: stack, Tid: 77, Type: f.types["mutex"]}
 	}
@@ -202,7 +207,12 @@ func TestAssembleHolderSplit(t *testing.T) {
 		total                      uint64
 	}
 	var got []entry
+	var passed []capture.Owner
 	for _, o := range cp.Owners {
+		if o.Reason != "" {
+			passed = append(passed, o)
+			continue
+		}
 		e := entry{holder: o.HolderState, where: o.Where, reason: o.StackReason, total: o.TotalNS}
 		if len(o.Stack) > 0 {
 			e.top = o.Stack[0]
@@ -221,6 +231,9 @@ func TestAssembleHolderSplit(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("owner entries\n%+v\nwant\n%+v", got, want)
 	}
+	if len(passed) != 1 || passed[0].Reason != capture.OwnerPassed || passed[0].TID != 0 || passed[0].TotalNS != 4000 || passed[0].HolderState != "" {
+		t.Errorf("the waits' part after the owner let the lock go: %+v, want one entry of 4000 ns charged to %q", passed, capture.OwnerPassed)
+	}
 	split := capture.SplitByHolder(cp.Owners)
 	if wantSplit := (capture.HolderSplit{OnCPUNS: 3000, RunnableNS: 6000, OffCPUNS: 1000, UnsplitNS: 500}); split != wantSplit {
 		t.Errorf("split %+v, want %+v", split, wantSplit)
@@ -229,7 +242,7 @@ func TestAssembleHolderSplit(t *testing.T) {
 		t.Errorf("runnable share %v, want 0.6 (6000 of the 10000 ns split)", share)
 	}
 	totals := capture.OwnerTotals(cp.Owners)
-	if len(totals) != 1 || totals[0].Holder != split || totals[0].TotalNS != 10500 {
-		t.Errorf("owner totals %+v, want one of 10500 ns split as %+v", totals, split)
+	if len(totals) != 2 || totals[0].Holder != split || totals[0].TotalNS != 10500 || totals[1].Reason != capture.OwnerPassed {
+		t.Errorf("owner totals %+v, want one of 10500 ns split as %+v, then the 4000 ns passed on", totals, split)
 	}
 }

@@ -135,9 +135,11 @@ struct wait_slot {
 	 * of a lock that records no owner that never did had no waker. */
 	__u8 owner_slept;
 	/* The owner's clock (struct owner_mark) as the wait began to be
-	 * charged to it: its time on its CPU and runnable so far. */
+	 * charged to it: its time on its CPU so far, and runnable and with
+	 * its tenure over, >> OWNER_SNAP_SHIFT, modulo 2^32 (owner_split). */
 	__u64 owner_on_ns;
-	__u64 owner_run_ns;
+	__u32 owner_run_snap;
+	__u32 owner_free_snap;
 	/* The thread that woke the waiter, for a lock that records no owner
 	 * (owner_reason OWNER_NO_FIELD or OWNER_READERS): what released it,
 	 * as the sched_waking program saw it (owner.bpf.h). */
@@ -160,6 +162,7 @@ enum owner_reason {
 	OWNER_NONE,          /* the owner word was empty: released, or handed over, as we looked */
 	OWNER_WOKEN,         /* no owner field, or readers: owner_tid is the thread that woke the waiter (enum owner_waker) */
 	OWNER_NEVER_SLEPT,   /* no owner field, or readers, and the waiter never slept: nothing woke it, the lock came free first */
+	OWNER_PASSED,        /* the part of a wait after its owner let the lock go: it went to other threads first */
 };
 
 /* Who woke a waiter of a lock that records no owner, and which of its
@@ -189,6 +192,7 @@ enum owner_held {
 	OWNER_HELD_ON_CPU,      /* on its CPU */
 	OWNER_HELD_RUNNABLE,    /* runnable but not running: preempted holding the lock */
 	OWNER_HELD_OFF_CPU,     /* off its CPU, not runnable: asleep or blocked */
+	OWNER_HELD_FREE,        /* the mark's clock only: its tenure is over, the lock went to others */
 };
 
 /* Why a known owner's waits carry no stack. */
@@ -218,9 +222,10 @@ struct owner_key {
  * An owner some thread waits for: the lock it holds, and its kernel stacks
  * the first time it left a CPU holding it, blocked and preempted
  * (owner.bpf.h). By owner thread. And the thread's clock, turned at its
- * switches until the tenure ends, its totals carried over to its later
- * tenures: its time on its CPU and runnable since it was first marked, so
- * that a wait knows what its owner did over it.
+ * switches until the tenure ends and then standing still as free until its
+ * next, its totals carried over to its later tenures: its time on its CPU,
+ * runnable, and with its tenure over since it was first marked, so that a
+ * wait knows what its owner did over it, and how long it was not its owner.
  */
 struct owner_mark {
 	__u64 lock;
@@ -237,6 +242,7 @@ struct owner_mark {
 	__u64 clock_since;   /* when clock_state began */
 	__u64 clock_on_ns;   /* time on its CPU before clock_since */
 	__u64 clock_run_ns;  /* time runnable, not running, before clock_since */
+	__u64 clock_free_ns; /* time with its tenure over (OWNER_HELD_FREE), before clock_since */
 };
 
 /* Samples of marked owners on their CPU, holding the lock others wait for

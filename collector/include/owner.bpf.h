@@ -14,13 +14,14 @@
  *
  * A wait is split by what its owner did over it: on its CPU, runnable but
  * not running (preempted holding the lock), or off its CPU. The mark keeps a
- * clock of the owner's time on its CPU and runnable, turned at each of its
- * switches (owner_switch, owner_arrive); the wait reads it as it begins and
- * as it ends, and charges each share to its own key (owner_split): the
- * on-CPU share to OWNER_STACK_RAN, which user space spreads over the
- * owner's samples, the runnable share to where it was preempted, the rest
- * to where it blocked. A thread woken is counted off its CPU until it runs:
- * there is no hook at wakeups.
+ * clock of the owner's time on its CPU, runnable, and with its tenure over
+ * (free), turned at each of its switches (owner_switch, owner_arrive) and
+ * as its tenure ends (tenure_over); the wait reads it as it begins and as
+ * it ends, and charges each share to its own key (owner_split): the on-CPU
+ * share to OWNER_STACK_RAN, which user space spreads over the owner's
+ * samples, the runnable share to where it was preempted, the free share to
+ * OWNER_PASSED, no owner's, the rest to where it blocked. A thread woken is
+ * counted off its CPU until it runs: there is no hook at wakeups.
  *
  * The owner is read again when the waiter announces its wait again (a
  * mutex's), and when it goes back to sleep without the lock (on_switch in
@@ -132,14 +133,51 @@ static __always_inline __u16 held_state(__u16 state)
 	return OWNER_HELD_OFF_CPU;
 }
 
-/* owner_clock reads the clock of mark m at now: the owner's time on its CPU
- * and runnable since it was first marked. */
-static __always_inline void owner_clock(const struct owner_mark *m, __u64 now, __u64 *on, __u64 *run)
+/* clock_read reads one total of the clock of mark m at now, that of state
+ * (its time on its CPU, runnable, or with its tenures over since it was
+ * first marked), total before the clock's last turn. Returned, not written
+ * through pointers: the function probes have no stack to spare. */
+static __always_inline __u64 clock_read(const struct owner_mark *m, __u16 state, __u64 total, __u64 now)
 {
-	__u64 since = m->clock_since, d = now > since ? now - since : 0;
+	__u64 since = m->clock_since;
 
-	*on = m->clock_on_ns + (m->clock_state == OWNER_HELD_ON_CPU ? d : 0);
-	*run = m->clock_run_ns + (m->clock_state == OWNER_HELD_RUNNABLE ? d : 0);
+	return total + (m->clock_state == state && now > since ? now - since : 0);
+}
+
+/* A wait keeps the clock's runnable and free totals as it begins in 32 bits
+ * each, in units of 64 ns: differences modulo 2^32 of them are right for
+ * waits up to 4.5 minutes, 64 ns at most off (the slot has no room for
+ * 64-bit copies: the function probes copy it onto the verifier's 512-byte
+ * stack). */
+#define OWNER_SNAP_SHIFT 6
+
+static __always_inline __u32 clock_snap(__u64 ns)
+{
+	return (__u32)(ns >> OWNER_SNAP_SHIFT);
+}
+
+/* clock_since_snap is the time a clock total now at ns gained since it was
+ * snap (clock_snap). */
+static __always_inline __u64 clock_since_snap(__u64 ns, __u32 snap)
+{
+	return (__u64)(__u32)(clock_snap(ns) - snap) << OWNER_SNAP_SHIFT;
+}
+
+/* clock_passed is the time of wait w, up to now, after its owner, with
+ * mark m, let the lock go: its clock's free time since the wait's
+ * snapshot. */
+static __always_inline __u64 clock_passed(const struct wait_slot *w, const struct owner_mark *m, __u64 now)
+{
+	return clock_since_snap(clock_read(m, OWNER_HELD_FREE, m->clock_free_ns, now), w->owner_free_snap);
+}
+
+/* clock_snapshot notes in wait slot s the clock of mark m at now. */
+static __always_inline void clock_snapshot(struct wait_slot *s, const struct owner_mark *m, __u64 now)
+{
+	s->owner_on_ns = clock_read(m, OWNER_HELD_ON_CPU, m->clock_on_ns, now);
+	s->owner_run_snap = clock_snap(clock_read(m, OWNER_HELD_RUNNABLE, m->clock_run_ns, now));
+	s->owner_free_snap = clock_snap(clock_read(m, OWNER_HELD_FREE, m->clock_free_ns, now));
+	s->owner_clocked = 1;
 }
 
 /* clock_turn moves the clock of mark m to state at now, adding the time
@@ -154,8 +192,21 @@ static __always_inline void clock_turn(struct owner_mark *m, __u16 state, __u64 
 		m->clock_on_ns += d;
 	else if (m->clock_state == OWNER_HELD_RUNNABLE)
 		m->clock_run_ns += d;
+	else if (m->clock_state == OWNER_HELD_FREE)
+		m->clock_free_ns += d;
 	m->clock_state = state;
 	m->clock_since = now;
+}
+
+/* tenure_over ends the tenure of mark m at now: the owner no longer holds
+ * the lock. Its switches turn the clock no more, which counts the time
+ * until its next tenure as free: the waits still charged to it, asleep
+ * and not woken for it (a mutex or an rwsem wakes its first waiter only),
+ * wait for the threads the lock went to next, unread (OWNER_PASSED). */
+static __always_inline void tenure_over(struct owner_mark *m, __u64 now)
+{
+	clock_turn(m, OWNER_HELD_FREE, now);
+	m->ended = 1;
 }
 
 /* mark_owner marks task t, thread tid, which owns lock (announced with
@@ -182,14 +233,16 @@ static __always_inline struct owner_mark *mark_owner(__u32 tid, struct task_stru
 	init.clock_state = held_state(state);
 	init.clock_since = bpf_ktime_get_ns();
 	if (m && m->task == (__u64)t) {
-		/* An ended tenure's clock stopped turning: its totals go on,
-		 * the time since it ended counted as off CPU. */
+		/* The clock goes on: an ended tenure's time since it ended
+		 * is counted free, a tenure of another lock not seen ended
+		 * goes on in its state. */
+		if (m->ended)
+			clock_turn(m, init.clock_state, init.clock_since);
 		init.clock_on_ns = m->clock_on_ns;
 		init.clock_run_ns = m->clock_run_ns;
-		if (!m->ended) {
-			init.clock_state = m->clock_state;
-			init.clock_since = m->clock_since;
-		}
+		init.clock_free_ns = m->clock_free_ns;
+		init.clock_state = m->clock_state;
+		init.clock_since = m->clock_since;
 	}
 	if (bpf_map_update_elem(&owner_marks, &tid, &init, BPF_ANY))
 		return NULL;
@@ -370,17 +423,18 @@ static __always_inline void owner_switch(void *ctx, __u32 tid, bool runnable)
 	__u32 reason = OWNER_KNOWN;
 	struct owner_mark *m;
 	__u16 *taken;
-	__u64 h = 0;
+	__u64 h = 0, now;
 
 	m = bpf_map_lookup_elem(&owner_marks, &tid);
 	if (!m || m->ended)
 		return;
-	clock_turn(m, runnable ? OWNER_HELD_RUNNABLE : OWNER_HELD_OFF_CPU, bpf_ktime_get_ns());
+	now = bpf_ktime_get_ns();
+	clock_turn(m, runnable ? OWNER_HELD_RUNNABLE : OWNER_HELD_OFF_CPU, now);
 	taken = runnable ? &m->preempt_taken : &m->taken;
 	if (*taken != OWNER_STACK_RAN)
 		return;
 	if (owner_word(m->lock, m->flags, &reason) != bpf_get_current_task()) {
-		m->ended = 1;
+		tenure_over(m, now);
 		return;
 	}
 	if (!owner_take_stack(ctx, &h)) {
@@ -514,8 +568,7 @@ static __always_inline void owner_begin(struct wait_slot *s, __u64 lock, __u32 f
 			/* The wait is charged from a moment later (its ts,
 			 * or owner_again's now): owner_split bounds the
 			 * difference. */
-			owner_clock(m, bpf_ktime_get_ns(), &s->owner_on_ns, &s->owner_run_ns);
-			s->owner_clocked = 1;
+			clock_snapshot(s, m, bpf_ktime_get_ns());
 		}
 		chain_follow(s, s->tid, key.tid);
 		if (!owner_entry(&key, t))
@@ -599,18 +652,33 @@ static __always_inline __u32 share_reason(__u16 taken, bool exited)
 /* owner_split charges the delta ns of wait w ending at now, whose owner
  * has mark m, by what the owner did over it, read from m's clock against
  * the wait's snapshot: its time on its CPU (spread over its samples in
- * user space), runnable (at the stack it was preempted at), and the rest
- * off its CPU (at the stack it blocked at); each share to its own key,
- * and a wait counts once in each. The shares are bounded to add up to
- * delta: the clock may be read half turned. */
+ * user space), runnable (at the stack it was preempted at), off its CPU
+ * (at the stack it blocked at), and the time its tenures were over, not its
+ * doing (OWNER_PASSED); each share to its own key, and a wait counts once
+ * in each. The shares are bounded to add up to delta: the clock may be
+ * read half turned. */
 static __always_inline void owner_split(const struct wait_slot *w, struct owner_key *key, const struct owner_mark *m,
 					bool exited, __u64 delta, __u64 now, __u32 st)
 {
-	__u64 on, run;
+	__u64 on, run, free = clock_passed(w, m, now);
 
-	owner_clock(m, now, &on, &run);
+	/* First, so that no more is live over the rest: the function
+	 * probes have no stack to spare. */
+	if (free) {
+		if (free > delta)
+			free = delta;
+		key->reason = OWNER_PASSED;
+		key->tid = 0;
+		owner_add(key, free, OWNER_STATES);
+		key->reason = OWNER_KNOWN;
+		key->tid = w->owner_tid;
+		delta -= free;
+		if (!delta)
+			return;
+	}
+	on = clock_read(m, OWNER_HELD_ON_CPU, m->clock_on_ns, now);
 	on = on > w->owner_on_ns ? on - w->owner_on_ns : 0;
-	run = run > w->owner_run_ns ? run - w->owner_run_ns : 0;
+	run = clock_since_snap(clock_read(m, OWNER_HELD_RUNNABLE, m->clock_run_ns, now), w->owner_run_snap);
 	if (on > delta)
 		on = delta;
 	if (run > delta - on)
@@ -676,15 +744,15 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 	if (!w->owner_slept && (w->owner_reason == OWNER_NO_FIELD || w->owner_reason == OWNER_READERS))
 		key.reason = OWNER_NEVER_SLEPT;
 	if (w->owner_reason == OWNER_KNOWN) {
-		chain_charge(w, now);
 		if (stack_depth) {
 			m = owner_mark_of(w->owner_tid, w->owner_lock, &exited);
 			if (!m)
 				key.stack_reason = OWNER_STACK_LOST;
 		}
+		chain_charge(w, now, m && w->owner_clocked ? clock_passed(w, m, now) : 0);
 	}
 	if (m && !exited && !m->ended && owner_word(m->lock, m->flags, &reason) != m->task)
-		m->ended = 1;
+		tenure_over(m, now);
 	if (m && w->owner_clocked) {
 		owner_split(w, &key, m, exited, delta, now, st);
 		return;

@@ -129,8 +129,9 @@ static __always_inline void chain_follow(struct wait_slot *s, __u32 waiter, __u3
 }
 
 /* chain_charge charges wait w, charged to its owner, to the end of its
- * chain up to now, if the owner was waiting. */
-static __always_inline void chain_charge(const struct wait_slot *w, __u64 now)
+ * chain up to now, if the owner was waiting, but for the passed ns after
+ * the owner let the lock go (owner_split), when the chain was not its. */
+static __always_inline void chain_charge(const struct wait_slot *w, __u64 now, __u64 passed)
 {
 	struct chain_key key = {
 		.lock = w->lock,
@@ -160,7 +161,7 @@ static __always_inline void chain_charge(const struct wait_slot *w, __u64 now)
 			return;
 	}
 	__sync_fetch_and_add(&v->count, 1);
-	__sync_fetch_and_add(&v->total_ns, now - from);
+	__sync_fetch_and_add(&v->total_ns, now - from > passed ? now - from - passed : 0);
 }
 
 /* chain_again follows the chain of slot s's wait again, its owner read
@@ -177,7 +178,7 @@ static __always_inline void chain_again(struct wait_slot *s)
 						       e.type == s->chain_type && e.cycle == s->chain_cycle)))
 		return;
 	now = bpf_ktime_get_ns();
-	chain_charge(s, now);
+	chain_charge(s, now, 0);
 	chain_note(s, &e, now);
 }
 
