@@ -94,9 +94,10 @@ const (
 	// in which the waiter never slept: nothing woke it, so no thread is charged. The lock came free
 	// as it queued, or its CPU was taken from it (by a hypervisor, or an interrupt) as it waited.
 	OwnerNeverSlept = "the waiter never slept: no thread woke it"
-	// OwnerPassed is the part of a wait after its owner was seen leaving its CPU without the lock:
-	// the waiter slept on, not woken for it (an rwsem wakes its first waiter only), while the lock
-	// went to other threads first, unread. Not the owner's doing.
+	// OwnerPassed is the part of a wait after its owner's tenure was seen to end (the owner leaving
+	// its CPU without the lock, or another wait ending with the lock taken): the waiter slept on, not
+	// woken for it (a mutex or an rwsem wakes its first waiter only), while the lock went to other
+	// threads first, unread. Not the owner's doing.
 	OwnerPassed = "the owner let the lock go: it went to other waiters first"
 )
 

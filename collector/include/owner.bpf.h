@@ -362,6 +362,7 @@ static __always_inline void writer_sleeps(void *ctx, __u32 tid)
 	struct writer_path *wp;
 	struct stack_scratch *sc;
 	struct cpu_busy *b;
+	bool kept;
 	long n;
 	__u64 h;
 	int i;
@@ -379,11 +380,12 @@ static __always_inline void writer_sleeps(void *ctx, __u32 tid)
 	for (i = 0; i < WRITER_PATH_FRAMES && i < n / (long)sizeof(__u64); i++) {
 		if (sc->ips[i] < pcpu_down_write_lo || sc->ips[i] >= pcpu_down_write_hi)
 			continue;
-		if (keep_stack(sc, &h, NULL)) {
+		kept = keep_stack(sc, &h, NULL);
+		if (kept) {
 			wp->stack = h;
 			wp->lock = 0;
 		}
-		count(wp->stack == h ? CNT_OWNER_STACK : CNT_OWNER_STACK_FAILED, 1);
+		count(kept ? CNT_OWNER_STACK : CNT_OWNER_STACK_FAILED, 1);
 		break;
 	}
 	leave(b);
@@ -653,14 +655,14 @@ static __always_inline __u32 share_reason(__u16 taken, bool exited)
  * has mark m, by what the owner did over it, read from m's clock against
  * the wait's snapshot: its time on its CPU (spread over its samples in
  * user space), runnable (at the stack it was preempted at), off its CPU
- * (at the stack it blocked at), and the time its tenures were over, not its
- * doing (OWNER_PASSED); each share to its own key, and a wait counts once
+ * (at the stack it blocked at), and the free ns its tenures were over
+ * (clock_passed), not its doing (OWNER_PASSED); each share to its own key, and a wait counts once
  * in each. The shares are bounded to add up to delta: the clock may be
  * read half turned. */
 static __always_inline void owner_split(const struct wait_slot *w, struct owner_key *key, const struct owner_mark *m,
-					bool exited, __u64 delta, __u64 now, __u32 st)
+					bool exited, __u64 delta, __u64 free, __u64 now, __u32 st)
 {
-	__u64 on, run, free = clock_passed(w, m, now);
+	__u64 on, run;
 
 	/* First, so that no more is live over the rest: the function
 	 * probes have no stack to spare. */
@@ -719,7 +721,7 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 	};
 	/* Masked so that Linux 5.10's verifier knows its bounds below. */
 	__u32 st = w->owner_state & 7, reason = OWNER_KNOWN;
-	__u64 delta = now - w->owner_from;
+	__u64 delta = now - w->owner_from, passed = 0;
 	struct owner_mark *m = NULL;
 	bool exited;
 
@@ -749,12 +751,14 @@ static __always_inline void owner_charge(const struct wait_slot *w, __u64 now)
 			if (!m)
 				key.stack_reason = OWNER_STACK_LOST;
 		}
-		chain_charge(w, now, m && w->owner_clocked ? clock_passed(w, m, now) : 0);
+		if (m && w->owner_clocked)
+			passed = clock_passed(w, m, now);
+		chain_charge(w, now, passed);
 	}
 	if (m && !exited && !m->ended && owner_word(m->lock, m->flags, &reason) != m->task)
 		tenure_over(m, now);
 	if (m && w->owner_clocked) {
-		owner_split(w, &key, m, exited, delta, now, st);
+		owner_split(w, &key, m, exited, delta, passed, now, st);
 		return;
 	}
 	if (m) {
@@ -788,7 +792,8 @@ static __always_inline __u8 waker_of(const struct wait_slot *ws, __u64 lock, __u
  * rwsem held by readers: a waiter of such a lock is woken by the thread
  * that releases it (percpu_up_write, up_read, up), which is what blocked
  * it. The waker's stack is the path it took to the lock when it was seen
- * waiting for it as a writer, else where it wakes the waiter. The last
+ * waiting for it as a writer, or asleep in percpu_down_write (writer_path_of),
+ * else where it wakes the waiter. The last
  * waker of a wait is the one it is charged to, as it ends (owner_charge).
  * Every wakeup of the machine comes here: a thread whose bucket has no
  * owner-tracked wait open costs an array read.
